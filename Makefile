@@ -1,0 +1,55 @@
+# flashsale — the two commands a newcomer needs are `make run` and `make test`.
+SHELL := /bin/bash
+STACK := deploy/local/stack.sh
+GO ?= go
+# The local stack's settings, unless the caller already exported FLASHSALE_*.
+STACK_ENV = eval "$$($(STACK) env)" &&
+GOTEST_FLAGS ?= -race -count=1 -timeout 30m
+
+.PHONY: run test test-faults bench stack-up stack-down stack-status env setup build vet fmt lint clean
+
+## run: bring up the stack, migrate, start the pipeline and run the demo flash sale
+run: stack-up setup build
+	@$(STACK_ENV) deploy/local/run.sh
+
+## test: bring up the stack and run every test (unit, integration, race)
+test: stack-up setup vet
+	@$(STACK_ENV) $(GO) test $(GOTEST_FLAGS) ./...
+
+## test-faults: the full fault-injection suite (kills and cuts servers)
+test-faults: stack-up setup
+	@$(STACK_ENV) FLASHSALE_FAULTS=full $(GO) test -count=1 -timeout 60m -v ./faults/...
+
+## bench: Go benchmarks of the hot paths
+bench: stack-up setup
+	@$(STACK_ENV) $(GO) test -run '^$$' -bench . -benchtime 2s ./...
+
+stack-up:
+	@$(STACK) up
+
+stack-down:
+	@$(STACK) down
+
+stack-status:
+	@$(STACK) status
+
+## env: the FLASHSALE_* settings of the local stack: eval "$(make -s env)"
+env:
+	@$(STACK) env
+
+## setup: apply migrations and create Kafka topics (idempotent)
+setup:
+	@$(STACK_ENV) $(GO) run ./setup
+
+build:
+	@mkdir -p bin && $(GO) build -o bin/ ./ingress ./consumer ./reaper ./setup
+
+vet:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null; git ls-files -o --exclude-standard '*.go' 2>/dev/null))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
+	@$(GO) vet ./...
+
+fmt:
+	@gofmt -w $$(git ls-files '*.go'; git ls-files -o --exclude-standard '*.go')
+
+clean:
+	rm -rf bin

@@ -1,0 +1,187 @@
+// Package testenv connects integration tests to the real local stack (make
+// stack-up) through the same FLASHSALE_* settings the deployables read, with
+// the local stack's addresses as defaults. A missing server fails the test
+// with a message saying how to start it; it never skips.
+//
+// Every test gets isolation it can't trip over: its own MySQL database
+// (migrated), its own Kafka topics and consumer group, and random item ids in
+// the shared Redis.
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale-dev/flashsale/pkg/config"
+	"github.com/flashsale-dev/flashsale/pkg/migrate"
+	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/stock"
+	"github.com/flashsale-dev/flashsale/pkg/store"
+	"github.com/flashsale-dev/flashsale/schema"
+)
+
+const hint = "start the local stack with `make stack-up` (or point FLASHSALE_* at running servers)"
+
+// Common returns the shared settings from the environment, defaults as in
+// production flags (the local stack's addresses).
+func Common(t testing.TB) config.Common {
+	t.Helper()
+	var c config.Common
+	fs := flagSet()
+	c.RegisterFlags(fs)
+	if err := config.ApplyEnv(fs, os.LookupEnv); err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	return c
+}
+
+// Suffix returns a short random string for names.
+func Suffix() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// ItemID returns a random positive item id, so tests sharing Redis never meet.
+func ItemID() int64 {
+	n, _ := rand.Int(rand.Reader, big.NewInt(1<<40))
+	return n.Int64() + 1_000_000
+}
+
+// MySQL creates a fresh database for the test, applies the migrations and
+// returns a pool on it and its DSN (as the deployables take it). The database
+// is dropped when the test ends.
+func MySQL(t testing.TB) (*sql.DB, string) {
+	t.Helper()
+	c := Common(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	admin, err := store.Open(ctx, c.DSN(), 2, 5*time.Second)
+	if err != nil {
+		t.Fatalf("testenv: MySQL at %s unreachable: %v; %s", redactDSN(c.MySQLDSN), err, hint)
+	}
+	defer admin.Close()
+	cfg, _ := mysql.ParseDSN(c.MySQLDSN)
+	name := fmt.Sprintf("%s_t%s", cfg.DBName, Suffix())
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name+" CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
+		t.Fatalf("testenv: create database %s: %v", name, err)
+	}
+	cfg.DBName = name
+	dsn := cfg.FormatDSN()
+	c.MySQLDSN = dsn
+	db, err := store.Open(ctx, c.DSN(), 64, 5*time.Second)
+	if err != nil {
+		t.Fatalf("testenv: open %s: %v", name, err)
+	}
+	if _, err := migrate.Apply(ctx, db, schema.FS, discard()); err != nil {
+		t.Fatalf("testenv: migrate %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		db.Close()
+		if os.Getenv("FLASHSALE_TEST_KEEP_DB") != "" {
+			t.Logf("testenv: kept database %s", name)
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		base := Common(t)
+		if a, err := store.Open(ctx, base.DSN(), 1, 5*time.Second); err == nil {
+			_, _ = a.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name)
+			a.Close()
+		}
+	})
+	return db, dsn
+}
+
+// Redis returns a client on the shared Redis, closed when the test ends.
+func Redis(t testing.TB) redis.UniversalClient {
+	t.Helper()
+	c := Common(t)
+	rdb := stock.NewClient(c.RedisAddrs(), 5*time.Second, 256)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		t.Fatalf("testenv: Redis at %s unreachable: %v; %s", c.RedisAddr, err, hint)
+	}
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+// Kafka returns the brokers after checking one answers.
+func Kafka(t testing.TB) []string {
+	t.Helper()
+	c := Common(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := queue.Ping(ctx, c.Brokers()); err != nil {
+		t.Fatalf("testenv: Kafka at %s unreachable: %v; %s", c.KafkaBrokers, err, hint)
+	}
+	return c.Brokers()
+}
+
+// Topics creates a fresh orders topic (with partitions) and DLQ topic for the
+// test and returns their names and a fresh consumer group id.
+func Topics(t testing.TB, partitions int) (orders, dlq, group string) {
+	t.Helper()
+	brokers := Kafka(t)
+	s := Suffix()
+	orders, dlq, group = "test.orders."+s, "test.dlq."+s, "test-group-"+s
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := queue.EnsureTopics(ctx, brokers, []queue.TopicSpec{{Name: orders, Partitions: partitions}, {Name: dlq, Partitions: 1}})
+	if err != nil {
+		t.Fatalf("testenv: create topics: %v", err)
+	}
+	return orders, dlq, group
+}
+
+// StackScript returns the path of deploy/local/stack.sh, which fault tests use
+// to stop and start servers (never pkill by name).
+func StackScript(t testing.TB) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	p := filepath.Join(filepath.Dir(file), "..", "..", "deploy", "local", "stack.sh")
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("testenv: stack script: %v", err)
+	}
+	return p
+}
+
+// Eventually polls cond every interval until it is true or timeout passes,
+// then fails with msg. No sleeps guessed in tests.
+func Eventually(t testing.TB, timeout, interval time.Duration, cond func() bool, msg string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		if cond() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("testenv: after %v: "+msg, append([]any{timeout}, args...)...)
+		}
+		time.Sleep(interval)
+	}
+}
+
+func redactDSN(dsn string) string {
+	if at := strings.LastIndex(dsn, "@"); at >= 0 {
+		return "***" + dsn[at:]
+	}
+	return dsn
+}

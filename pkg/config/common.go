@@ -1,0 +1,119 @@
+package config
+
+import (
+	"flag"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// Common holds the settings every deployable shares: where the three stores are
+// and how long to wait for them.
+type Common struct {
+	// MySQLDSN is a go-sql-driver/mysql DSN. parseTime and UTC are forced on.
+	MySQLDSN string
+	// RedisAddr is host:port, or a comma-separated list of Redis Cluster seeds.
+	RedisAddr string
+	// KafkaBrokers is a comma-separated list of host:port bootstrap brokers.
+	KafkaBrokers string
+	// LogLevel is debug, info, warn or error.
+	LogLevel string
+	// StoreTimeout bounds every single MySQL and Redis call.
+	StoreTimeout time.Duration
+	// ShutdownTimeout bounds graceful shutdown; past it the process exits non-zero.
+	ShutdownTimeout time.Duration
+	// PaymentWindow is how long an order stays payable. Consumer and reaper use it.
+	PaymentWindow time.Duration
+}
+
+// RegisterFlags implements Registerer.
+func (c *Common) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.MySQLDSN, "mysql-dsn", "flashsale:flashsale@tcp(127.0.0.1:3306)/flashsale", "MySQL DSN user:pass@tcp(host:port)/db")
+	fs.StringVar(&c.RedisAddr, "redis-addr", "127.0.0.1:6379", "Redis host:port, or a comma-separated Redis Cluster seed list")
+	fs.StringVar(&c.KafkaBrokers, "kafka-brokers", "127.0.0.1:9092", "comma-separated Kafka bootstrap brokers host:port")
+	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.DurationVar(&c.StoreTimeout, "store-timeout", 2*time.Second, "timeout of one MySQL or Redis call, a Go duration such as 2s")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 20*time.Second, "graceful shutdown deadline, a Go duration such as 20s")
+	fs.DurationVar(&c.PaymentWindow, "payment-window", 15*time.Minute, "how long an order may be paid, a Go duration such as 15m")
+}
+
+// Validate implements Registerer.
+func (c *Common) Validate() error {
+	if _, err := mysql.ParseDSN(c.MySQLDSN); err != nil {
+		return fmt.Errorf("FLASHSALE_MYSQL_DSN: %v (expected user:pass@tcp(host:port)/db)", err)
+	}
+	if err := hostPorts(c.RedisAddr); err != nil {
+		return fmt.Errorf("FLASHSALE_REDIS_ADDR: %v (expected host:port[,host:port...])", err)
+	}
+	if err := hostPorts(c.KafkaBrokers); err != nil {
+		return fmt.Errorf("FLASHSALE_KAFKA_BROKERS: %v (expected host:port[,host:port...])", err)
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("FLASHSALE_LOG_LEVEL: %q (expected debug, info, warn or error)", c.LogLevel)
+	}
+	if c.StoreTimeout <= 0 {
+		return fmt.Errorf("FLASHSALE_STORE_TIMEOUT: %v (expected a positive duration)", c.StoreTimeout)
+	}
+	if c.ShutdownTimeout <= 0 {
+		return fmt.Errorf("FLASHSALE_SHUTDOWN_TIMEOUT: %v (expected a positive duration)", c.ShutdownTimeout)
+	}
+	if c.PaymentWindow < time.Second {
+		return fmt.Errorf("FLASHSALE_PAYMENT_WINDOW: %v (expected a duration of at least 1s)", c.PaymentWindow)
+	}
+	return nil
+}
+
+// Brokers returns KafkaBrokers as a slice.
+func (c *Common) Brokers() []string { return split(c.KafkaBrokers) }
+
+// RedisAddrs returns RedisAddr as a slice; more than one means Redis Cluster.
+func (c *Common) RedisAddrs() []string { return split(c.RedisAddr) }
+
+// DSN returns the MySQL DSN with the options flashsale relies on forced:
+// parseTime, UTC and a session time zone of UTC so DATETIME(3) columns and
+// NOW(3) agree, and multiStatements off.
+func (c *Common) DSN() string {
+	cfg, err := mysql.ParseDSN(c.MySQLDSN)
+	if err != nil {
+		return c.MySQLDSN // Validate has rejected it already.
+	}
+	cfg.ParseTime = true
+	cfg.Loc = time.UTC
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	cfg.Params["time_zone"] = "'+00:00'"
+	if cfg.Timeout == 0 {
+		cfg.Timeout = c.StoreTimeout
+	}
+	cfg.InterpolateParams = true
+	return cfg.FormatDSN()
+}
+
+func split(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func hostPorts(s string) error {
+	parts := split(s)
+	if len(parts) == 0 {
+		return fmt.Errorf("empty")
+	}
+	for _, p := range parts {
+		if _, _, err := net.SplitHostPort(p); err != nil {
+			return fmt.Errorf("%q: %v", p, err)
+		}
+	}
+	return nil
+}

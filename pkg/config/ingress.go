@@ -1,0 +1,70 @@
+package config
+
+import (
+	"flag"
+	"fmt"
+	"time"
+)
+
+// Ingress holds the HTTP front door's settings.
+type Ingress struct {
+	// HTTPAddr serves the API, /healthz, /readyz and /metrics.
+	HTTPAddr string
+	// JWTSecret is the HS256 key for buyer and admin tokens. Never logged.
+	JWTSecret string
+	// PublishTimeout bounds one synchronous Kafka publish; past it the request
+	// is aborted through the arbiter and the buyer gets 503.
+	PublishTimeout time.Duration
+	// SoldOutTTL is how long a sold-out answer is served from memory.
+	SoldOutTTL time.Duration
+	// UserRateLimit is admissions per user per item per second (0 = off).
+	UserRateLimit int
+	// IPRateLimit is requests per client IP per second (0 = off).
+	IPRateLimit int
+	// TrustedProxies lists CIDRs whose X-Forwarded-For is believed.
+	TrustedProxies string
+	// AdmissionRPS caps admissions per second in this process (0 = off):
+	// excess load is shed with 503 before Redis and Kafka saturate.
+	AdmissionRPS int
+	// IdempotencyTTL is how long an Idempotency-Key's first answer is kept.
+	IdempotencyTTL time.Duration
+}
+
+// RegisterFlags implements Registerer.
+func (c *Ingress) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.HTTPAddr, "http-addr", "127.0.0.1:8080", "ingress listen address host:port")
+	fs.StringVar(&c.JWTSecret, "jwt-secret", "", "HS256 secret for bearer tokens, at least 16 bytes")
+	fs.DurationVar(&c.PublishTimeout, "publish-timeout", 3*time.Second, "Kafka publish timeout, a Go duration such as 3s")
+	fs.DurationVar(&c.SoldOutTTL, "soldout-ttl", 500*time.Millisecond, "how long a sold-out item is answered from memory, a Go duration up to 10s")
+	fs.IntVar(&c.UserRateLimit, "user-rate-limit", 5, "order attempts per user per item per second, 0 to switch off")
+	fs.IntVar(&c.IPRateLimit, "ip-rate-limit", 0, "requests per client IP per second, 0 to switch off")
+	fs.StringVar(&c.TrustedProxies, "trusted-proxies", "", "comma-separated CIDRs whose X-Forwarded-For is trusted")
+	fs.IntVar(&c.AdmissionRPS, "admission-rps", 0, "admissions per second this process accepts before shedding with 503, 0 to switch off")
+	fs.DurationVar(&c.IdempotencyTTL, "idempotency-ttl", 24*time.Hour, "how long an Idempotency-Key answer is kept, a Go duration")
+}
+
+// Validate implements Registerer.
+func (c *Ingress) Validate() error {
+	if err := hostPorts(c.HTTPAddr); err != nil {
+		return fmt.Errorf("FLASHSALE_HTTP_ADDR: %v (expected host:port)", err)
+	}
+	if len(c.JWTSecret) < 16 {
+		return fmt.Errorf("FLASHSALE_JWT_SECRET: missing or shorter than 16 bytes (expected a random secret of at least 16 bytes)")
+	}
+	if c.PublishTimeout <= 0 {
+		return fmt.Errorf("FLASHSALE_PUBLISH_TIMEOUT: %v (expected a positive duration)", c.PublishTimeout)
+	}
+	if c.SoldOutTTL < 0 || c.SoldOutTTL > 10*time.Second {
+		return fmt.Errorf("FLASHSALE_SOLDOUT_TTL: %v (expected a duration from 0 to 10s)", c.SoldOutTTL)
+	}
+	if c.UserRateLimit < 0 || c.IPRateLimit < 0 || c.AdmissionRPS < 0 {
+		return fmt.Errorf("FLASHSALE_USER_RATE_LIMIT, FLASHSALE_IP_RATE_LIMIT, FLASHSALE_ADMISSION_RPS: expected 0 or a positive integer")
+	}
+	if _, err := ParseCIDRs(c.TrustedProxies); err != nil {
+		return fmt.Errorf("FLASHSALE_TRUSTED_PROXIES: %v (expected comma-separated CIDRs)", err)
+	}
+	if c.IdempotencyTTL < time.Minute {
+		return fmt.Errorf("FLASHSALE_IDEMPOTENCY_TTL: %v (expected at least 1m)", c.IdempotencyTTL)
+	}
+	return nil
+}

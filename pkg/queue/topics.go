@@ -1,0 +1,113 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// TopicSpec is a topic flashsale needs.
+type TopicSpec struct {
+	Name       string
+	Partitions int
+}
+
+// Topics returns the topics of the pipeline with the orders topic at
+// partitions partitions (which bounds the useful consumer replicas).
+func Topics(partitions int) []TopicSpec {
+	return []TopicSpec{
+		{Name: OrdersTopic, Partitions: partitions},
+		{Name: DLQTopic, Partitions: 1},
+	}
+}
+
+// EnsureTopics creates the topics that do not exist yet, on the controller,
+// idempotently. It never shrinks or grows an existing topic.
+func EnsureTopics(ctx context.Context, brokers []string, specs []TopicSpec) error {
+	client := &kafka.Client{Addr: kafka.TCP(brokers...)}
+	var cfgs []kafka.TopicConfig
+	for _, s := range specs {
+		cfgs = append(cfgs, kafka.TopicConfig{Topic: s.Name, NumPartitions: s.Partitions, ReplicationFactor: -1})
+	}
+	resp, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: cfgs})
+	if err != nil {
+		return fmt.Errorf("queue: create topics: %w", err)
+	}
+	for name, terr := range resp.Errors {
+		if terr != nil && !errors.Is(terr, kafka.TopicAlreadyExists) {
+			return fmt.Errorf("queue: create topic %s: %w", name, terr)
+		}
+	}
+	return nil
+}
+
+// Ping checks that a broker answers a metadata request.
+func Ping(ctx context.Context, brokers []string) error {
+	var d kafka.Dialer
+	var errs []error
+	for _, b := range brokers {
+		conn, err := d.DialContext(ctx, "tcp", b)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		_, err = conn.Brokers()
+		conn.Close()
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, err)
+	}
+	return fmt.Errorf("queue: no broker answered: %w", errors.Join(errs...))
+}
+
+// Lag returns, per partition of topic, how many messages the group has not
+// committed yet (high watermark - committed offset).
+func Lag(ctx context.Context, brokers []string, group, topic string) (map[int]int64, error) {
+	client := &kafka.Client{Addr: kafka.TCP(brokers...)}
+	meta, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+	if err != nil {
+		return nil, fmt.Errorf("queue: metadata: %w", err)
+	}
+	if len(meta.Topics) != 1 || meta.Topics[0].Error != nil {
+		return nil, fmt.Errorf("queue: topic %s: %v", topic, meta.Topics)
+	}
+	var parts []int
+	var offReq []kafka.OffsetRequest
+	for _, p := range meta.Topics[0].Partitions {
+		parts = append(parts, p.ID)
+		offReq = append(offReq, kafka.FirstOffsetOf(p.ID), kafka.LastOffsetOf(p.ID))
+	}
+	ends, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: offReq}})
+	if err != nil {
+		return nil, fmt.Errorf("queue: list offsets: %w", err)
+	}
+	committed, err := client.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: parts}})
+	if err != nil {
+		return nil, fmt.Errorf("queue: offset fetch: %w", err)
+	}
+	if committed.Error != nil {
+		return nil, fmt.Errorf("queue: offset fetch: %w", committed.Error)
+	}
+	done := map[int]int64{}
+	for _, p := range committed.Topics[topic] {
+		if p.Error != nil {
+			return nil, fmt.Errorf("queue: offset fetch partition %d: %w", p.Partition, p.Error)
+		}
+		done[p.Partition] = p.CommittedOffset
+	}
+	lag := map[int]int64{}
+	for _, p := range ends.Topics[topic] {
+		if p.Error != nil {
+			return nil, fmt.Errorf("queue: list offsets partition %d: %w", p.Partition, p.Error)
+		}
+		c := done[p.Partition]
+		if c < 0 { // no commit yet: the group starts at the first offset
+			c = p.FirstOffset
+		}
+		lag[p.Partition] = max(0, p.LastOffset-c)
+	}
+	return lag, nil
+}

@@ -1,0 +1,53 @@
+// Package stock owns flashsale's Redis state: the per-item stock counter,
+// sale metadata, buyer set, pending reservations, idempotency answers, restore
+// guards and the status cache, and the Lua scripts (one file per operation,
+// under lua/) that change them atomically.
+//
+// Every key of one item carries the hash tag {item:<id>}, so all keys one
+// script touches live in the same Redis Cluster slot.
+package stock
+
+import "fmt"
+
+// Keys names the Redis keys of one item.
+type Keys struct {
+	ItemID       int64
+	Stock        string // string: units Redis may still admit
+	Meta         string // hash: start_ms, end_ms, limit
+	Buyers       string // set: user ids holding (or having held) this item
+	Reservations string // hash: request id -> "user:qty:reserved_ms"
+}
+
+// KeysOf returns the keys of item id.
+func KeysOf(id int64) Keys {
+	p := prefix(id)
+	return Keys{
+		ItemID:       id,
+		Stock:        p + "stock",
+		Meta:         p + "meta",
+		Buyers:       p + "buyers",
+		Reservations: p + "resv",
+	}
+}
+
+func prefix(id int64) string { return fmt.Sprintf("fs:{item:%d}:", id) }
+
+// Idempotency is the key of one user's Idempotency-Key for this item.
+func (k Keys) Idempotency(userID int64, key string) string {
+	return fmt.Sprintf("%sidem:%d:%s", prefix(k.ItemID), userID, key)
+}
+
+// UserRate is the per-user admission window of this item.
+func (k Keys) UserRate(userID int64) string {
+	return fmt.Sprintf("%srl:%d", prefix(k.ItemID), userID)
+}
+
+// RestoreGuard marks that a cancelled order's qty came back to Redis.
+func (k Keys) RestoreGuard(orderID int64) string {
+	return fmt.Sprintf("%srestored:%d", prefix(k.ItemID), orderID)
+}
+
+// Status is the cached buyer-visible status of one request.
+func (k Keys) Status(requestID string) string {
+	return prefix(k.ItemID) + "st:" + requestID
+}

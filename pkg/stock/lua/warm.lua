@@ -1,0 +1,28 @@
+-- warm.lua: (re)build an item's Redis state from a MySQL snapshot.
+-- Refuses while reservations are pending, unless the stock key is gone
+-- (Redis lost its data, so there is nothing pending to protect).
+-- KEYS[1] stock  KEYS[2] meta  KEYS[3] buyers  KEYS[4] reservations
+-- KEYS[5..] restore guards of orders whose restore MySQL holds but Redis has
+--           not seen: the snapshot already counts them, so they must not be
+--           applied again.
+-- ARGV[1] stock  ARGV[2] start_ms  ARGV[3] end_ms  ARGV[4] limit
+-- ARGV[5] guard ttl (ms)  ARGV[6] "1" = meta only (stock and buyers kept)
+-- ARGV[7..] buyer user ids
+-- Returns {"ok", pending} or {"pending", n}.
+local pending = redis.call("HLEN", KEYS[4])
+if ARGV[6] ~= "1" and pending > 0 and redis.call("EXISTS", KEYS[1]) == 1 then
+  return {"pending", tostring(pending)}
+end
+redis.call("HSET", KEYS[2], "start_ms", ARGV[2], "end_ms", ARGV[3], "limit", ARGV[4])
+if ARGV[6] == "1" then return {"ok", tostring(pending)} end
+redis.call("SET", KEYS[1], ARGV[1])
+redis.call("DEL", KEYS[3])
+redis.call("DEL", KEYS[4])
+for i = 7, #ARGV, 500 do
+  local last = math.min(i + 499, #ARGV)
+  redis.call("SADD", KEYS[3], unpack(ARGV, i, last))
+end
+for i = 5, #KEYS do
+  redis.call("SET", KEYS[i], "1", "PX", ARGV[5])
+end
+return {"ok", "0"}

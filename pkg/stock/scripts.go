@@ -1,0 +1,44 @@
+package stock
+
+import (
+	"context"
+	"embed"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed lua/*.lua
+var luaFS embed.FS
+
+func mustScript(name string) *redis.Script {
+	b, err := luaFS.ReadFile("lua/" + name)
+	if err != nil {
+		panic(fmt.Sprintf("stock: embedded script %s: %v", name, err)) // build-time invariant
+	}
+	return redis.NewScript(string(b))
+}
+
+// The scripts run by EVALSHA; go-redis falls back to EVAL on NOSCRIPT (after
+// a Redis restart or failover), which also loads them again.
+var (
+	admitScript     = mustScript("admit.lua")
+	releaseScript   = mustScript("release.lua")
+	settleScript    = mustScript("settle.lua")
+	restoreScript   = mustScript("restore.lua")
+	statusPutScript = mustScript("status_put.lua")
+	warmScript      = mustScript("warm.lua")
+)
+
+var allScripts = []*redis.Script{admitScript, releaseScript, settleScript, restoreScript, statusPutScript, warmScript}
+
+// LoadScripts loads every script once at start-up so the first requests do
+// not pay for EVAL. It is an optimisation: NOSCRIPT is handled on every call.
+func LoadScripts(ctx context.Context, rdb redis.Scripter) error {
+	for _, s := range allScripts {
+		if err := s.Load(ctx, rdb).Err(); err != nil {
+			return fmt.Errorf("stock: load script: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,45 @@
+package stock
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// StatusRank orders buyer-visible statuses so the cache never moves backwards.
+type StatusRank int
+
+// Ranks: an UNPAID order may become PAID or CANCELLED; those and REJECTED are final.
+const (
+	RankUnpaid StatusRank = 1
+	RankFinal  StatusRank = 2
+)
+
+// StatusTTL is how long a cached status lives; MySQL answers after that.
+const StatusTTL = 30 * time.Minute
+
+// PutStatus caches the JSON status of a request unless a newer one is cached.
+func (s *Store) PutStatus(ctx context.Context, itemID int64, requestID string, rank StatusRank, json []byte) error {
+	err := statusPutScript.Run(ctx, s.rdb, []string{KeysOf(itemID).Status(requestID)},
+		int(rank), json, StatusTTL.Milliseconds()).Err()
+	if err != nil {
+		return unavailable("stock: put status", err)
+	}
+	return nil
+}
+
+// GetStatus returns the cached JSON status of a request, if any.
+func (s *Store) GetStatus(ctx context.Context, itemID int64, requestID string) ([]byte, bool, error) {
+	v, err := s.rdb.Get(ctx, KeysOf(itemID).Status(requestID)).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, unavailable("stock: get status", err)
+	}
+	_, js, ok := strings.Cut(v, "|")
+	return []byte(js), ok, nil
+}

@@ -1,0 +1,95 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrNotFound is returned when a row does not exist.
+var ErrNotFound = errors.New("store: not found")
+
+// ErrHasOrders is returned when an item's stock may no longer change because
+// orders exist for it.
+var ErrHasOrders = errors.New("store: item has orders")
+
+// Item is a sale item.
+type Item struct {
+	ID           int64
+	Name         string
+	PriceCents   int64
+	TotalStock   int64
+	Stock        int64 // what MySQL still has to sell
+	PerUserLimit int
+	StartsAt     time.Time
+	EndsAt       time.Time
+}
+
+const itemCols = "id, name, price_cents, total_stock, stock, per_user_limit, starts_at, ends_at"
+
+func scanItem(row interface{ Scan(...any) error }) (Item, error) {
+	var it Item
+	err := row.Scan(&it.ID, &it.Name, &it.PriceCents, &it.TotalStock, &it.Stock, &it.PerUserLimit, &it.StartsAt, &it.EndsAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return it, ErrNotFound
+	}
+	return it, err
+}
+
+// GetItem reads one item.
+func GetItem(ctx context.Context, q Querier, id int64) (Item, error) {
+	it, err := scanItem(q.QueryRowContext(ctx, "SELECT "+itemCols+" FROM items WHERE id = ?", id))
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return it, fmt.Errorf("store: get item %d: %w", id, err)
+	}
+	return it, err
+}
+
+// GetItemForUpdate reads one item and locks its row until the transaction
+// ends: every stock change of the item waits behind it.
+func GetItemForUpdate(ctx context.Context, tx *sql.Tx, id int64) (Item, error) {
+	it, err := scanItem(tx.QueryRowContext(ctx, "SELECT "+itemCols+" FROM items WHERE id = ? FOR UPDATE", id))
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return it, fmt.Errorf("store: lock item %d: %w", id, err)
+	}
+	return it, err
+}
+
+// ListItemIDs returns every item id (the reaper and auditor walk them).
+func ListItemIDs(ctx context.Context, q Querier) ([]int64, error) {
+	rows, err := q.QueryContext(ctx, "SELECT id FROM items ORDER BY id")
+	if err != nil {
+		return nil, fmt.Errorf("store: list items: %w", err)
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("store: list items: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// BuyersOf returns the users holding an order (any status) for item: the
+// buyer marks Redis must carry.
+func BuyersOf(ctx context.Context, q Querier, itemID int64) ([]int64, error) {
+	rows, err := q.QueryContext(ctx, "SELECT user_id FROM orders WHERE item_id = ?", itemID)
+	if err != nil {
+		return nil, fmt.Errorf("store: buyers of %d: %w", itemID, err)
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("store: buyers of %d: %w", itemID, err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}

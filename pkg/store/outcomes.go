@@ -1,0 +1,146 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Outcome is the arbiter's decision for one admitted request.
+type Outcome string
+
+// The four outcomes. Exactly one row per request; the first insert wins.
+const (
+	Ordered  Outcome = "ORDERED"  // consumer wrote the order
+	Rejected Outcome = "REJECTED" // consumer refused it (Reason says why)
+	Aborted  Outcome = "ABORTED"  // ingress could not publish it
+	Voided   Outcome = "VOIDED"   // reaper swept an orphaned reservation
+)
+
+// Reasons shown to buyers for non-ORDERED outcomes.
+const (
+	ReasonSoldOut            = "sold_out"
+	ReasonDuplicateBuyer     = "duplicate_buyer"
+	ReasonPublishFailed      = "publish_failed"
+	ReasonExpiredReservation = "expired_reservation"
+)
+
+// Decision is one arbiter row.
+type Decision struct {
+	RequestID string
+	ItemID    int64
+	UserID    int64
+	Qty       int
+	Outcome   Outcome
+	Reason    string // "" for ORDERED
+	DecidedAt time.Time
+}
+
+// Decide inserts one decision (ABORTED by the ingress, VOIDED by the reaper).
+// It returns won=true when this insert decided the request; otherwise the
+// existing decision is returned and the caller must leave stock alone unless
+// the existing decision says so.
+func Decide(ctx context.Context, q Querier, d Decision) (won bool, existing Decision, err error) {
+	_, err = q.ExecContext(ctx,
+		"INSERT INTO request_outcomes (request_id, item_id, user_id, qty, outcome, reason) VALUES (?, ?, ?, ?, ?, ?)",
+		d.RequestID, d.ItemID, d.UserID, d.Qty, string(d.Outcome), nullable(d.Reason))
+	if err == nil {
+		return true, d, nil
+	}
+	if !IsDuplicate(err) {
+		return false, Decision{}, fmt.Errorf("store: decide %s: %w", d.RequestID, err)
+	}
+	existing, err = GetDecision(ctx, q, d.RequestID)
+	if err != nil {
+		return false, Decision{}, err
+	}
+	return false, existing, nil
+}
+
+// GetDecision reads the decision of one request; ErrNotFound if undecided.
+func GetDecision(ctx context.Context, q Querier, requestID string) (Decision, error) {
+	var d Decision
+	var reason *string
+	var outcome string
+	err := q.QueryRowContext(ctx,
+		"SELECT request_id, item_id, user_id, qty, outcome, reason, decided_at FROM request_outcomes WHERE request_id = ?",
+		requestID).Scan(&d.RequestID, &d.ItemID, &d.UserID, &d.Qty, &outcome, &reason, &d.DecidedAt)
+	if err != nil {
+		if isNoRows(err) {
+			return d, ErrNotFound
+		}
+		return d, fmt.Errorf("store: get decision %s: %w", requestID, err)
+	}
+	d.Outcome = Outcome(outcome)
+	if reason != nil {
+		d.Reason = *reason
+	}
+	return d, nil
+}
+
+// DecidedAmong returns the decisions that already exist among ids.
+func DecidedAmong(ctx context.Context, q Querier, ids []string) (map[string]Outcome, error) {
+	out := map[string]Outcome{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	rows, err := q.QueryContext(ctx,
+		"SELECT request_id, outcome FROM request_outcomes WHERE request_id IN ("+placeholders(len(ids))+")", args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: decided among: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, o string
+		if err := rows.Scan(&id, &o); err != nil {
+			return nil, fmt.Errorf("store: decided among: %w", err)
+		}
+		out[id] = Outcome(o)
+	}
+	return out, rows.Err()
+}
+
+// InsertDecisions writes many decisions in one multi-row INSERT. A duplicate
+// key error (another writer decided one of them first) fails the statement:
+// the caller rolls back and re-reads with DecidedAmong.
+func InsertDecisions(ctx context.Context, q Querier, ds []Decision) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	var sb strings.Builder
+	sb.WriteString("INSERT INTO request_outcomes (request_id, item_id, user_id, qty, outcome, reason) VALUES ")
+	args := make([]any, 0, len(ds)*6)
+	for i, d := range ds {
+		if i > 0 {
+			sb.WriteString(",")
+		}
+		sb.WriteString("(?,?,?,?,?,?)")
+		args = append(args, d.RequestID, d.ItemID, d.UserID, d.Qty, string(d.Outcome), nullable(d.Reason))
+	}
+	if _, err := q.ExecContext(ctx, sb.String(), args...); err != nil {
+		return fmt.Errorf("store: insert decisions: %w", err)
+	}
+	return nil
+}
+
+func placeholders(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return strings.Repeat("?,", n-1) + "?"
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func isNoRows(err error) bool { return errors.Is(err, errNoRows) }

@@ -1,0 +1,92 @@
+// Command setup prepares flashsale's stores, idempotently: it applies the
+// MySQL migrations in schema/ and creates the Kafka topics. Run it before the
+// deployables (make run, the compose "setup" job); running it twice, or two
+// at once, is safe.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/flashsale-dev/flashsale/pkg/config"
+	"github.com/flashsale-dev/flashsale/pkg/migrate"
+	"github.com/flashsale-dev/flashsale/pkg/ops"
+	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/store"
+	"github.com/flashsale-dev/flashsale/schema"
+)
+
+func main() {
+	var common config.Common
+	var setup config.Setup
+	var wait time.Duration
+	fs := flag.NewFlagSet("setup", flag.ContinueOnError)
+	fs.DurationVar(&wait, "wait", 60*time.Second, "how long to wait for MySQL and Kafka to come up")
+	if err := config.Parse(fs, os.Args[1:], &common, &setup); err != nil {
+		fmt.Fprintln(os.Stderr, "setup:", err)
+		os.Exit(2)
+	}
+	log := ops.NewLogger("setup", common.LogLevel)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, common, setup, wait, log); err != nil {
+		log.Error("setup failed", "err", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, c config.Common, s config.Setup, wait time.Duration, log *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if err := retry(ctx, log, "mysql", retryableMySQL, func() error {
+		db, err := store.Open(ctx, c.DSN(), 2, c.StoreTimeout)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		applied, err := migrate.Apply(ctx, db, schema.FS, log)
+		if err == nil {
+			log.Info("schema up to date", "applied_now", len(applied))
+		}
+		return err
+	}); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if err := retry(ctx, log, "kafka", func(error) bool { return true }, func() error {
+		return queue.EnsureTopics(ctx, c.Brokers(), queue.Topics(s.TopicPartitions))
+	}); err != nil {
+		return fmt.Errorf("topics: %w", err)
+	}
+	log.Info("topics ready", "orders", queue.OrdersTopic, "partitions", s.TopicPartitions, "dlq", queue.DLQTopic)
+	return nil
+}
+
+// retry calls fn until it succeeds or ctx ends: the stores may still be
+// starting when setup runs (compose starts them together).
+func retry(ctx context.Context, log *slog.Logger, what string, retryable func(error) bool, fn func() error) error {
+	for {
+		err := fn()
+		if err == nil || !retryable(err) {
+			return err
+		}
+		log.Warn("not ready yet, retrying", "what", what, "err", err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last error: %w)", ctx.Err(), err)
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// retryableMySQL: a server that is not up yet, or another migrator holding
+// the lock; not a SQL error, which would only repeat.
+func retryableMySQL(err error) bool {
+	return errors.Is(err, migrate.ErrLocked) || store.IsTransient(err)
+}
