@@ -1,0 +1,77 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale-dev/flashsale/pkg/stock"
+)
+
+// PrivateRedis is a redis-server process of the test's own, on a free port,
+// so a test can stop it without disturbing tests that share the stack's Redis.
+type PrivateRedis struct {
+	Addr string
+	t    testing.TB
+	dir  string
+	cmd  *exec.Cmd
+}
+
+// StartPrivateRedis starts one (without persistence); it is stopped when the
+// test ends.
+func StartPrivateRedis(t testing.TB) *PrivateRedis {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Fatalf("testenv: redis-server not installed; %s", hint)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	r := &PrivateRedis{Addr: addr, t: t, dir: t.TempDir()}
+	r.Start()
+	t.Cleanup(r.Stop)
+	return r
+}
+
+// Start (re)starts the server, empty.
+func (r *PrivateRedis) Start() {
+	r.t.Helper()
+	_, port, _ := net.SplitHostPort(r.Addr)
+	r.cmd = exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", r.dir)
+	r.cmd.Stdout, r.cmd.Stderr = nil, os.Stderr
+	if err := r.cmd.Start(); err != nil {
+		r.t.Fatalf("testenv: start redis: %v", err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer c.Close()
+	Eventually(r.t, 10*time.Second, 50*time.Millisecond, func() bool {
+		return c.Ping(context.Background()).Err() == nil
+	}, "private redis on %s did not start", r.Addr)
+}
+
+// Stop kills the server (SIGKILL: an abrupt loss).
+func (r *PrivateRedis) Stop() {
+	if r.cmd != nil && r.cmd.Process != nil {
+		_ = r.cmd.Process.Kill()
+		_, _ = r.cmd.Process.Wait()
+		r.cmd = nil
+	}
+}
+
+// Client returns a client on it with the given per-call timeout.
+func (r *PrivateRedis) Client(timeout time.Duration) redis.UniversalClient {
+	c := stock.NewClient([]string{r.Addr}, timeout, 64)
+	r.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func (r *PrivateRedis) String() string { return fmt.Sprintf("redis %s", r.Addr) }
