@@ -79,15 +79,24 @@ func ApplyEnv(fs *flag.FlagSet, lookup func(string) (string, bool)) error {
 	return err
 }
 
-// Names lists the environment variables of every flag the components register.
-// The compose.yaml test uses it to check that compose sets only real settings.
+// Names lists the environment variables of every flag the components
+// register, each once. The compose.yaml test uses it to check that compose
+// sets only real settings.
 func Names(components ...Registerer) []string {
-	fs := flag.NewFlagSet("names", flag.ContinueOnError)
-	for _, c := range components {
-		c.RegisterFlags(fs)
-	}
+	seen := map[string]bool{}
 	var names []string
-	fs.VisitAll(func(f *flag.Flag) { names = append(names, EnvName(f.Name)) })
+	for _, c := range components {
+		// One flag set per component: two deployables may share a flag name
+		// (metrics-addr), never one binary.
+		fs := flag.NewFlagSet("names", flag.ContinueOnError)
+		c.RegisterFlags(fs)
+		fs.VisitAll(func(f *flag.Flag) {
+			if n := EnvName(f.Name); !seen[n] {
+				seen[n] = true
+				names = append(names, n)
+			}
+		})
+	}
 	return names
 }
 
