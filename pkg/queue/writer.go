@@ -20,7 +20,16 @@ import (
 // kafka-go has no idempotent producer: its retries can duplicate a message.
 // The consumer's arbiter absorbs duplicates.
 func NewWriter(brokers []string, topic string, writeTimeout time.Duration) *kafka.Writer {
+	return NewWriterWithTransport(brokers, topic, writeTimeout, nil)
+}
+
+// NewWriterWithTransport is NewWriter with the connections made by transport
+// (nil = kafka-go's default). Tests pass a Transport whose Dial goes through a
+// fault injector, so even connections to brokers learned from metadata can be
+// cut or stalled.
+func NewWriterWithTransport(brokers []string, topic string, writeTimeout time.Duration, transport kafka.RoundTripper) *kafka.Writer {
 	return &kafka.Writer{
+		Transport:              transport,
 		Addr:                   kafka.TCP(brokers...),
 		Topic:                  topic,
 		Balancer:               &kafka.Hash{},
