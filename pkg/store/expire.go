@@ -1,0 +1,155 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// ErrInvariant is returned (and the transaction rolled back) when rows the
+// reaper holds locks on do not look as they must: a locked UNPAID order that
+// the status CAS did not change, or an order whose item row is missing.
+var ErrInvariant = errors.New("store: invariant broken")
+
+// CancelExpired claims up to limit UNPAID orders whose payment window has
+// passed, cancels them, gives their qty back to items.stock and writes one
+// stock_restores row per order, all in one transaction, and returns the
+// cancelled orders (status Cancelled) so the caller can apply the Redis side.
+//
+// Why it is shaped like this:
+//   - "Passed" is judged by the database's clock (expires_at <= NOW(3)), the
+//     same clock the pay CAS uses (expires_at > NOW(3)), so pay and cancel can
+//     never disagree about a deadline and no host clock is involved: the
+//     function takes no time argument on purpose.
+//   - FOR UPDATE SKIP LOCKED lets several reaper replicas claim disjoint
+//     batches without waiting on each other, and skips an order a pay is
+//     updating right now (the pay either commits PAID or, once past the
+//     deadline, is not claimable by pay any more and a later pass takes it).
+//   - READ COMMITTED: no gap or next-key locks on the (status, expires_at)
+//     range, so the claim never blocks the consumer inserting new UNPAID
+//     orders behind it.
+//   - The status CAS (AND status = 'UNPAID') is the exclusion with pay (I6);
+//     since the rows are locked it must match every claimed row, and anything
+//     else is treated as a broken invariant and rolled back.
+//   - The stock restore and the restore record commit with the cancel, so
+//     MySQL gets the qty back exactly once (I5) and the restore record drives
+//     the Redis side until it is done.
+//
+// Items are updated in id order so that concurrent reapers lock item rows in
+// the same order and cannot deadlock on each other.
+func CancelExpired(ctx context.Context, db *sql.DB, limit int) ([]Order, error) {
+	var out []Order
+	err := RunInTx(ctx, db, sql.LevelReadCommitted, func(tx *sql.Tx) error {
+		out = out[:0]
+		rows, err := tx.QueryContext(ctx,
+			"SELECT id, request_id, user_id, item_id, qty, price_cents, created_at, expires_at FROM orders"+
+				" WHERE status = 'UNPAID' AND expires_at <= NOW(3) ORDER BY expires_at LIMIT ? FOR UPDATE SKIP LOCKED", limit)
+		if err != nil {
+			return fmt.Errorf("store: claim expired: %w", err)
+		}
+		for rows.Next() {
+			var o Order
+			if err := rows.Scan(&o.ID, &o.RequestID, &o.UserID, &o.ItemID, &o.Qty, &o.PriceCents, &o.CreatedAt, &o.ExpiresAt); err != nil {
+				rows.Close()
+				return fmt.Errorf("store: claim expired: %w", err)
+			}
+			out = append(out, o)
+		}
+		if err := rows.Close(); err != nil {
+			return fmt.Errorf("store: claim expired: %w", err)
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("store: claim expired: %w", err)
+		}
+		if len(out) == 0 {
+			return nil
+		}
+
+		ids := make([]any, len(out))
+		perItem := map[int64]int64{}
+		for i, o := range out {
+			ids[i] = o.ID
+			perItem[o.ItemID] += int64(o.Qty)
+		}
+		res, err := tx.ExecContext(ctx,
+			"UPDATE orders SET status = 'CANCELLED', cancelled_at = NOW(3) WHERE id IN ("+placeholders(len(ids))+") AND status = 'UNPAID'",
+			ids...)
+		if err != nil {
+			return fmt.Errorf("store: cancel expired: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("store: cancel expired: %w", err)
+		} else if n != int64(len(out)) {
+			return fmt.Errorf("store: cancel expired: %w: %d of %d locked orders changed", ErrInvariant, n, len(out))
+		}
+
+		items := make([]int64, 0, len(perItem))
+		for id := range perItem {
+			items = append(items, id)
+		}
+		slices.Sort(items)
+		for _, id := range items {
+			res, err := tx.ExecContext(ctx, "UPDATE items SET stock = stock + ? WHERE id = ?", perItem[id], id)
+			if err != nil {
+				return fmt.Errorf("store: restore stock of item %d: %w", id, err)
+			}
+			if n, err := res.RowsAffected(); err != nil {
+				return fmt.Errorf("store: restore stock of item %d: %w", id, err)
+			} else if n != 1 {
+				return fmt.Errorf("store: restore stock of item %d: %w: item row missing", id, ErrInvariant)
+			}
+		}
+
+		var sb strings.Builder
+		sb.WriteString("INSERT INTO stock_restores (order_id, item_id, qty) VALUES ")
+		args := make([]any, 0, 3*len(out))
+		for i, o := range out {
+			if i > 0 {
+				sb.WriteByte(',')
+			}
+			sb.WriteString("(?,?,?)")
+			args = append(args, o.ID, o.ItemID, o.Qty)
+		}
+		if _, err := tx.ExecContext(ctx, sb.String(), args...); err != nil {
+			return fmt.Errorf("store: record restores: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].Status = Cancelled
+	}
+	return out, nil
+}
+
+// ExpiredBacklog counts UNPAID orders past their deadline (database clock),
+// at most max of them: an index range count on (status, expires_at), capped
+// so that a huge backlog cannot make the gauge itself expensive.
+func ExpiredBacklog(ctx context.Context, q Querier, max int) (int64, error) {
+	var n int64
+	err := q.QueryRowContext(ctx,
+		"SELECT COUNT(*) FROM (SELECT 1 FROM orders WHERE status = 'UNPAID' AND expires_at <= NOW(3) LIMIT ?) AS backlog", max).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("store: expired backlog: %w", err)
+	}
+	return n, nil
+}
+
+// SessionClockSkew returns NOW(3) - UTC_TIMESTAMP(3) of a connection of q.
+// Stored times are UTC and deadlines are judged by NOW(3), so anything but
+// zero means the session time zone is not UTC and NOW(3) would cancel early
+// (or late) by that much; the reaper refuses to start then.
+func SessionClockSkew(ctx context.Context, q Querier) (time.Duration, error) {
+	var ms int64
+	err := q.QueryRowContext(ctx, "SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), NOW(3)) DIV 1000").Scan(&ms)
+	if err != nil {
+		return 0, fmt.Errorf("store: session clock: %w", err)
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
