@@ -1,0 +1,92 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// ItemChange is what UpsertItem did, so the caller knows how much of the
+// Redis state to rebuild.
+type ItemChange struct {
+	Item Item
+	// Created is true for a new item.
+	Created bool
+	// StockChanged is true when total stock was set (new item, or changed
+	// before any order existed).
+	StockChanged bool
+}
+
+// UpsertItem creates item it or updates it inside tx, holding the row lock.
+// it.TotalStock is the requested total stock; on a new item (or an item
+// without orders) Stock becomes that total. Changing the stock of an item
+// that has orders returns ErrHasOrders: the orders' qty is already counted and
+// silently rebasing it would break conservation (I3).
+func UpsertItem(ctx context.Context, tx *sql.Tx, it Item) (ItemChange, error) {
+	cur, err := GetItemForUpdate(ctx, tx, it.ID)
+	if errors.Is(err, ErrNotFound) {
+		it.Stock = it.TotalStock
+		_, err = tx.ExecContext(ctx,
+			"INSERT INTO items (id, name, price_cents, total_stock, stock, per_user_limit, starts_at, ends_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+			it.ID, it.Name, it.PriceCents, it.TotalStock, it.Stock, it.PerUserLimit, it.StartsAt.UTC(), it.EndsAt.UTC())
+		if err != nil {
+			return ItemChange{}, fmt.Errorf("store: insert item %d: %w", it.ID, err)
+		}
+		return ItemChange{Item: it, Created: true, StockChanged: true}, nil
+	}
+	if err != nil {
+		return ItemChange{}, err
+	}
+	change := ItemChange{StockChanged: cur.TotalStock != it.TotalStock}
+	it.Stock = cur.Stock
+	if change.StockChanged {
+		n, err := countOrdersOf(ctx, tx, it.ID)
+		if err != nil {
+			return ItemChange{}, err
+		}
+		if n > 0 {
+			return ItemChange{}, fmt.Errorf("%w: item %d has %d orders", ErrHasOrders, it.ID, n)
+		}
+		it.Stock = it.TotalStock
+	}
+	_, err = tx.ExecContext(ctx,
+		"UPDATE items SET name = ?, price_cents = ?, total_stock = ?, stock = ?, per_user_limit = ?, starts_at = ?, ends_at = ? WHERE id = ?",
+		it.Name, it.PriceCents, it.TotalStock, it.Stock, it.PerUserLimit, it.StartsAt.UTC(), it.EndsAt.UTC(), it.ID)
+	if err != nil {
+		return ItemChange{}, fmt.Errorf("store: update item %d: %w", it.ID, err)
+	}
+	change.Item = it
+	return change, nil
+}
+
+func countOrdersOf(ctx context.Context, q Querier, itemID int64) (int64, error) {
+	var n int64
+	if err := q.QueryRowContext(ctx, "SELECT COUNT(*) FROM orders WHERE item_id = ?", itemID).Scan(&n); err != nil {
+		return 0, fmt.Errorf("store: count orders of %d: %w", itemID, err)
+	}
+	return n, nil
+}
+
+// UnappliedRestoresOf returns the orders of item whose stock came back in
+// MySQL but not yet in Redis (stock_restores.redis_applied_at IS NULL). A warm
+// copies MySQL stock, which already counts them, so it must mark them applied
+// in Redis or the reaper would give their qty back a second time (I5).
+// The reaper owns stock_restores; this only reads it.
+func UnappliedRestoresOf(ctx context.Context, q Querier, itemID int64) ([]int64, error) {
+	rows, err := q.QueryContext(ctx,
+		"SELECT order_id FROM stock_restores WHERE item_id = ? AND redis_applied_at IS NULL", itemID)
+	if err != nil {
+		return nil, fmt.Errorf("store: unapplied restores of %d: %w", itemID, err)
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("store: unapplied restores of %d: %w", itemID, err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
