@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -24,6 +25,11 @@ import (
 )
 
 func main() {
+	// "setup -probe URL" is the container healthcheck of every deployable:
+	// the distroless image has no curl.
+	if len(os.Args) == 3 && os.Args[1] == "-probe" {
+		os.Exit(probe(os.Args[2]))
+	}
 	var common config.Common
 	var setup config.Setup
 	var wait time.Duration
@@ -89,4 +95,20 @@ func retry(ctx context.Context, log *slog.Logger, what string, retryable func(er
 // the lock; not a SQL error, which would only repeat.
 func retryableMySQL(err error) bool {
 	return errors.Is(err, migrate.ErrLocked) || store.IsTransient(err)
+}
+
+// probe GETs url and returns 0 for a 2xx answer within 3 seconds.
+func probe(url string) int {
+	c := http.Client{Timeout: 3 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "probe:", err)
+		return 1
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		fmt.Fprintln(os.Stderr, "probe:", resp.Status)
+		return 1
+	}
+	return 0
 }

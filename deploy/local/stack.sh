@@ -95,6 +95,7 @@ install_all() {
   local pkgs=()
   command -v mariadbd >/dev/null || pkgs+=(mariadb-server mariadb-client)
   command -v redis-server >/dev/null || pkgs+=(redis-server)
+  command -v curl >/dev/null || pkgs+=(curl)
   ((${#pkgs[@]} == 0)) || apt_install "${pkgs[@]}"
   install_kafka
 }
