@@ -1,0 +1,92 @@
+package orderwriter
+
+import (
+	"errors"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/flashsale-dev/flashsale/pkg/queue"
+)
+
+// Config is one consumer's settings. Zero values take the defaults noted per
+// field, so tests set only what they isolate (topics, group).
+type Config struct {
+	// Brokers are the Kafka bootstrap brokers.
+	Brokers []string
+	// Topic is the orders topic; default queue.OrdersTopic.
+	Topic string
+	// DLQTopic receives poison messages; default queue.DLQTopic.
+	DLQTopic string
+	// GroupID is the consumer group; default queue.GroupID.
+	GroupID string
+	// BatchSize is the most messages of one round; default 500.
+	BatchSize int
+	// BatchWait is how long a round waits to fill once it has a message;
+	// default 20ms.
+	BatchWait time.Duration
+	// MaxBackoff caps the retry backoff; default 5s.
+	MaxBackoff time.Duration
+	// MinBackoff is the first retry delay; default 50ms.
+	MinBackoff time.Duration
+	// MaxAttempts bounds retries of non-transient failures before the DLQ;
+	// default 5.
+	MaxAttempts int
+	// PaymentWindow is added to the database's NOW(3) for expires_at;
+	// default 15m.
+	PaymentWindow time.Duration
+	// StoreTimeout bounds one MySQL transaction attempt or one Redis call;
+	// default 2s. A batch transaction gets 5x this.
+	StoreTimeout time.Duration
+	// DrainTimeout bounds finishing the batch in hand after shutdown starts;
+	// default 10s. Set it below the process' ShutdownTimeout.
+	DrainTimeout time.Duration
+	// RedisWorkers is how many after-commit Redis calls run at once; default 16.
+	RedisWorkers int
+	// Dialer is the Kafka dialer (tests inject faults); nil = kafka-go default.
+	Dialer *kafka.Dialer
+	// HeartbeatInterval, SessionTimeout and RebalanceTimeout tune the group
+	// protocol; zero = kafka-go defaults (3s, 30s, 30s). Tests shorten them.
+	HeartbeatInterval time.Duration
+	SessionTimeout    time.Duration
+	RebalanceTimeout  time.Duration
+}
+
+func (c *Config) withDefaults() (Config, error) {
+	out := *c
+	if len(out.Brokers) == 0 {
+		return out, errors.New("orderwriter: no Kafka brokers")
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	defInt := func(d *int, v int) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	if out.Topic == "" {
+		out.Topic = queue.OrdersTopic
+	}
+	if out.DLQTopic == "" {
+		out.DLQTopic = queue.DLQTopic
+	}
+	if out.GroupID == "" {
+		out.GroupID = queue.GroupID
+	}
+	defInt(&out.BatchSize, 500)
+	defInt(&out.MaxAttempts, 5)
+	defInt(&out.RedisWorkers, 16)
+	def(&out.BatchWait, 20*time.Millisecond)
+	def(&out.MaxBackoff, 5*time.Second)
+	def(&out.MinBackoff, 50*time.Millisecond)
+	def(&out.PaymentWindow, 15*time.Minute)
+	def(&out.StoreTimeout, 2*time.Second)
+	def(&out.DrainTimeout, 10*time.Second)
+	if out.MinBackoff > out.MaxBackoff {
+		out.MinBackoff = out.MaxBackoff
+	}
+	return out, nil
+}

@@ -1,0 +1,35 @@
+// Package orderwriter is the consumer's work: a kafka-go consumer-group
+// member that turns admitted requests (queue.OrderMessage) into orders in
+// MySQL, in batches, exactly once in effect.
+//
+// # Delivery
+//
+// Messages are fetched with FetchMessage (never ReadMessage, which commits
+// before processing) and offsets are committed explicitly, per partition, only
+// up to the last message whose MySQL transaction has committed and whose Redis
+// after-commit step is done. Delivery is therefore at least once; duplicates,
+// redeliveries after a crash and stale messages after a rebalance are absorbed
+// by the arbiter table (request_outcomes), never by memory: a request already
+// decided is skipped, and only its idempotent Redis step is replayed.
+//
+// # Batches
+//
+// A round gathers up to BatchSize messages or waits BatchWait, groups them by
+// item and writes each item in ONE READ COMMITTED transaction: multi-row order
+// INSERT and outcome INSERT, then a single stock CAS on the hot items row (the
+// INSERTs come first so the row lock is held only for the UPDATE and COMMIT).
+// If the CAS finds less stock than Redis admitted, the transaction is rolled
+// back and the item is decided request by request under SELECT ... FOR UPDATE.
+//
+// # Scaling
+//
+// Kafka assigns each partition of the orders topic to exactly one member of
+// the group, so the number of useful replicas is bounded by the partition
+// count (FLASHSALE_TOPIC_PARTITIONS, 12 by default): replicas beyond it sit
+// idle as hot standbys. Messages are keyed by item id, so one item's requests
+// share one partition and one hot item is written by one replica at a time;
+// more replicas help only with many items. A rebalance (a replica started or
+// stopped) redelivers whatever was fetched but not committed; the arbiter makes
+// that harmless. To scale past the partition count, add partitions (which moves
+// items between partitions: do it between sales).
+package orderwriter

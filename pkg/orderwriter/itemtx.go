@@ -1,0 +1,195 @@
+package orderwriter
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/store"
+)
+
+// errShortStock means MySQL has less stock than the batch needs: the optimistic
+// transaction is rolled back and the item is decided request by request.
+var errShortStock = errors.New("orderwriter: MySQL stock short of the batch")
+
+// ItemResult is what one item's transaction decided, and what the after-commit
+// step must apply in Redis. It includes requests decided by an earlier
+// delivery (replays), whose Redis step is idempotent and may not have run.
+type ItemResult struct {
+	ItemID int64
+	// Ordered are the orders of ORDERED requests of the batch (new and replayed).
+	Ordered []store.Order
+	// Rejected are the REJECTED decisions of the batch (new and replayed).
+	Rejected []store.Decision
+	// New counts the decisions this transaction made, by outcome and reason.
+	New map[[2]string]int
+	// Dropped counts requests found ABORTED or VOIDED (their decider released them).
+	Dropped int
+	// Fallback is true when the item was decided request by request.
+	Fallback bool
+}
+
+// ItemWriter writes one item's requests in one transaction.
+type ItemWriter struct {
+	DB            *sql.DB
+	PaymentWindow time.Duration
+	// TxTimeout bounds one transaction attempt.
+	TxTimeout time.Duration
+}
+
+// WriteItem decides msgs (all of itemID, in offset order) in one READ
+// COMMITTED transaction. READ COMMITTED takes no gap locks, so replicas writing
+// the same item after a rebalance do not deadlock on the orders indexes.
+//
+// Errors: ErrItemMissing (poison), errRace (retry now), store.IsTransient
+// errors (retry with backoff), anything else (a bounded number of retries).
+func (w *ItemWriter) WriteItem(ctx context.Context, itemID int64, msgs []queue.OrderMessage) (ItemResult, error) {
+	res, err := w.attempt(ctx, itemID, msgs, false)
+	if errors.Is(err, errShortStock) {
+		res, err = w.attempt(ctx, itemID, msgs, true)
+	}
+	return res, err
+}
+
+func (w *ItemWriter) attempt(ctx context.Context, itemID int64, msgs []queue.OrderMessage, fallback bool) (ItemResult, error) {
+	if w.TxTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, w.TxTimeout)
+		defer cancel()
+	}
+	var res ItemResult
+	err := store.RunInTx(ctx, w.DB, sql.LevelReadCommitted, func(tx *sql.Tx) error {
+		res = ItemResult{ItemID: itemID, New: map[[2]string]int{}, Fallback: fallback}
+		return w.decide(ctx, tx, itemID, msgs, fallback, &res)
+	})
+	return res, err
+}
+
+func (w *ItemWriter) decide(ctx context.Context, tx *sql.Tx, itemID int64, msgs []queue.OrderMessage, fallback bool, res *ItemResult) error {
+	ids := make([]string, 0, len(msgs))
+	seen := make(map[string]bool, len(msgs))
+	for _, m := range msgs {
+		if !seen[m.RequestID] {
+			seen[m.RequestID] = true
+			ids = append(ids, m.RequestID)
+		}
+	}
+	decided, err := store.DecisionsAmong(ctx, tx, ids)
+	if err != nil {
+		return err
+	}
+
+	// Split the batch: requests decided before (replays) and fresh ones, each
+	// request once, in offset order.
+	var fresh []queue.OrderMessage
+	var replayOrdered []string
+	clear(seen)
+	for _, m := range msgs {
+		if seen[m.RequestID] {
+			continue // in-batch duplicate
+		}
+		seen[m.RequestID] = true
+		d, ok := decided[m.RequestID]
+		switch {
+		case !ok:
+			fresh = append(fresh, m)
+		case d.Outcome == store.Ordered:
+			replayOrdered = append(replayOrdered, m.RequestID)
+		case d.Outcome == store.Rejected:
+			res.Rejected = append(res.Rejected, d)
+		default: // ABORTED, VOIDED: their decider released the reservation.
+			res.Dropped++
+		}
+	}
+
+	var item store.Item
+	if fallback {
+		// Lock the hot row first: nobody else may take stock while this
+		// transaction decides who fits.
+		item, err = store.GetItemForUpdate(ctx, tx, itemID)
+	} else {
+		item, err = store.GetItem(ctx, tx, itemID)
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("%w: item %d", ErrItemMissing, itemID)
+	}
+	if err != nil {
+		return err
+	}
+
+	users := make([]int64, 0, len(fresh))
+	for _, m := range fresh {
+		users = append(users, m.UserID)
+	}
+	existing, err := store.ExistingBuyers(ctx, tx, itemID, users)
+	if err != nil {
+		return err
+	}
+
+	orders := make([]store.NewOrder, 0, len(fresh))
+	decisions := make([]store.Decision, 0, len(fresh))
+	var take int64
+	avail := item.Stock
+	for _, m := range fresh {
+		d := store.Decision{RequestID: m.RequestID, ItemID: itemID, UserID: m.UserID, Qty: m.Qty}
+		switch {
+		case existing[m.UserID]:
+			// A second request of a buyer that slipped past Redis: the buyer
+			// keeps the order they have.
+			d.Outcome, d.Reason = store.Rejected, store.ReasonDuplicateBuyer
+		case fallback && int64(m.Qty) > avail:
+			d.Outcome, d.Reason = store.Rejected, store.ReasonSoldOut
+		default:
+			existing[m.UserID] = true
+			avail -= int64(m.Qty)
+			take += int64(m.Qty)
+			d.Outcome = store.Ordered
+			orders = append(orders, store.NewOrder{RequestID: m.RequestID, UserID: m.UserID, Qty: m.Qty})
+		}
+		decisions = append(decisions, d)
+		if d.Outcome == store.Rejected {
+			res.Rejected = append(res.Rejected, d)
+		}
+		res.New[[2]string{string(d.Outcome), d.Reason}]++
+	}
+
+	// INSERTs before the UPDATE: the hot items row is locked only from the CAS
+	// to the commit.
+	if err := store.InsertOrders(ctx, tx, itemID, item.PriceCents, w.PaymentWindow, orders); err != nil {
+		if store.IsDuplicate(err) {
+			return fmt.Errorf("%w: %w", errRace, err)
+		}
+		return err
+	}
+	if err := store.InsertDecisions(ctx, tx, decisions); err != nil {
+		if store.IsDuplicate(err) {
+			return fmt.Errorf("%w: %w", errRace, err)
+		}
+		return err
+	}
+	readBack := replayOrdered
+	for _, o := range orders {
+		readBack = append(readBack, o.RequestID)
+	}
+	if res.Ordered, err = store.OrdersByRequest(ctx, tx, readBack); err != nil {
+		return err
+	}
+	if len(res.Ordered) != len(readBack) {
+		return fmt.Errorf("orderwriter: item %d: read back %d of %d orders", itemID, len(res.Ordered), len(readBack))
+	}
+	ok, err := store.TakeStock(ctx, tx, itemID, take)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		if fallback {
+			// Impossible while we hold the row lock; never loop on it.
+			return fmt.Errorf("orderwriter: item %d: stock CAS failed under lock", itemID)
+		}
+		return errShortStock
+	}
+	return nil
+}

@@ -1,0 +1,169 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// This file holds the order writer's (consumer's) SQL: the batched order
+// insert, the stock CAS and the look-ups that make a redelivered batch a
+// no-op. Everything takes a Querier so it runs inside the writer's one
+// transaction per item.
+
+// NewOrder is one order the writer is about to insert.
+type NewOrder struct {
+	RequestID string
+	UserID    int64
+	Qty       int
+}
+
+// DecisionsAmong returns the full decisions that already exist among ids.
+// Unlike DecidedAmong it carries user, qty and reason, which the writer needs
+// to replay the Redis side of a request decided by an earlier delivery whose
+// after-commit step may not have finished.
+func DecisionsAmong(ctx context.Context, q Querier, ids []string) (map[string]Decision, error) {
+	out := make(map[string]Decision, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := q.QueryContext(ctx,
+		"SELECT request_id, item_id, user_id, qty, outcome, reason, decided_at FROM request_outcomes WHERE request_id IN ("+
+			placeholders(len(ids))+")", strArgs(ids)...)
+	if err != nil {
+		return nil, fmt.Errorf("store: decisions among: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var d Decision
+		var outcome string
+		var reason *string
+		if err := rows.Scan(&d.RequestID, &d.ItemID, &d.UserID, &d.Qty, &outcome, &reason, &d.DecidedAt); err != nil {
+			return nil, fmt.Errorf("store: decisions among: %w", err)
+		}
+		d.Outcome = Outcome(outcome)
+		if reason != nil {
+			d.Reason = *reason
+		}
+		out[d.RequestID] = d
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: decisions among: %w", err)
+	}
+	return out, nil
+}
+
+// ExistingBuyers returns which of users already hold an order (any status)
+// for item: a second request of theirs is a duplicate_buyer. Checking first
+// keeps the multi-row INSERT from failing on UNIQUE (user_id, item_id).
+func ExistingBuyers(ctx context.Context, q Querier, itemID int64, users []int64) (map[int64]bool, error) {
+	out := map[int64]bool{}
+	if len(users) == 0 {
+		return out, nil
+	}
+	args := make([]any, 0, len(users)+1)
+	args = append(args, itemID)
+	for _, u := range users {
+		args = append(args, u)
+	}
+	rows, err := q.QueryContext(ctx,
+		"SELECT user_id FROM orders WHERE item_id = ? AND user_id IN ("+placeholders(len(users))+")", args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: existing buyers of %d: %w", itemID, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var u int64
+		if err := rows.Scan(&u); err != nil {
+			return nil, fmt.Errorf("store: existing buyers of %d: %w", itemID, err)
+		}
+		out[u] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: existing buyers of %d: %w", itemID, err)
+	}
+	return out, nil
+}
+
+// InsertOrders writes UNPAID orders of one item in one multi-row INSERT.
+// expires_at is computed by the database (NOW(3) + window) so pay and reaper,
+// which judge deadlines by the database clock too, agree with it. A duplicate
+// key (IsDuplicate) means another writer got there first: roll back and retry.
+func InsertOrders(ctx context.Context, q Querier, itemID, priceCents int64, window time.Duration, os []NewOrder) error {
+	if len(os) == 0 {
+		return nil
+	}
+	var sb strings.Builder
+	sb.Grow(120 + len(os)*64)
+	sb.WriteString("INSERT INTO orders (request_id, user_id, item_id, qty, price_cents, status, expires_at) VALUES ")
+	args := make([]any, 0, len(os)*6)
+	us := window.Microseconds()
+	for i, o := range os {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString("(?,?,?,?,?,'UNPAID',DATE_ADD(NOW(3), INTERVAL ? MICROSECOND))")
+		args = append(args, o.RequestID, o.UserID, itemID, o.Qty, priceCents, us)
+	}
+	if _, err := q.ExecContext(ctx, sb.String(), args...); err != nil {
+		return fmt.Errorf("store: insert %d orders of item %d: %w", len(os), itemID, err)
+	}
+	return nil
+}
+
+// TakeStock decrements the item's MySQL stock by qty if it has that much: a
+// compare-and-set that never goes negative (I7). It reports false, with no
+// change, when the stock is short.
+func TakeStock(ctx context.Context, q Querier, itemID, qty int64) (bool, error) {
+	if qty == 0 {
+		return true, nil
+	}
+	res, err := q.ExecContext(ctx, "UPDATE items SET stock = stock - ? WHERE id = ? AND stock >= ?", qty, itemID, qty)
+	if err != nil {
+		return false, fmt.Errorf("store: take %d of item %d: %w", qty, itemID, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("store: take %d of item %d: %w", qty, itemID, err)
+	}
+	return n == 1, nil
+}
+
+// OrdersByRequest reads the orders of requestIDs back (ids are auto-increment
+// and not assumed consecutive).
+func OrdersByRequest(ctx context.Context, q Querier, requestIDs []string) ([]Order, error) {
+	if len(requestIDs) == 0 {
+		return nil, nil
+	}
+	rows, err := q.QueryContext(ctx,
+		"SELECT id, request_id, user_id, item_id, qty, price_cents, status, created_at, expires_at, paid_at, cancelled_at FROM orders WHERE request_id IN ("+
+			placeholders(len(requestIDs))+")", strArgs(requestIDs)...)
+	if err != nil {
+		return nil, fmt.Errorf("store: orders by request: %w", err)
+	}
+	defer rows.Close()
+	out := make([]Order, 0, len(requestIDs))
+	for rows.Next() {
+		var o Order
+		var status string
+		if err := rows.Scan(&o.ID, &o.RequestID, &o.UserID, &o.ItemID, &o.Qty, &o.PriceCents, &status,
+			&o.CreatedAt, &o.ExpiresAt, &o.PaidAt, &o.CancelledAt); err != nil {
+			return nil, fmt.Errorf("store: orders by request: %w", err)
+		}
+		o.Status = OrderStatus(status)
+		out = append(out, o)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: orders by request: %w", err)
+	}
+	return out, nil
+}
+
+func strArgs(ss []string) []any {
+	args := make([]any, len(ss))
+	for i, s := range ss {
+		args[i] = s
+	}
+	return args
+}
