@@ -1,0 +1,38 @@
+package admission
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+// Metrics are the admission path's instruments.
+type Metrics struct {
+	admissions      *prometheus.CounterVec
+	publishDuration prometheus.Histogram
+	publishFailures prometheus.Counter
+	soldOutHits     prometheus.Counter
+}
+
+// NewMetrics registers the admission metrics on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	f := promauto.With(reg)
+	return &Metrics{
+		admissions: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "flashsale_admissions_total",
+			Help: "Order admission attempts by outcome.",
+		}, []string{"outcome"}),
+		publishDuration: f.NewHistogram(prometheus.HistogramOpts{
+			Name:    "flashsale_kafka_publish_duration_seconds",
+			Help:    "Duration of one synchronous Kafka publish of an admitted order, acks from all in-sync replicas.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}),
+		publishFailures: f.NewCounter(prometheus.CounterOpts{
+			Name: "flashsale_kafka_publish_failures_total",
+			Help: "Kafka publishes that failed or timed out; each aborts its request through the arbiter.",
+		}),
+		soldOutHits: f.NewCounter(prometheus.CounterOpts{
+			Name: "flashsale_soldout_cache_hits_total",
+			Help: "Sold-out answers given from process memory without a Redis round trip.",
+		}),
+	}
+}

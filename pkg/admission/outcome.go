@@ -1,0 +1,42 @@
+package admission
+
+import "time"
+
+// Outcome is how one admission attempt ended. The HTTP layer maps it to a
+// status code; the metrics label admissions by it (a bounded set).
+type Outcome string
+
+// Outcomes.
+const (
+	Accepted    Outcome = "accepted"     // reserved and durably published: 202
+	Replayed    Outcome = "replayed"     // Idempotency-Key seen before: the first 202
+	UnknownItem Outcome = "unknown_item" // not warmed in Redis: 404
+	NotActive   Outcome = "not_active"   // outside the sale window: 409
+	OverLimit   Outcome = "over_limit"   // qty above the per-user limit: 400
+	RateLimited Outcome = "rate_limited" // per-user window: 429
+	Already     Outcome = "already"      // the user holds this item: 409
+	SoldOut     Outcome = "sold_out"     // from Redis: 410
+	SoldOutMem  Outcome = "sold_out_mem" // from the in-memory flag: 410
+	Shed        Outcome = "shed"         // in-process limiter: 503
+	Unavailable Outcome = "unavailable"  // Redis unreachable: 503, nothing reserved
+	// PublishFailed: Kafka did not acknowledge; the arbiter says ABORTED and
+	// the reservation was released. 503.
+	PublishFailed Outcome = "publish_failed"
+	// Orphaned: Kafka and MySQL both failed; the reservation is left for the
+	// reaper's orphan sweep. 503.
+	Orphaned Outcome = "orphaned"
+)
+
+// Result is the answer to one attempt.
+type Result struct {
+	Outcome Outcome
+	// RequestID is set for Accepted and Replayed.
+	RequestID string
+	// RetryAfter is set for RateLimited and Shed.
+	RetryAfter time.Duration
+	// Limit is the per-user limit for OverLimit.
+	Limit int
+}
+
+// OK reports whether the buyer gets a 202.
+func (r Result) OK() bool { return r.Outcome == Accepted || r.Outcome == Replayed }

@@ -1,0 +1,197 @@
+// Package audit checks the invariants I1–I7 of DESIGN.md for one item from
+// MySQL and Redis, with the numbers. The ingress serves it to operators; the
+// bench tool, the fault tests and a periodic auditor call the same function.
+//
+// The reads are not one atomic snapshot across two stores, so a report taken
+// while orders are flowing can show transient drift. Two things that are
+// legitimately "in between" are accounted for so a busy but healthy item
+// still passes: reservations already decided ORDERED (committed, not yet
+// settled in Redis) and restores committed in MySQL but not yet applied to
+// Redis. The definitive check is at quiescence.
+package audit
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/flashsale-dev/flashsale/pkg/stock"
+	"github.com/flashsale-dev/flashsale/pkg/store"
+)
+
+// Report is one item's audit. Quantities are units (sums of qty); Pending and
+// Rejected count requests.
+type Report struct {
+	ItemID     int64 `json:"item_id"`
+	Total      int64 `json:"total"`
+	RedisStock int64 `json:"redis_stock"`
+	DBStock    int64 `json:"db_stock"`
+	// Pending is the number of Redis reservations waiting for an outcome;
+	// PendingQty their units.
+	Pending    int64 `json:"pending"`
+	PendingQty int64 `json:"pending_qty"`
+	Unpaid     int64 `json:"unpaid"`
+	Paid       int64 `json:"paid"`
+	Cancelled  int64 `json:"cancelled"`
+	// Rejected counts requests decided REJECTED, ABORTED or VOIDED.
+	Rejected   int64    `json:"rejected"`
+	OK         bool     `json:"ok"`
+	Violations []string `json:"violations"`
+}
+
+// numbers gathers everything the checks need.
+type numbers struct {
+	item             store.Item
+	redis            stock.State
+	orderedPending   int64 // units of reservations already decided ORDERED
+	unappliedRestore int64 // units restored in MySQL, not yet in Redis
+	dupBuyers        int64
+	orderedNoOrder   int64
+	orderNoOutcome   int64
+	cancelNoRestore  int64
+	restoreNoCancel  int64
+	paidAndCancelled int64
+}
+
+// Item audits one item; store.ErrNotFound when MySQL does not know it.
+func Item(ctx context.Context, db *sql.DB, st *stock.Store, itemID int64) (Report, error) {
+	var n numbers
+	var rep Report
+	var err error
+	if n.item, err = store.GetItem(ctx, db, itemID); err != nil {
+		return Report{}, err
+	}
+	if n.redis, err = st.ReadState(ctx, itemID); err != nil {
+		return Report{}, err
+	}
+	if err := readOrders(ctx, db, itemID, &rep); err != nil {
+		return Report{}, err
+	}
+	if err := readChecks(ctx, db, itemID, &n, &rep); err != nil {
+		return Report{}, err
+	}
+	if err := readPending(ctx, db, st, itemID, &n); err != nil {
+		return Report{}, err
+	}
+	rep.ItemID, rep.Total, rep.DBStock = itemID, n.item.TotalStock, n.item.Stock
+	rep.RedisStock, rep.Pending, rep.PendingQty = n.redis.Stock, n.redis.Pending, n.redis.PendingQty
+	rep.Violations = check(n, rep)
+	rep.OK = len(rep.Violations) == 0
+	return rep, nil
+}
+
+func readOrders(ctx context.Context, db *sql.DB, itemID int64, rep *Report) error {
+	rows, err := db.QueryContext(ctx, "SELECT status, COALESCE(SUM(qty), 0) FROM orders WHERE item_id = ? GROUP BY status", itemID)
+	if err != nil {
+		return fmt.Errorf("audit: orders of %d: %w", itemID, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var status string
+		var qty int64
+		if err := rows.Scan(&status, &qty); err != nil {
+			return fmt.Errorf("audit: orders of %d: %w", itemID, err)
+		}
+		switch store.OrderStatus(status) {
+		case store.Unpaid:
+			rep.Unpaid = qty
+		case store.Paid:
+			rep.Paid = qty
+		case store.Cancelled:
+			rep.Cancelled = qty
+		}
+	}
+	return rows.Err()
+}
+
+// readChecks runs the counting queries of I2, I4, I5 and I6 in one round trip.
+func readChecks(ctx context.Context, db *sql.DB, itemID int64, n *numbers, rep *Report) error {
+	const q = `SELECT
+ (SELECT COUNT(*) FROM request_outcomes WHERE item_id = ? AND outcome <> 'ORDERED'),
+ (SELECT COUNT(*) FROM (SELECT user_id FROM orders WHERE item_id = ? GROUP BY user_id HAVING COUNT(*) > 1) d),
+ (SELECT COUNT(*) FROM request_outcomes ro LEFT JOIN orders o ON o.request_id = ro.request_id
+    WHERE ro.item_id = ? AND ro.outcome = 'ORDERED' AND o.id IS NULL),
+ (SELECT COUNT(*) FROM orders o LEFT JOIN request_outcomes ro ON ro.request_id = o.request_id
+    WHERE o.item_id = ? AND (ro.request_id IS NULL OR ro.outcome <> 'ORDERED')),
+ (SELECT COUNT(*) FROM orders o LEFT JOIN stock_restores r ON r.order_id = o.id
+    WHERE o.item_id = ? AND o.status = 'CANCELLED' AND r.order_id IS NULL),
+ (SELECT COUNT(*) FROM stock_restores r JOIN orders o ON o.id = r.order_id
+    WHERE r.item_id = ? AND o.status <> 'CANCELLED'),
+ (SELECT COUNT(*) FROM orders WHERE item_id = ? AND paid_at IS NOT NULL AND (status = 'CANCELLED' OR cancelled_at IS NOT NULL)),
+ (SELECT COALESCE(SUM(qty), 0) FROM stock_restores WHERE item_id = ? AND redis_applied_at IS NULL)`
+	err := db.QueryRowContext(ctx, q, itemID, itemID, itemID, itemID, itemID, itemID, itemID, itemID).Scan(
+		&rep.Rejected, &n.dupBuyers, &n.orderedNoOrder, &n.orderNoOutcome,
+		&n.cancelNoRestore, &n.restoreNoCancel, &n.paidAndCancelled, &n.unappliedRestore)
+	if err != nil {
+		return fmt.Errorf("audit: checks of %d: %w", itemID, err)
+	}
+	return nil
+}
+
+// readPending finds the reservations whose request MySQL already decided
+// ORDERED: they are counted both as pending and as orders until the consumer
+// settles them.
+func readPending(ctx context.Context, db *sql.DB, st *stock.Store, itemID int64, n *numbers) error {
+	if n.redis.Pending == 0 {
+		return nil
+	}
+	qty := map[string]int{}
+	if err := st.ScanReservations(ctx, itemID, func(r stock.Reservation) error {
+		qty[r.RequestID] = r.Qty
+		return nil
+	}); err != nil {
+		return err
+	}
+	ids := make([]string, 0, len(qty))
+	for id := range qty {
+		ids = append(ids, id)
+	}
+	for len(ids) > 0 {
+		chunk := ids[:min(len(ids), 1000)]
+		ids = ids[len(chunk):]
+		decided, err := store.DecidedAmong(ctx, db, chunk)
+		if err != nil {
+			return err
+		}
+		for id, o := range decided {
+			if o == store.Ordered {
+				n.orderedPending += int64(qty[id])
+			}
+		}
+	}
+	return nil
+}
+
+func check(n numbers, r Report) []string {
+	v := []string{}
+	add := func(format string, args ...any) { v = append(v, fmt.Sprintf(format, args...)) }
+	active := r.Unpaid + r.Paid
+	if active > r.Total {
+		add("I1 oversell: unpaid+paid %d > total %d", active, r.Total)
+	}
+	if n.dupBuyers > 0 {
+		add("I2 one per buyer: %d users hold more than one order", n.dupBuyers)
+	}
+	if r.DBStock+active != r.Total {
+		add("I3 mysql conservation: stock %d + active %d != total %d", r.DBStock, active, r.Total)
+	}
+	if !n.redis.Warmed {
+		add("I3 redis conservation: item not warmed in redis (warm it)")
+	} else if got := r.RedisStock + r.PendingQty - n.orderedPending + active + n.unappliedRestore; got != r.Total {
+		add("I3 redis conservation: stock %d + pending %d - pending already ordered %d + active %d + restores not yet in redis %d = %d != total %d",
+			r.RedisStock, r.PendingQty, n.orderedPending, active, n.unappliedRestore, got, r.Total)
+	}
+	if n.orderedNoOrder > 0 || n.orderNoOutcome > 0 {
+		add("I4 nothing lost: %d ORDERED requests without an order, %d orders without an ORDERED outcome", n.orderedNoOrder, n.orderNoOutcome)
+	}
+	if n.cancelNoRestore > 0 || n.restoreNoCancel > 0 {
+		add("I5 exactly-once restore: %d cancelled orders without a restore record, %d restore records of orders not cancelled", n.cancelNoRestore, n.restoreNoCancel)
+	}
+	if n.paidAndCancelled > 0 {
+		add("I6 pay/cancel exclusive: %d orders both paid and cancelled", n.paidAndCancelled)
+	}
+	if r.RedisStock < 0 || r.DBStock < 0 {
+		add("I7 negative stock: redis %d, mysql %d", r.RedisStock, r.DBStock)
+	}
+	return v
+}
