@@ -1,0 +1,15 @@
+// Package reap is the reaper's work: a periodic pass that
+//
+//  1. re-applies MySQL restores Redis has not confirmed yet (a crash or a
+//     Redis outage between the two stores is repaired here),
+//  2. cancels UNPAID orders past their payment window in batches claimed with
+//     SKIP LOCKED, restoring MySQL stock in the same transaction and then
+//     Redis stock through the per-order guarded Lua restore, and
+//  3. sweeps orphaned reservations (Redis reserved, no outcome in the arbiter
+//     after the grace) by voiding them through the arbiter.
+//
+// Every step is safe to repeat and to run in several replicas at once: MySQL
+// effects are decided by row locks and status CAS, Redis effects are guarded
+// per order (restore) or per reservation (release). A failing pass is logged,
+// counted and simply run again next interval.
+package reap

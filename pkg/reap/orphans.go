@@ -1,0 +1,117 @@
+package reap
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/flashsale-dev/flashsale/pkg/orderstatus"
+	"github.com/flashsale-dev/flashsale/pkg/stock"
+	"github.com/flashsale-dev/flashsale/pkg/store"
+)
+
+// sweepOrphans looks at every item's pending reservations and resolves the
+// ones older than OrphanGrace through the arbiter.
+//
+// Age is judged against the Redis server's TIME, not this host's clock:
+// every reaper replica then uses one clock, and a reaper host running ahead
+// cannot void a reservation early. The reservation's own timestamp is the
+// admitting ingress host's clock, so the remaining error is that host's skew
+// against Redis, which NTP keeps to milliseconds against a grace of minutes.
+// Even an early void would break no invariant (the arbiter makes the
+// consumer drop the message), only disappoint a buyer; the grace guards that.
+func (r *Reaper) sweepOrphans(ctx context.Context) error {
+	cctx, cancel := r.callCtx(ctx, 1)
+	items, err := store.ListItemIDs(cctx, r.db)
+	cancel()
+	if err != nil {
+		return err
+	}
+	if len(items) == 0 {
+		return nil
+	}
+	now, err := r.redisNow(ctx)
+	if err != nil {
+		return err
+	}
+	cutoff := now.Add(-r.cfg.OrphanGrace)
+	var errs []error
+	for _, item := range items {
+		if err := ctx.Err(); err != nil {
+			return errors.Join(append(errs, err)...)
+		}
+		var old []stock.Reservation
+		cctx, cancel := r.callCtx(ctx, txCalls)
+		err := r.stock.ScanReservations(cctx, item, func(res stock.Reservation) error {
+			if !res.ReservedAt.After(cutoff) {
+				old = append(old, res)
+			}
+			return nil
+		})
+		cancel()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("item %d: %w", item, err))
+			if errors.Is(err, stock.ErrUnavailable) {
+				break // Redis is down: the other items would only time out too
+			}
+			continue
+		}
+		for _, res := range old {
+			if err := r.resolveOrphan(ctx, item, res); err != nil {
+				errs = append(errs, fmt.Errorf("item %d request %s: %w", item, res.RequestID, err))
+				if !errors.Is(err, ErrUnknownDecision) {
+					break // a store is failing; the next pass picks the rest up
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (r *Reaper) redisNow(ctx context.Context) (time.Time, error) {
+	cctx, cancel := r.callCtx(ctx, 1)
+	defer cancel()
+	now, err := r.stock.Client().Time(cctx).Result()
+	if err != nil {
+		return time.Time{}, fmt.Errorf("redis TIME: %w: %w", stock.ErrUnavailable, err)
+	}
+	return now, nil
+}
+
+// resolveOrphan asks the arbiter to void the request; whether or not that
+// insert wins, the reservation is then compensated as the winning decision
+// says (see compensationFor). The buyer's cached status is written before
+// the release, so a failure in between leaves the reservation in place and
+// the next pass retries both.
+func (r *Reaper) resolveOrphan(ctx context.Context, item int64, res stock.Reservation) error {
+	cctx, cancel := r.callCtx(ctx, 3)
+	defer cancel()
+	won, d, err := store.Decide(cctx, r.db, store.Decision{
+		RequestID: res.RequestID, ItemID: item, UserID: res.UserID, Qty: res.Qty,
+		Outcome: store.Voided, Reason: store.ReasonExpiredReservation,
+	})
+	if err != nil {
+		return err
+	}
+	if won {
+		r.m.OrphansVoided.Inc()
+		r.log.Info("voided orphaned reservation", "item_id", item, "request_id", res.RequestID,
+			"reserved_at", res.ReservedAt, "grace", r.cfg.OrphanGrace.String())
+	}
+	comp, err := compensationFor(d)
+	if err != nil {
+		r.log.Error("leaving reservation alone", "item_id", item, "request_id", res.RequestID, "err", err)
+		return err
+	}
+	if comp.settle {
+		return r.stock.Settle(cctx, item, []string{res.RequestID})
+	}
+	if err := orderstatus.Put(cctx, r.stock, orderstatus.FromDecision(d)); err != nil {
+		return err
+	}
+	if _, err := r.stock.Release(cctx, item, res.RequestID, comp.release); err != nil {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,174 @@
+package reap
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/flashsale-dev/flashsale/pkg/stock"
+	"github.com/flashsale-dev/flashsale/pkg/store"
+)
+
+// Config is what one reaper needs to know; main fills it from config.Reaper
+// and config.Common.
+type Config struct {
+	// Interval is the pause between the end of one pass and the start of the
+	// next (passes never overlap within a replica).
+	Interval time.Duration
+	// BatchSize is how many expired orders one transaction claims, and how
+	// many pending restores one page re-applies.
+	BatchSize int
+	// OrphanGrace is how old a reservation must be, by the Redis server's
+	// clock, before the sweep asks the arbiter to void it.
+	OrphanGrace time.Duration
+	// StoreTimeout bounds one MySQL statement or Redis call; a transaction
+	// gets txCalls of them.
+	StoreTimeout time.Duration
+	// RestoreWorkers is how many Redis restores run at once after a batch
+	// commits (default 16): Redis answers in well under a millisecond, so the
+	// round trips, not Redis, bound a big backlog.
+	RestoreWorkers int
+}
+
+// txCalls is how many StoreTimeouts one batch transaction may take: it runs
+// four statements plus begin and commit.
+const txCalls = 4
+
+// maxBacklogCount caps the backlog gauge's COUNT so it stays cheap.
+const maxBacklogCount = 1_000_000
+
+// Reaper runs passes. Several replicas may run at once on the same stores.
+type Reaper struct {
+	db    *sql.DB
+	stock *stock.Store
+	log   *slog.Logger
+	m     *Metrics
+	cfg   Config
+
+	// AfterCommit, when set, is called after each cancel batch has committed
+	// in MySQL and before Redis is touched. An error aborts the pass right
+	// there, as a crash would: tests inject it to prove that the next pass
+	// completes the Redis restore exactly once.
+	AfterCommit func(ctx context.Context, cancelled []store.Order) error
+
+	// Clock is the host clock. It only stamps the last-success gauge: no
+	// deadline or grace is ever judged by it (orders by MySQL's NOW(3),
+	// reservations by Redis' TIME), so a skewed host cannot cancel or void
+	// early. Tests skew it to prove that.
+	Clock func() time.Time
+}
+
+// New returns a reaper on db and st.
+func New(db *sql.DB, st *stock.Store, log *slog.Logger, m *Metrics, cfg Config) *Reaper {
+	if cfg.RestoreWorkers <= 0 {
+		cfg.RestoreWorkers = 16
+	}
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = 500
+	}
+	if cfg.StoreTimeout <= 0 {
+		cfg.StoreTimeout = 2 * time.Second
+	}
+	return &Reaper{db: db, stock: st, log: log, m: m, cfg: cfg, Clock: time.Now}
+}
+
+// CheckClock refuses a MySQL session whose NOW(3) is not UTC (see
+// ErrSessionClock). main runs it before the first pass.
+func (r *Reaper) CheckClock(ctx context.Context) error {
+	cctx, cancel := r.callCtx(ctx, 1)
+	defer cancel()
+	skew, err := store.SessionClockSkew(cctx, r.db)
+	if err != nil {
+		return err
+	}
+	if skew != 0 {
+		return fmt.Errorf("%w: NOW(3) - UTC_TIMESTAMP(3) = %v (set time_zone='+00:00' in the DSN)", ErrSessionClock, skew)
+	}
+	return nil
+}
+
+// Run passes until ctx is done: the first at once, then Interval after each
+// ends. A failed pass is logged and counted and the work is simply found
+// again by the next one. Run returns nil on shutdown; a pass in progress
+// stops between batches, never between a commit and its Redis restore
+// unless a store call fails.
+func (r *Reaper) Run(ctx context.Context) error {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		r.RunPass(ctx)
+		t.Reset(r.cfg.Interval)
+	}
+}
+
+// RunPass runs one pass and records its metrics and log line; it reports
+// whether the pass succeeded.
+func (r *Reaper) RunPass(ctx context.Context) bool {
+	start := time.Now()
+	err := r.Pass(ctx)
+	r.m.PassDuration.Observe(time.Since(start).Seconds())
+	switch {
+	case err == nil:
+		r.m.LastSuccess.Set(float64(r.Clock().UnixMilli()) / 1000)
+		return true
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		r.log.Info("reaper pass stopped by shutdown", "err", err)
+		return false
+	default:
+		r.m.PassFailures.Inc()
+		r.log.Error("reaper pass failed; retrying next interval", "err", err, "interval", r.cfg.Interval.String())
+		return false
+	}
+}
+
+// Pass runs the three steps once. Each step runs even if an earlier one
+// failed (MySQL cancellations can go on while Redis is down; their restores
+// wait in stock_restores), and the errors are joined.
+func (r *Reaper) Pass(ctx context.Context) error {
+	var errs []error
+	steps := []struct {
+		name string
+		fn   func(context.Context) error
+	}{
+		{"re-apply restores", r.reapplyRestores},
+		{"cancel expired", r.cancelExpired},
+		{"backlog", r.updateBacklog},
+		{"orphan sweep", r.sweepOrphans},
+	}
+	for _, s := range steps {
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, err)
+			break
+		}
+		if err := s.fn(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("reap: %s: %w", s.name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// callCtx bounds n store calls. It is detached from ctx's cancellation so a
+// shutdown never interrupts a transaction or a restore half way; the pass
+// checks ctx between batches instead.
+func (r *Reaper) callCtx(ctx context.Context, n int) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), time.Duration(n)*r.cfg.StoreTimeout)
+}
+
+func (r *Reaper) updateBacklog(ctx context.Context) error {
+	cctx, cancel := r.callCtx(ctx, 1)
+	defer cancel()
+	n, err := store.ExpiredBacklog(cctx, r.db, maxBacklogCount)
+	if err != nil {
+		return err
+	}
+	r.m.Backlog.Set(float64(n))
+	return nil
+}

@@ -1,0 +1,106 @@
+// Command reaper cancels UNPAID orders after the payment window and gives
+// their stock back to MySQL and Redis exactly once, and voids orphaned Redis
+// reservations through the arbiter. Run as many replicas as you like: they
+// share the work through SKIP LOCKED claims and per-order Redis guards.
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/flashsale-dev/flashsale/pkg/config"
+	"github.com/flashsale-dev/flashsale/pkg/ops"
+	"github.com/flashsale-dev/flashsale/pkg/reap"
+	"github.com/flashsale-dev/flashsale/pkg/stock"
+	"github.com/flashsale-dev/flashsale/pkg/store"
+)
+
+func main() {
+	var common config.Common
+	var rc config.Reaper
+	fs := flag.NewFlagSet("reaper", flag.ContinueOnError)
+	if err := config.Parse(fs, os.Args[1:], &common, &rc); err != nil {
+		fmt.Fprintln(os.Stderr, "reaper:", err)
+		os.Exit(2)
+	}
+	log := ops.NewLogger("reaper", common.LogLevel)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ops.ExitAfter(ctx, common.ShutdownTimeout, log)
+	if err := run(ctx, common, rc, log); err != nil {
+		log.Error("reaper failed", "err", err)
+		if errors.Is(err, reap.ErrSessionClock) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+	log.Info("reaper stopped")
+}
+
+func run(ctx context.Context, c config.Common, rc config.Reaper, log *slog.Logger) error {
+	db, err := openMySQL(ctx, c, rc.Interval, log)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	rdb := stock.NewClient(c.RedisAddrs(), c.StoreTimeout, 32)
+	defer rdb.Close()
+
+	reg := ops.NewRegistry()
+	r := reap.New(db, stock.New(rdb), log, reap.NewMetrics(reg), reap.Config{
+		Interval: rc.Interval, BatchSize: rc.BatchSize, OrphanGrace: rc.OrphanGrace, StoreTimeout: c.StoreTimeout,
+	})
+	if err := r.CheckClock(ctx); err != nil {
+		return err
+	}
+
+	ready := ops.Readiness{Timeout: c.StoreTimeout, Checks: map[string]ops.Check{
+		"mysql": db.PingContext,
+		"redis": func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
+	}}
+	srv := &http.Server{Handler: ops.Mux(reg, ready), ReadHeaderTimeout: 5 * time.Second}
+	// An ops server that cannot listen stops the reaper: a replica nobody
+	// can probe or scrape should not run unnoticed.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	serveErr := make(chan error, 1)
+	go func() {
+		err := ops.Serve(ctx, srv, rc.MetricsAddr, c.ShutdownTimeout, log)
+		if err != nil {
+			cancel(err)
+		}
+		serveErr <- err
+	}()
+
+	log.Info("reaper running", "interval", rc.Interval.String(), "batch", rc.BatchSize,
+		"orphan_grace", rc.OrphanGrace.String(), "payment_window", c.PaymentWindow.String())
+	runErr := r.Run(ctx) // returns on shutdown, after the batch in progress
+	cancel(nil)
+	return errors.Join(runErr, <-serveErr)
+}
+
+// openMySQL waits for MySQL to answer (it may still be starting next to us),
+// retrying every interval until ctx ends.
+func openMySQL(ctx context.Context, c config.Common, interval time.Duration, log *slog.Logger) (*sql.DB, error) {
+	for {
+		db, err := store.Open(ctx, c.DSN(), 8, c.StoreTimeout)
+		if err == nil {
+			return db, nil
+		}
+		log.Warn("MySQL not reachable yet, retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("open MySQL: %w (last error: %w)", ctx.Err(), err)
+		case <-time.After(interval):
+		}
+	}
+}
