@@ -1,0 +1,98 @@
+package auditor_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/auditor"
+	"github.com/flashsale-dev/flashsale/pkg/stock"
+)
+
+// The auditor exports the stores' stock and flags drift: MySQL and Redis
+// agree at first (drift 0, no violation); then Redis loses a unit that
+// MySQL still has, and the drift gauge and the violation count show it.
+func TestAuditorReportsDrift(t *testing.T) {
+	db, _ := testenv.MySQL(t)
+	st := stock.New(testenv.Redis(t))
+	ctx := context.Background()
+	id := testenv.ItemID()
+	now := time.Now().UTC()
+	if _, err := db.ExecContext(ctx, `INSERT INTO items (id, name, price_cents, total_stock, stock, per_user_limit, starts_at, ends_at)
+		VALUES (?, 'drift', 100, 10, 10, 1, ?, ?)`, id, now.Add(-time.Minute), now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Warm(ctx, stock.Snapshot{ItemID: id, Stock: 10, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), PerUserLimit: 1}); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	a := &auditor.Auditor{DB: db, Stock: st, Interval: time.Second, Metrics: auditor.NewMetrics(reg),
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	item := strconv.FormatInt(id, 10)
+
+	if err := a.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gauge := func(name string, labels ...string) float64 {
+		t.Helper()
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != name {
+				continue
+			}
+		next:
+			for _, m := range mf.GetMetric() {
+				for i := 0; i+1 < len(labels); i += 2 {
+					found := false
+					for _, lp := range m.GetLabel() {
+						if lp.GetName() == labels[i] && lp.GetValue() == labels[i+1] {
+							found = true
+						}
+					}
+					if !found {
+						continue next
+					}
+				}
+				return m.GetGauge().GetValue()
+			}
+		}
+		t.Fatalf("no %s%v", name, labels)
+		return 0
+	}
+	if d := gauge("flashsale_stock_drift_units", "item", item); d != 0 {
+		t.Fatalf("drift %v with agreeing stores", d)
+	}
+	if v := gauge("flashsale_audit_violations", "item", item); v != 0 {
+		t.Fatalf("violations %v with agreeing stores", v)
+	}
+
+	if err := st.Client().DecrBy(ctx, stock.KeysOf(id).Stock, 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := gauge("flashsale_stock_drift_units", "item", item); d != -1 {
+		t.Fatalf("drift %v, want -1", d)
+	}
+	if v := gauge("flashsale_audit_violations", "item", item); v < 1 {
+		t.Fatalf("violations %v, want at least 1", v)
+	}
+	if r := gauge("flashsale_stock_units", "item", item, "store", "redis"); r != 9 {
+		t.Fatalf("redis stock gauge %v", r)
+	}
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil || len(problems) > 0 {
+		t.Fatalf("lint: %v %v", problems, err)
+	}
+}
