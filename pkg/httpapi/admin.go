@@ -1,0 +1,132 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"time"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/flashsale-dev/flashsale/pkg/audit"
+	"github.com/flashsale-dev/flashsale/pkg/catalog"
+	"github.com/flashsale-dev/flashsale/pkg/stock"
+	"github.com/flashsale-dev/flashsale/pkg/store"
+)
+
+type itemBody struct {
+	Name         *string    `json:"name"`
+	PriceCents   *int64     `json:"price_cents"`
+	Stock        *int64     `json:"stock"`
+	PerUserLimit *int       `json:"per_user_limit"`
+	StartsAt     *time.Time `json:"starts_at"`
+	EndsAt       *time.Time `json:"ends_at"`
+}
+
+type adminItem struct {
+	ID           int64     `json:"id"`
+	Name         string    `json:"name"`
+	PriceCents   int64     `json:"price_cents"`
+	TotalStock   int64     `json:"total_stock"`
+	Stock        int64     `json:"stock"`
+	PerUserLimit int       `json:"per_user_limit"`
+	StartsAt     time.Time `json:"starts_at"`
+	EndsAt       time.Time `json:"ends_at"`
+}
+
+func toAdminItem(it store.Item) adminItem {
+	return adminItem{ID: it.ID, Name: it.Name, PriceCents: it.PriceCents, TotalStock: it.TotalStock, Stock: it.Stock,
+		PerUserLimit: it.PerUserLimit, StartsAt: it.StartsAt.UTC(), EndsAt: it.EndsAt.UTC()}
+}
+
+// Bounds of admin input: the stock columns are INT.
+const (
+	maxStock        = 1_000_000_000
+	maxPerUserLimit = 1000
+)
+
+func (b itemBody) validate(id int64) (store.Item, error) {
+	switch {
+	case b.Name == nil || *b.Name == "" || utf8.RuneCountInString(*b.Name) > 200:
+		return store.Item{}, badRequest("invalid_name", "name must be 1 to 200 characters")
+	case b.PriceCents == nil || *b.PriceCents < 0:
+		return store.Item{}, badRequest("invalid_price", "price_cents must be an integer >= 0")
+	case b.Stock == nil || *b.Stock < 0 || *b.Stock > maxStock:
+		return store.Item{}, badRequest("invalid_stock", "stock must be an integer from 0 to 1000000000")
+	case b.PerUserLimit == nil || *b.PerUserLimit < 1 || *b.PerUserLimit > maxPerUserLimit:
+		return store.Item{}, badRequest("invalid_per_user_limit", "per_user_limit must be an integer from 1 to 1000")
+	case b.StartsAt == nil || b.EndsAt == nil || !b.StartsAt.Before(*b.EndsAt):
+		return store.Item{}, badRequest("invalid_window", "starts_at and ends_at are RFC 3339 times with starts_at before ends_at")
+	}
+	return store.Item{ID: id, Name: *b.Name, PriceCents: *b.PriceCents, TotalStock: *b.Stock,
+		PerUserLimit: *b.PerUserLimit, StartsAt: b.StartsAt.UTC(), EndsAt: b.EndsAt.UTC()}, nil
+}
+
+// putItem is PUT /api/v1/admin/items/{id}: create or update, then warm.
+func (s *Server) putItem(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	var b itemBody
+	if err := decodeStrict(c, &b); err != nil {
+		return err
+	}
+	in, err := b.validate(id)
+	if err != nil {
+		return err
+	}
+	it, err := s.catalog.Put(c.Request().Context(), in)
+	if err != nil {
+		return s.catalogError(c, err)
+	}
+	s.items.forget(id)
+	s.log.InfoContext(c.Request().Context(), "item saved", "item_id", id, "total_stock", it.TotalStock)
+	return c.JSON(http.StatusOK, toAdminItem(it))
+}
+
+// warmItem is POST /api/v1/admin/items/{id}/warm.
+func (s *Server) warmItem(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	it, err := s.catalog.Warm(c.Request().Context(), id)
+	if err != nil {
+		return s.catalogError(c, err)
+	}
+	s.log.InfoContext(c.Request().Context(), "item warmed", "item_id", id, "stock", it.Stock)
+	return c.JSON(http.StatusOK, toAdminItem(it))
+}
+
+func (s *Server) catalogError(c echo.Context, err error) error {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return notFound("no such item")
+	case errors.Is(err, store.ErrHasOrders):
+		return newErr(http.StatusConflict, "has_orders", "the stock of an item with orders cannot change")
+	case errors.Is(err, catalog.ErrInFlight):
+		return newErr(http.StatusConflict, "in_flight", "requests for this item are still in flight; retry when they have settled")
+	}
+	s.log.WarnContext(c.Request().Context(), "admin: store unavailable", "err", err)
+	return unavailable("a store is unavailable; nothing was changed")
+}
+
+// auditItem is GET /api/v1/admin/items/{id}/audit.
+func (s *Server) auditItem(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	rep, err := audit.Item(c.Request().Context(), s.db, s.st, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return notFound("no such item")
+	case errors.Is(err, stock.ErrUnavailable):
+		return unavailable("redis unavailable")
+	case err != nil:
+		s.log.WarnContext(c.Request().Context(), "audit failed", "err", err)
+		return unavailable("audit temporarily unavailable")
+	}
+	return c.JSON(http.StatusOK, rep)
+}

@@ -1,0 +1,78 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+)
+
+// MaxBody is the largest request body accepted; every body in the API is a
+// few dozen bytes, so anything bigger is abuse or a bug.
+const MaxBody = 4 << 10
+
+// bodyLimit refuses oversized bodies with 400 before a handler reads them,
+// and caps the reader for bodies without a Content-Length.
+func bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		if r.ContentLength > MaxBody {
+			return badRequest("body_too_large", fmt.Sprintf("request body larger than %d bytes", MaxBody))
+		}
+		r.Body = http.MaxBytesReader(c.Response(), r.Body, MaxBody)
+		return next(c)
+	}
+}
+
+// decodeStrict reads one JSON object into dst: unknown fields, wrong types,
+// trailing data and oversized bodies are 400s.
+func decodeStrict(c echo.Context, dst any) error {
+	raw, err := io.ReadAll(c.Request().Body)
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return badRequest("body_too_large", fmt.Sprintf("request body larger than %d bytes", MaxBody))
+	}
+	if err != nil {
+		return badRequest("bad_body", "could not read the request body")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return badRequest("invalid_json", jsonProblem(err))
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return badRequest("invalid_json", "unexpected data after the JSON object")
+	}
+	return nil
+}
+
+// jsonProblem turns a decoder error into a message safe to show: it names
+// the field, never echoes the input back.
+func jsonProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		return fmt.Sprintf("field %q must be a %s", te.Field, te.Type.String())
+	case errors.As(err, &se):
+		return "malformed JSON"
+	case errors.Is(err, io.EOF):
+		return "empty body; a JSON object is required"
+	}
+	return err.Error()
+}
+
+// pathID parses a positive int64 path parameter.
+func pathID(c echo.Context, name string) (int64, error) {
+	v := c.Param(name)
+	id, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || id <= 0 || strconv.FormatInt(id, 10) != v {
+		return 0, badRequest("invalid_id", name+" must be a positive 64-bit decimal integer")
+	}
+	return id, nil
+}

@@ -1,0 +1,96 @@
+package httpapi
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/flashsale-dev/flashsale/pkg/auth"
+)
+
+const principalKey = "principal"
+
+// requestID tags each HTTP request with an id (the caller's X-Request-Id if
+// it is short and plain, else a fresh one), returned in the response and
+// carried in the context for every log line of the request.
+func (s *Server) requestID(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		id := c.Request().Header.Get(echo.HeaderXRequestID)
+		if !plainToken(id, 64) {
+			var b [8]byte
+			_, _ = rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+		}
+		c.Response().Header().Set(echo.HeaderXRequestID, id)
+		r := c.Request()
+		c.SetRequest(r.WithContext(withHTTPRequestID(r.Context(), id)))
+		return next(c)
+	}
+}
+
+// observe records metrics and logs failures and slow requests. Tokens are
+// never logged: only the route, method, status and duration.
+func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		if err != nil {
+			c.Error(err) // write the answer now so the status is known
+		}
+		s.m.observe(c, start)
+		status := c.Response().Status
+		if status >= 500 {
+			s.log.WarnContext(c.Request().Context(), "request failed", "route", c.Path(), "method", c.Request().Method,
+				"status", status, "duration_ms", time.Since(start).Milliseconds())
+		} else {
+			s.log.DebugContext(c.Request().Context(), "request", "route", c.Path(), "method", c.Request().Method,
+				"status", status, "duration_ms", time.Since(start).Milliseconds())
+		}
+		return nil
+	}
+}
+
+// requireUser verifies the bearer token; 401 otherwise.
+func (s *Server) requireUser(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		p, err := s.verifier.FromHeader(c.Request().Header.Get(echo.HeaderAuthorization))
+		if err != nil {
+			s.log.DebugContext(c.Request().Context(), "token refused", "err", err)
+			return newErr(http.StatusUnauthorized, "unauthorized", "missing or invalid bearer token")
+		}
+		c.Set(principalKey, p)
+		return next(c)
+	}
+}
+
+// requireAdmin lets only role "admin" through; 403 otherwise.
+func (s *Server) requireAdmin(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if !principal(c).Admin {
+			return newErr(http.StatusForbidden, "forbidden", "admin role required")
+		}
+		return next(c)
+	}
+}
+
+func principal(c echo.Context) auth.Principal {
+	p, _ := c.Get(principalKey).(auth.Principal)
+	return p
+}
+
+// plainToken reports whether v is 1..maxLen characters of [A-Za-z0-9._:-].
+func plainToken(v string, maxLen int) bool {
+	if v == "" || len(v) > maxLen {
+		return false
+	}
+	for _, c := range v {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}

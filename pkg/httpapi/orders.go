@@ -1,0 +1,103 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/flashsale-dev/flashsale/pkg/admission"
+	"github.com/flashsale-dev/flashsale/pkg/orderstatus"
+)
+
+type orderBody struct {
+	ItemID *int64 `json:"item_id"`
+	Qty    *int   `json:"qty"`
+}
+
+type accepted struct {
+	RequestID string `json:"request_id"`
+	Status    string `json:"status"`
+}
+
+// postOrder is POST /api/v1/orders: 202 once the request is reserved in
+// Redis and durably in Kafka.
+func (s *Server) postOrder(c echo.Context) error {
+	var b orderBody
+	if err := decodeStrict(c, &b); err != nil {
+		return err
+	}
+	if b.ItemID == nil || *b.ItemID <= 0 {
+		return badRequest("invalid_item_id", "item_id must be a positive integer")
+	}
+	if b.Qty == nil || *b.Qty < 1 || *b.Qty > s.cfg.MaxQty {
+		return badRequest("invalid_qty", fmt.Sprintf("qty must be an integer from 1 to the item's per-user limit (at most %d)", s.cfg.MaxQty))
+	}
+	key := c.Request().Header.Get("Idempotency-Key")
+	if _, sent := c.Request().Header["Idempotency-Key"]; sent && !plainToken(key, 64) {
+		return badRequest("invalid_idempotency_key", "Idempotency-Key must be 1 to 64 characters of A-Z a-z 0-9 . _ : -")
+	}
+	res := s.admission.Admit(c.Request().Context(), admission.Request{
+		ItemID: *b.ItemID, UserID: principal(c).UserID, Qty: *b.Qty, IdempotencyKey: key,
+	})
+	if res.OK() {
+		return c.JSON(http.StatusAccepted, accepted{RequestID: res.RequestID, Status: orderstatus.Pending})
+	}
+	return admissionError(res)
+}
+
+// admissionError maps a refused admission to the contract's answer.
+func admissionError(r admission.Result) error {
+	switch r.Outcome {
+	case admission.UnknownItem:
+		return newErr(http.StatusNotFound, "unknown_item", "no such item on sale")
+	case admission.NotActive:
+		return newErr(http.StatusConflict, "sale_not_active", "the sale of this item is not open")
+	case admission.OverLimit:
+		return badRequest("invalid_qty", fmt.Sprintf("qty exceeds the per-user limit of %d", r.Limit))
+	case admission.RateLimited:
+		return &apiError{Status: http.StatusTooManyRequests, Code: "rate_limited", Message: "too many attempts; retry later", RetryAfter: r.RetryAfter}
+	case admission.Already:
+		return newErr(http.StatusConflict, "already_purchased", "you already hold this item")
+	case admission.SoldOut, admission.SoldOutMem:
+		return newErr(http.StatusGone, "sold_out", "sold out")
+	}
+	return unavailable("the order could not be taken; nothing was reserved, please retry")
+}
+
+// getOrder is GET /api/v1/orders/{request_id}: PENDING from the Redis
+// reservation, terminal states from the status cache, MySQL only on a miss.
+// Another user's request is a 404, exactly like an unknown one.
+func (s *Server) getOrder(c echo.Context) error {
+	v, err := s.requestView(c.Request().Context(), c.Param("request_id"), principal(c).UserID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+// payOrder is POST /api/v1/orders/{request_id}/pay.
+func (s *Server) payOrder(c echo.Context) error {
+	ctx := c.Request().Context()
+	rid, user := c.Param("request_id"), principal(c).UserID
+	if _, err := itemOfRequest(rid); err != nil {
+		return err
+	}
+	o, err := s.pay(ctx, rid, user)
+	switch {
+	case err == nil:
+		s.cacheView(ctx, orderstatus.FromOrder(o))
+		return c.JSON(http.StatusOK, map[string]string{"status": orderstatus.Paid})
+	case errors.Is(err, errNotPayable):
+		return newErr(http.StatusConflict, "not_payable", "this order cannot be paid (pending, cancelled, expired or rejected)")
+	case errors.Is(err, errNoOrder):
+		// No order (yet): pending or rejected requests of this user are
+		// not payable; anything else is not theirs to know about.
+		if _, verr := s.requestView(ctx, rid, user); verr != nil {
+			return verr
+		}
+		return newErr(http.StatusConflict, "not_payable", "this request has no order to pay (pending or rejected)")
+	}
+	return err
+}

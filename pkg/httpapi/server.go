@@ -1,0 +1,170 @@
+// Package httpapi is the ingress's HTTP API (Echo v4): authentication, rate
+// limits, JSON in and out, and the routes of DESIGN.md's HTTP table. The work
+// behind the routes lives in admission (orders), catalog (admin) and audit.
+package httpapi
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/flashsale-dev/flashsale/pkg/admission"
+	"github.com/flashsale-dev/flashsale/pkg/auth"
+	"github.com/flashsale-dev/flashsale/pkg/catalog"
+	"github.com/flashsale-dev/flashsale/pkg/config"
+	"github.com/flashsale-dev/flashsale/pkg/ops"
+	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/stock"
+)
+
+// Config is the server's configuration.
+type Config struct {
+	Ingress config.Ingress
+	// StoreTimeout bounds each Redis and MySQL call.
+	StoreTimeout time.Duration
+	Brokers      []string
+	// Topic is the orders topic; the writer must write to it. Default
+	// queue.OrdersTopic (tests use a topic of their own).
+	Topic string
+	// Group is the orders consumer group whose lag blocks a warm. Default
+	// queue.GroupID.
+	Group string
+	// MaxQty is the largest qty the API even looks at (the per-item limit is
+	// checked in Redis). Default 1000.
+	MaxQty int
+}
+
+// Deps are the server's connections, built and closed by main.
+type Deps struct {
+	DB        *sql.DB
+	Stock     *stock.Store
+	Publisher admission.Publisher
+	// Registry serves /metrics; Registerer (default Registry) gets the metrics.
+	Registry   *prometheus.Registry
+	Registerer prometheus.Registerer
+	Log        *slog.Logger
+	// OpenAPI is served at /openapi.yaml.
+	OpenAPI []byte
+}
+
+// Server is the ingress API.
+type Server struct {
+	cfg       Config
+	db        *sql.DB
+	st        *stock.Store
+	verifier  *auth.Verifier
+	admission *admission.Service
+	catalog   *catalog.Catalog
+	items     *itemCache
+	ipl       *ipLimiter // nil = off
+	m         *Metrics
+	log       *slog.Logger
+	openAPI   []byte
+	ready     ops.Readiness
+	e         *echo.Echo
+}
+
+// New builds the server and its routes.
+func New(cfg Config, d Deps) (*Server, error) {
+	if cfg.Topic == "" {
+		cfg.Topic = queue.OrdersTopic
+	}
+	if cfg.Group == "" {
+		cfg.Group = queue.GroupID
+	}
+	if cfg.MaxQty <= 0 {
+		cfg.MaxQty = 1000
+	}
+	if d.Registerer == nil {
+		d.Registerer = d.Registry
+	}
+	trusted, err := config.ParseCIDRs(cfg.Ingress.TrustedProxies)
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: trusted proxies: %w", err)
+	}
+	s := &Server{
+		cfg: cfg, db: d.DB, st: d.Stock, log: d.Log, openAPI: d.OpenAPI,
+		verifier: auth.NewVerifier(cfg.Ingress.JWTSecret),
+		items:    newItemCache(time.Second),
+		m:        NewMetrics(d.Registerer),
+	}
+	s.admission = admission.New(admission.Config{
+		UserRateLimit: cfg.Ingress.UserRateLimit, AdmissionRPS: cfg.Ingress.AdmissionRPS,
+		SoldOutTTL: cfg.Ingress.SoldOutTTL, PublishTimeout: cfg.Ingress.PublishTimeout,
+		IdempotencyTTL: cfg.Ingress.IdempotencyTTL, StoreTimeout: cfg.StoreTimeout,
+	}, d.Stock, d.DB, d.Publisher, admission.NewMetrics(d.Registerer), d.Log)
+	s.catalog = catalog.New(d.DB, d.Stock, s.consumerLag)
+	if cfg.Ingress.IPRateLimit > 0 {
+		s.ipl = &ipLimiter{rdb: d.Stock.Client(), perSec: int64(cfg.Ingress.IPRateLimit), timeout: cfg.StoreTimeout}
+	}
+	s.ready = ops.Readiness{Timeout: cfg.StoreTimeout, Checks: map[string]ops.Check{
+		"redis": func(ctx context.Context) error { return d.Stock.Client().Ping(ctx).Err() },
+		"mysql": func(ctx context.Context) error { return d.DB.PingContext(ctx) },
+		"kafka": func(ctx context.Context) error { return queue.Ping(ctx, cfg.Brokers) },
+	}}
+	s.e = s.routes(ipExtractor(trusted), d.Registry)
+	return s, nil
+}
+
+// Echo returns the HTTP handler (also for Start and Shutdown).
+func (s *Server) Echo() *echo.Echo { return s.e }
+
+func (s *Server) routes(ipx echo.IPExtractor, reg *prometheus.Registry) *echo.Echo {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.IPExtractor = ipx
+	e.HTTPErrorHandler = s.errorHandler
+	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
+		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
+			s.log.ErrorContext(c.Request().Context(), "panic", "err", err, "stack", string(stack))
+			return err
+		},
+	}))
+	e.Use(s.requestID, s.observe, bodyLimit)
+
+	e.GET("/healthz", echo.WrapHandler(ops.LivenessHandler()))
+	e.GET("/readyz", echo.WrapHandler(ops.ReadinessHandler(s.ready)))
+	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})))
+	e.GET("/openapi.yaml", s.serveOpenAPI)
+
+	api := e.Group("/api/v1")
+	if s.ipl != nil {
+		api.Use(s.ipLimit)
+	}
+	api.GET("/items/:id", s.getItem)
+	api.POST("/orders", s.postOrder, s.requireUser)
+	api.GET("/orders/:request_id", s.getOrder, s.requireUser)
+	api.POST("/orders/:request_id/pay", s.payOrder, s.requireUser)
+
+	admin := api.Group("/admin", s.requireUser, s.requireAdmin)
+	admin.PUT("/items/:id", s.putItem)
+	admin.POST("/items/:id/warm", s.warmItem)
+	admin.GET("/items/:id/audit", s.auditItem)
+	return e
+}
+
+// consumerLag sums the orders group's lag over the topic's partitions.
+func (s *Server) consumerLag(ctx context.Context) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
+	defer cancel()
+	lag, err := queue.Lag(ctx, s.cfg.Brokers, s.cfg.Group, s.cfg.Topic)
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, n := range lag {
+		total += n
+	}
+	return total, nil
+}
+
+func (s *Server) serveOpenAPI(c echo.Context) error {
+	return c.Blob(200, "application/yaml", s.openAPI)
+}

@@ -1,0 +1,105 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/flashsale-dev/flashsale/pkg/orderstatus"
+	"github.com/flashsale-dev/flashsale/pkg/reqid"
+	"github.com/flashsale-dev/flashsale/pkg/stock"
+	"github.com/flashsale-dev/flashsale/pkg/store"
+)
+
+// cachedView mirrors the status cache's stored form (orderstatus.Put): the
+// view plus its owner, which View itself never serialises.
+type cachedView struct {
+	orderstatus.View
+	Owner int64 `json:"owner"`
+}
+
+func itemOfRequest(rid string) (int64, error) {
+	item, err := reqid.Item(rid)
+	if err != nil {
+		return 0, notFound("no such request")
+	}
+	return item, nil
+}
+
+// requestView answers one status poll for user: one Redis round trip (cache
+// and reservation together), MySQL only when Redis knows neither.
+func (s *Server) requestView(ctx context.Context, rid string, user int64) (orderstatus.View, error) {
+	item, err := itemOfRequest(rid)
+	if err != nil {
+		return orderstatus.View{}, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
+	lk, err := s.st.LookupRequest(rctx, item, rid)
+	cancel()
+	if err != nil {
+		s.log.WarnContext(ctx, "status: redis unavailable", "err", err)
+		return orderstatus.View{}, unavailable("status temporarily unavailable")
+	}
+	if lk.Status != nil {
+		var cv cachedView
+		if err := json.Unmarshal(lk.Status, &cv); err == nil {
+			return owned(cv.View, cv.Owner, user)
+		}
+		s.log.WarnContext(ctx, "status: undecodable cache entry", "request_id", rid)
+	}
+	if lk.HasReservation {
+		r := lk.Reservation
+		v := orderstatus.View{RequestID: rid, ItemID: item, Qty: r.Qty, Status: orderstatus.Pending}
+		return owned(v, r.UserID, user)
+	}
+	v, err := s.viewFromMySQL(ctx, rid)
+	if err != nil {
+		return orderstatus.View{}, err
+	}
+	if v.Status != orderstatus.Pending {
+		s.cacheView(ctx, v)
+	}
+	return owned(v, v.UserID, user)
+}
+
+func (s *Server) viewFromMySQL(ctx context.Context, rid string) (orderstatus.View, error) {
+	dctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
+	defer cancel()
+	st, err := store.RequestStatus(dctx, s.db, rid)
+	if errors.Is(err, store.ErrNotFound) {
+		return orderstatus.View{}, notFound("no such request")
+	}
+	if err != nil {
+		s.log.WarnContext(ctx, "status: mysql unavailable", "err", err)
+		return orderstatus.View{}, unavailable("status temporarily unavailable")
+	}
+	switch {
+	case st.Order != nil:
+		return orderstatus.FromOrder(*st.Order), nil
+	case st.Decision.Outcome == store.Ordered:
+		// Decided and ordered in the same transaction, so this is not
+		// reachable; answer conservatively rather than "REJECTED".
+		d := st.Decision
+		return orderstatus.View{RequestID: rid, ItemID: d.ItemID, Qty: d.Qty, Status: orderstatus.Pending, UserID: d.UserID}, nil
+	}
+	return orderstatus.FromDecision(st.Decision), nil
+}
+
+// owned hides other users' requests behind the same 404 as unknown ones.
+func owned(v orderstatus.View, owner, user int64) (orderstatus.View, error) {
+	if owner != user {
+		return orderstatus.View{}, notFound("no such request")
+	}
+	v.UserID = owner
+	return v, nil
+}
+
+// cacheView fills the status cache, best effort: a failure only costs a
+// later MySQL read.
+func (s *Server) cacheView(ctx context.Context, v orderstatus.View) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.StoreTimeout)
+	defer cancel()
+	if err := orderstatus.Put(cctx, s.st, v); err != nil && !errors.Is(err, stock.ErrUnavailable) {
+		s.log.WarnContext(ctx, "status: cache fill failed", "request_id", v.RequestID, "err", err)
+	}
+}
