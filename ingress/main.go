@@ -1,0 +1,77 @@
+// Command ingress is flashsale's HTTP front door: it authenticates buyers,
+// admits orders through Redis, publishes them durably to Kafka, and serves
+// order status, payment and the admin API (see pkg/httpapi).
+package main
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/flashsale-dev/flashsale/pkg/config"
+	"github.com/flashsale-dev/flashsale/pkg/httpapi"
+	"github.com/flashsale-dev/flashsale/pkg/ops"
+	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/stock"
+	"github.com/flashsale-dev/flashsale/pkg/store"
+)
+
+//go:embed openapi.yaml
+var openAPI []byte
+
+func main() {
+	var common config.Common
+	var ingress config.Ingress
+	fs := flag.NewFlagSet("ingress", flag.ContinueOnError)
+	if err := config.Parse(fs, os.Args[1:], &common, &ingress); err != nil {
+		fmt.Fprintln(os.Stderr, "ingress:", err)
+		os.Exit(2)
+	}
+	log := slog.New(httpapi.ContextHandler(ops.NewLogger("ingress", common.LogLevel).Handler()))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ops.ExitAfter(ctx, common.ShutdownTimeout+5*time.Second, log)
+	if err := run(ctx, common, ingress, log); err != nil {
+		log.Error("ingress failed", "err", err)
+		os.Exit(1)
+	}
+	log.Info("ingress stopped")
+}
+
+func run(ctx context.Context, c config.Common, in config.Ingress, log *slog.Logger) error {
+	db, err := store.Open(ctx, c.DSN(), 64, c.StoreTimeout)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	rdb := stock.NewClient(c.RedisAddrs(), c.StoreTimeout, 512)
+	defer rdb.Close()
+	if err := stock.LoadScripts(ctx, rdb); err != nil {
+		log.Warn("lua scripts not preloaded; they load on first use", "err", err)
+	}
+	writer := queue.NewWriter(c.Brokers(), queue.OrdersTopic, in.PublishTimeout)
+	reg := ops.NewRegistry()
+	srv, err := httpapi.New(httpapi.Config{Ingress: in, StoreTimeout: c.StoreTimeout, Brokers: c.Brokers(), Topic: queue.OrdersTopic},
+		httpapi.Deps{DB: db, Stock: stock.New(rdb), Publisher: writer, Registry: reg, Log: log, OpenAPI: openAPI})
+	if err != nil {
+		_ = writer.Close()
+		return err
+	}
+	hs := &http.Server{Handler: srv.Echo(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		WriteTimeout: in.PublishTimeout + 2*c.StoreTimeout + 5*time.Second, IdleTimeout: 2 * time.Minute}
+	// Serve stops accepting on ctx.Done and waits for in-flight requests, so
+	// every publish they started has finished before the writer is closed.
+	serveErr := ops.Serve(ctx, hs, in.HTTPAddr, c.ShutdownTimeout, log)
+	if err := writer.Close(); err != nil {
+		serveErr = errors.Join(serveErr, fmt.Errorf("ingress: close kafka writer: %w", err))
+	}
+	return serveErr
+}
