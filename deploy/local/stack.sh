@@ -96,6 +96,7 @@ install_all() {
   command -v mariadbd >/dev/null || pkgs+=(mariadb-server mariadb-client)
   command -v redis-server >/dev/null || pkgs+=(redis-server)
   command -v curl >/dev/null || pkgs+=(curl)
+  command -v promtool >/dev/null || pkgs+=(prometheus)
   ((${#pkgs[@]} == 0)) || apt_install "${pkgs[@]}"
   install_kafka
 }

@@ -1,0 +1,144 @@
+package deploy
+
+import (
+	"encoding/json"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"gopkg.in/yaml.v3"
+
+	"github.com/flashsale-dev/flashsale/pkg/admission"
+	"github.com/flashsale-dev/flashsale/pkg/auditor"
+	"github.com/flashsale-dev/flashsale/pkg/httpapi"
+	"github.com/flashsale-dev/flashsale/pkg/ops"
+	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
+	"github.com/flashsale-dev/flashsale/pkg/reap"
+)
+
+// descRecorder is a Registerer that only remembers the metric names of what
+// is registered on it: a vector with no children yet exports nothing, so a
+// scrape could not tell which names exist, but its descriptor can.
+type descRecorder struct{ names map[string]bool }
+
+var fqName = regexp.MustCompile(`fqName: "([^"]+)"`)
+
+func (r *descRecorder) Register(c prometheus.Collector) error {
+	ch := make(chan *prometheus.Desc, 64)
+	go func() { c.Describe(ch); close(ch) }()
+	for d := range ch {
+		if m := fqName.FindStringSubmatch(d.String()); m != nil {
+			r.names[m[1]] = true
+		}
+	}
+	return nil
+}
+func (r *descRecorder) MustRegister(cs ...prometheus.Collector) {
+	for _, c := range cs {
+		_ = r.Register(c)
+	}
+}
+func (r *descRecorder) Unregister(prometheus.Collector) bool { return true }
+
+// exported returns every metric name some deployable exports, with the
+// series names histograms and summaries add.
+func exported(t *testing.T) map[string]bool {
+	r := &descRecorder{names: map[string]bool{}}
+	httpapi.NewMetrics(r)
+	admission.NewMetrics(r)
+	orderwriter.NewMetrics(r)
+	reap.NewMetrics(r)
+	auditor.NewMetrics(r)
+	// Go runtime and process collectors, as every main registers them.
+	for _, mf := range must(ops.NewRegistry().Gather()) {
+		r.names[mf.GetName()] = true
+	}
+	r.names["up"] = true // Prometheus' own
+	out := map[string]bool{}
+	for n := range r.names {
+		out[n] = true
+		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+			out[n+suffix] = true
+		}
+	}
+	return out
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+var (
+	metricRef = regexp.MustCompile(`\b(flashsale_[a-z0-9_]+|up)\b`)
+	quoted    = regexp.MustCompile(`"[^"]*"`)
+)
+
+func namesIn(expr string) []string {
+	// Label values ("5..", "ingress") are not metric names.
+	return metricRef.FindAllString(quoted.ReplaceAllString(expr, `""`), -1)
+}
+
+// TestDashboardAndRulesUseExportedMetrics fails on a panel or an alert that
+// could never show data because no deployable exports its metric.
+func TestDashboardAndRulesUseExportedMetrics(t *testing.T) {
+	have := exported(t)
+	var exprs []string
+
+	var dash struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	b := must(os.ReadFile("grafana/dashboards/flashsale.json"))
+	if err := json.Unmarshal(b, &dash); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			exprs = append(exprs, tg.Expr)
+		}
+	}
+	var rules struct {
+		Groups []struct {
+			Rules []struct {
+				Expr string `yaml:"expr"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	if err := yaml.Unmarshal(must(os.ReadFile("prometheus/alerts.yml")), &rules); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			exprs = append(exprs, r.Expr)
+		}
+	}
+	if len(exprs) < 10 {
+		t.Fatalf("found only %d expressions: the parsers are broken", len(exprs))
+	}
+	missing := map[string]bool{}
+	for _, e := range exprs {
+		for _, n := range namesIn(e) {
+			if !have[n] {
+				missing[n] = true
+			}
+		}
+	}
+	var list []string
+	for n := range missing {
+		list = append(list, n)
+	}
+	sort.Strings(list)
+	if len(list) > 0 {
+		t.Fatalf("used but exported by no deployable: %s", strings.Join(list, ", "))
+	}
+}
