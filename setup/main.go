@@ -66,11 +66,11 @@ func run(ctx context.Context, c config.Common, s config.Setup, wait time.Duratio
 		return fmt.Errorf("migrate: %w", err)
 	}
 	if err := retry(ctx, log, "kafka", func(error) bool { return true }, func() error {
-		return queue.EnsureTopics(ctx, c.Brokers(), queue.Topics(s.TopicPartitions))
+		return queue.EnsureTopics(ctx, c.Brokers(), queue.Topics(c.OrdersTopic, c.DLQTopic, s.TopicPartitions))
 	}); err != nil {
 		return fmt.Errorf("topics: %w", err)
 	}
-	log.Info("topics ready", "orders", queue.OrdersTopic, "partitions", s.TopicPartitions, "dlq", queue.DLQTopic)
+	log.Info("topics ready", "orders", c.OrdersTopic, "partitions", s.TopicPartitions, "dlq", c.DLQTopic)
 	return nil
 }
 

@@ -27,6 +27,11 @@ type Common struct {
 	ShutdownTimeout time.Duration
 	// PaymentWindow is how long an order stays payable. Consumer and reaper use it.
 	PaymentWindow time.Duration
+	// OrdersTopic, DLQTopic and ConsumerGroup name the Kafka resources, so
+	// two pipelines (a staging sale, a test run) can share one cluster.
+	OrdersTopic   string
+	DLQTopic      string
+	ConsumerGroup string
 }
 
 // RegisterFlags implements Registerer.
@@ -38,6 +43,9 @@ func (c *Common) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.StoreTimeout, "store-timeout", 2*time.Second, "timeout of one MySQL or Redis call, a Go duration such as 2s")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 20*time.Second, "graceful shutdown deadline, a Go duration such as 20s")
 	fs.DurationVar(&c.PaymentWindow, "payment-window", 15*time.Minute, "how long an order may be paid, a Go duration such as 15m")
+	fs.StringVar(&c.OrdersTopic, "orders-topic", "flashsale.orders.v1", "Kafka topic of admitted orders")
+	fs.StringVar(&c.DLQTopic, "dlq-topic", "flashsale.orders.dlq.v1", "Kafka dead-letter topic of the order writers")
+	fs.StringVar(&c.ConsumerGroup, "consumer-group", "flashsale-order-writers", "Kafka consumer group of the order writers")
 }
 
 // Validate implements Registerer.
@@ -61,6 +69,11 @@ func (c *Common) Validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		return fmt.Errorf("FLASHSALE_SHUTDOWN_TIMEOUT: %v (expected a positive duration)", c.ShutdownTimeout)
+	}
+	for name, v := range map[string]string{"FLASHSALE_ORDERS_TOPIC": c.OrdersTopic, "FLASHSALE_DLQ_TOPIC": c.DLQTopic, "FLASHSALE_CONSUMER_GROUP": c.ConsumerGroup} {
+		if !validKafkaName(v) {
+			return fmt.Errorf("%s: %q (expected 1-249 characters of a-z A-Z 0-9 . _ -)", name, v)
+		}
 	}
 	if c.PaymentWindow < time.Second {
 		return fmt.Errorf("FLASHSALE_PAYMENT_WINDOW: %v (expected a duration of at least 1s)", c.PaymentWindow)
@@ -116,4 +129,16 @@ func hostPorts(s string) error {
 		}
 	}
 	return nil
+}
+
+func validKafkaName(s string) bool {
+	if len(s) == 0 || len(s) > 249 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
 }

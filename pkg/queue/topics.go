@@ -16,10 +16,10 @@ type TopicSpec struct {
 
 // Topics returns the topics of the pipeline with the orders topic at
 // partitions partitions (which bounds the useful consumer replicas).
-func Topics(partitions int) []TopicSpec {
+func Topics(orders, dlq string, partitions int) []TopicSpec {
 	return []TopicSpec{
-		{Name: OrdersTopic, Partitions: partitions},
-		{Name: DLQTopic, Partitions: 1},
+		{Name: orders, Partitions: partitions},
+		{Name: dlq, Partitions: 1},
 	}
 }
 
