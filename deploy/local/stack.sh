@@ -9,6 +9,8 @@
 #   stack.sh stop|start SVC     stop or start one service (kafka, mysql, redis)
 #   stack.sh wipe-redis         stop Redis, delete its data, start it empty
 #                               (the "Redis lost everything" fault)
+#   stack.sh pause|resume SVC   SIGSTOP / SIGCONT a service: its port stays
+#                               open but nothing answers (a black-holed broker)
 #
 # Idempotent: a second "up" starts nothing and says so. All state lives in
 # $FLASHSALE_STATE_DIR (default: .stack/ in the repo, git-ignored); the Kafka
@@ -97,6 +99,7 @@ install_all() {
   command -v redis-server >/dev/null || pkgs+=(redis-server)
   command -v curl >/dev/null || pkgs+=(curl)
   command -v promtool >/dev/null || pkgs+=(prometheus)
+  command -v faketime >/dev/null || pkgs+=(faketime) # the fault suite's skewed-clock reaper
   ((${#pkgs[@]} == 0)) || apt_install "${pkgs[@]}"
   install_kafka
 }
@@ -275,6 +278,12 @@ down)
   ;;
 start) start_svc "${2:?service}" ;;
 stop) stop_svc "${2:?service}" ;;
+pause | resume)
+  svc=${2:?service}
+  pid_alive "$svc" || die "$svc is not running under this stack"
+  if [[ $cmd == pause ]]; then kill -STOP "$(cat "$STATE/$svc.pid")"; else kill -CONT "$(cat "$STATE/$svc.pid")"; fi
+  say "$svc ${cmd}d"
+  ;;
 wipe-redis)
   stop_svc redis
   rm -rf "$STATE/redis"
@@ -294,5 +303,5 @@ export FLASHSALE_JWT_SECRET='${FLASHSALE_JWT_SECRET:-local-dev-secret-change-me-
 export FLASHSALE_STACK='$REPO/deploy/local/stack.sh'
 EOF
   ;;
-*) die "usage: stack.sh up|down|status|env|start SVC|stop SVC|wipe-redis" ;;
+*) die "usage: stack.sh up|down|status|env|start SVC|stop SVC|pause SVC|resume SVC|wipe-redis" ;;
 esac
