@@ -99,7 +99,6 @@ install_all() {
   command -v redis-server >/dev/null || pkgs+=(redis-server)
   command -v curl >/dev/null || pkgs+=(curl)
   command -v promtool >/dev/null || pkgs+=(prometheus)
-  command -v faketime >/dev/null || pkgs+=(faketime) # the fault suite's skewed-clock reaper
   ((${#pkgs[@]} == 0)) || apt_install "${pkgs[@]}"
   install_kafka
 }
