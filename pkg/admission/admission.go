@@ -85,7 +85,9 @@ func (s *Service) Admit(ctx context.Context, r Request) Result {
 
 func (s *Service) admit(ctx context.Context, r Request) Result {
 	now := s.now()
-	if s.soldOut.Hit(r.ItemID, now) {
+	// A request with an Idempotency-Key skips the memory flag: its replay
+	// must get the first answer (perhaps a 202) from Redis, not "sold out".
+	if r.IdempotencyKey == "" && s.soldOut.Hit(r.ItemID, now) {
 		s.m.soldOutHits.Inc()
 		return Result{Outcome: SoldOutMem}
 	}
