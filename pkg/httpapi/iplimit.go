@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -13,14 +14,21 @@ import (
 // every ingress replica. It fails open: when Redis is down the admission
 // itself fails closed, so letting the request through costs nothing and
 // keeps status polls and the item page working.
+//
+// After a failure the limiter stays open for a second without asking Redis,
+// so an outage costs the request one timeout (the admission's), not two.
 type ipLimiter struct {
-	rdb     redis.UniversalClient
-	perSec  int64
-	timeout time.Duration
+	rdb       redis.UniversalClient
+	perSec    int64
+	timeout   time.Duration
+	downUntil atomic.Int64 // unix nanos
 }
 
 // allow counts one request of ip; INCR and EXPIRE go in one round trip.
 func (l *ipLimiter) allow(ctx context.Context, ip string, now time.Time) (bool, error) {
+	if now.UnixNano() < l.downUntil.Load() {
+		return true, nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
 	key := "fs:ip:" + ip + ":" + strconv.FormatInt(now.Unix(), 10)
@@ -28,6 +36,7 @@ func (l *ipLimiter) allow(ctx context.Context, ip string, now time.Time) (bool, 
 	incr := pipe.Incr(ctx, key)
 	pipe.Expire(ctx, key, 2*time.Second)
 	if _, err := pipe.Exec(ctx); err != nil {
+		l.downUntil.Store(now.Add(time.Second).UnixNano())
 		return true, err
 	}
 	return incr.Val() <= l.perSec, nil

@@ -208,4 +208,3 @@ func TestUserRateLimitAndShedding(t *testing.T) {
 		t.Fatalf("stock %d after %d accepted: shed requests reserved something", s, codes[http.StatusAccepted])
 	}
 }
-

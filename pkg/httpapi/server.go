@@ -102,7 +102,9 @@ func New(cfg Config, d Deps) (*Server, error) {
 	}, d.Stock, d.DB, d.Publisher, admission.NewMetrics(d.Registerer), d.Log)
 	s.catalog = catalog.New(d.DB, d.Stock, s.consumerLag)
 	if cfg.Ingress.IPRateLimit > 0 {
-		s.ipl = &ipLimiter{rdb: d.Stock.Client(), perSec: int64(cfg.Ingress.IPRateLimit), timeout: cfg.StoreTimeout}
+		// A quarter of the store timeout: the check fails open, so it must
+		// never cost a request a whole timeout of its own.
+		s.ipl = &ipLimiter{rdb: d.Stock.Client(), perSec: int64(cfg.Ingress.IPRateLimit), timeout: cfg.StoreTimeout / 4}
 	}
 	s.ready = ops.Readiness{Timeout: cfg.StoreTimeout, Checks: map[string]ops.Check{
 		"redis": func(ctx context.Context) error { return d.Stock.Client().Ping(ctx).Err() },

@@ -1,0 +1,175 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/config"
+	"github.com/flashsale-dev/flashsale/pkg/store"
+)
+
+// TestKafkaCutAndStalled: the writer's connections are cut, then stalled,
+// mid-run. No 202 without a durable message; every 503 left nothing
+// reserved (stock and buyer back, arbiter ABORTED, status REJECTED).
+func TestKafkaCutAndStalled(t *testing.T) {
+	fd := testenv.NewFaultDialer()
+	h := newHarness(t, harnessOpts{partitions: 2, transport: &kafka.Transport{Dial: fd.DialContext},
+		ingress: func(in *config.Ingress) { in.PublishTimeout = time.Second }})
+	item := testenv.ItemID()
+	const total = 1000
+	h.putItem(item, total, 1)
+
+	type answer struct {
+		user int64
+		code int
+		rid  string
+	}
+	var mu sync.Mutex
+	var answers []answer
+	next := int64(0)
+	burst := func(n int) {
+		var wg sync.WaitGroup
+		for range n {
+			next++
+			user := next
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := h.order(user, item, 1, fmt.Sprintf("key-%d", user))
+				a := answer{user: user, code: r.Code}
+				if r.Code == http.StatusAccepted {
+					a.rid = r.json(t)["request_id"].(string)
+				}
+				mu.Lock()
+				answers = append(answers, a)
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+	}
+	burst(20) // healthy
+	fd.Cut()
+	burst(20)
+	fd.Stall()
+	start := time.Now()
+	burst(20)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("stalled publishes took %v; PublishTimeout is 1s", d)
+	}
+	fd.Restore()
+	testenv.Eventually(t, 30*time.Second, 100*time.Millisecond, func() bool {
+		burst(1)
+		return answers[len(answers)-1].code == http.StatusAccepted
+	}, "publishing did not recover after the fault was healed")
+
+	ctx := context.Background()
+	msgs := h.readTopic()
+	inKafka := map[string]bool{}
+	for _, m := range msgs {
+		inKafka[m.RequestID] = true
+	}
+	var ok, failed int
+	buyers := map[int64]bool{}
+	for _, a := range answers {
+		switch a.code {
+		case http.StatusAccepted:
+			ok++
+			buyers[a.user] = true
+			if !inKafka[a.rid] {
+				t.Errorf("202 %s for user %d has no Kafka message", a.rid, a.user)
+			}
+		case http.StatusServiceUnavailable:
+			failed++
+			isBuyer, err := h.rdb.SIsMember(ctx, "fs:{item:"+fmt.Sprint(item)+"}:buyers", a.user).Result()
+			if err != nil || isBuyer {
+				t.Errorf("503 user %d still marked as buyer (%v)", a.user, err)
+			}
+		default:
+			t.Errorf("user %d: unexpected status %d", a.user, a.code)
+		}
+	}
+	if failed == 0 || ok < 21 {
+		t.Fatalf("want 202s before and after the fault and 503s during it: %d ok, %d failed", ok, failed)
+	}
+	// Every aborted request is decided ABORTED/publish_failed and shows so.
+	rows, err := h.db.QueryContext(ctx, "SELECT request_id, user_id, outcome, reason FROM request_outcomes WHERE item_id = ?", item)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aborted := 0
+	for rows.Next() {
+		var rid, outcome, reason string
+		var user int64
+		if err := rows.Scan(&rid, &user, &outcome, &reason); err != nil {
+			t.Fatal(err)
+		}
+		if outcome != string(store.Aborted) || reason != store.ReasonPublishFailed || buyers[user] {
+			t.Errorf("decision %s user %d %s/%s", rid, user, outcome, reason)
+		}
+		if _, ok, _ := h.st.GetReservation(ctx, item, rid); ok {
+			t.Errorf("aborted %s still reserved", rid)
+		}
+		aborted++
+		if r := h.do(http.MethodGet, "/api/v1/orders/"+rid, "", h.as(user)); r.Code != 200 ||
+			r.json(t)["status"] != "REJECTED" || r.json(t)["reason"] != "publish_failed" {
+			t.Errorf("status of aborted %s: %d %s", rid, r.Code, r.Body)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if aborted != failed {
+		t.Errorf("%d ABORTED decisions for %d answers 503", aborted, failed)
+	}
+	if s := h.redisStock(item); s != int64(total-ok) {
+		t.Errorf("redis stock %d, want %d - %d accepted", s, total, ok)
+	}
+	t.Logf("%d accepted, %d aborted, %d messages", ok, failed, len(msgs))
+}
+
+// TestRedisDown: with the (private) Redis killed, admission answers 503
+// within the store timeout and nothing is admitted; the per-IP limit fails
+// open rather than turning the outage into 429s or 500s.
+func TestRedisDown(t *testing.T) {
+	pr := testenv.StartPrivateRedis(t)
+	const storeTimeout = 300 * time.Millisecond
+	h := newHarness(t, harnessOpts{partitions: 1, rdb: pr.Client(storeTimeout), storeTimeout: storeTimeout,
+		ingress: func(in *config.Ingress) { in.IPRateLimit = 1000 }})
+	item := testenv.ItemID()
+	h.putItem(item, 10, 1)
+	if r := h.order(1, item, 1, ""); r.Code != http.StatusAccepted {
+		t.Fatalf("healthy order: %d %s", r.Code, r.Body)
+	}
+	pr.Stop()
+	// Open the per-IP limiter's breaker: its one failing call may cost a
+	// store timeout; after that it fails open without asking Redis.
+	h.order(2, item, 1, "")
+	for user := int64(2); user < 12; user++ {
+		start := time.Now()
+		r := h.order(user, item, 1, "")
+		d := time.Since(start)
+		if r.Code != http.StatusServiceUnavailable || r.json(t)["error"] != "unavailable" {
+			t.Fatalf("order with redis down: %d %s", r.Code, r.Body)
+		}
+		if d > storeTimeout+200*time.Millisecond {
+			t.Errorf("503 took %v, store timeout %v", d, storeTimeout)
+		}
+	}
+	if r := h.do(http.MethodGet, "/api/v1/orders/"+"1-0000000000000000000000000000", "", h.as(1)); r.Code != http.StatusServiceUnavailable {
+		t.Errorf("status poll with redis down: %d %s", r.Code, r.Body)
+	}
+	if msgs := h.readTopic(); len(msgs) != 1 {
+		t.Fatalf("%d messages in Kafka, want only the one admitted before the outage", len(msgs))
+	}
+	var n int
+	if err := h.db.QueryRow("SELECT COUNT(*) FROM request_outcomes").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("arbiter rows %d (%v): nothing may be decided for unreserved requests", n, err)
+	}
+}
