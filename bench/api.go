@@ -1,0 +1,215 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// API is the bench's client of the flashsale HTTP contract (DESIGN.md). The
+// baselines serve the same routes, so one client drives all three.
+type API struct {
+	Base   string
+	Client *http.Client
+	Admin  string // admin bearer header
+}
+
+// NewHTTPClient returns a client whose pool holds conns idle connections to
+// the one host under test, so the attack does not pay for new connections.
+func NewHTTPClient(conns int, timeout time.Duration) *http.Client {
+	return &http.Client{
+		Timeout: timeout,
+		Transport: &http.Transport{
+			MaxIdleConns:        conns,
+			MaxIdleConnsPerHost: conns,
+			IdleConnTimeout:     90 * time.Second,
+		},
+	}
+}
+
+// apiError is the error body of the contract.
+type apiError struct {
+	Error   string `json:"error"`
+	Message string `json:"message"`
+}
+
+// StatusError is a non-2xx answer.
+type StatusError struct {
+	Code int
+	Body string
+}
+
+func (e *StatusError) Error() string { return fmt.Sprintf("http %d: %s", e.Code, e.Body) }
+
+// do sends one JSON request and decodes a 2xx JSON answer into out.
+func (a *API) do(ctx context.Context, method, path, bearer string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("bench: encode %s %s: %w", method, path, err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, a.Base+path, body)
+	if err != nil {
+		return fmt.Errorf("bench: %s %s: %w", method, path, err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if bearer != "" {
+		req.Header.Set("Authorization", bearer)
+	}
+	resp, err := a.Client.Do(req)
+	if err != nil {
+		return fmt.Errorf("bench: %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return fmt.Errorf("bench: %s %s: read: %w", method, path, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Errorf("bench: %s %s: %w", method, path, &StatusError{Code: resp.StatusCode, Body: strings.TrimSpace(string(b))})
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			return fmt.Errorf("bench: %s %s: decode %q: %w", method, path, b, err)
+		}
+	}
+	return nil
+}
+
+// ItemSpec is the body of PUT /api/v1/admin/items/{id}.
+type ItemSpec struct {
+	Name         string    `json:"name"`
+	PriceCents   int64     `json:"price_cents"`
+	Stock        int       `json:"stock"`
+	PerUserLimit int       `json:"per_user_limit"`
+	StartsAt     time.Time `json:"starts_at"`
+	EndsAt       time.Time `json:"ends_at"`
+}
+
+// CreateItem creates the sale item (and, on flashsale, warms Redis). The sale
+// started a minute ago and lasts an hour, so every attempt finds it active.
+func (a *API) CreateItem(ctx context.Context, id int64, units int) error {
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	spec := ItemSpec{Name: "bench item " + strconv.FormatInt(id, 10), PriceCents: 999, Stock: units,
+		PerUserLimit: 1, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)}
+	return a.do(ctx, http.MethodPut, "/api/v1/admin/items/"+strconv.FormatInt(id, 10), a.Admin, spec, nil)
+}
+
+// OrderStatus is the body of GET /api/v1/orders/{request_id}.
+type OrderStatus struct {
+	RequestID string `json:"request_id"`
+	ItemID    int64  `json:"item_id"`
+	Qty       int    `json:"qty"`
+	Status    string `json:"status"`
+	OrderID   int64  `json:"order_id,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+// Terminal reports whether a buyer-visible status is final for I4: every
+// status but PENDING (UNPAID may still move, but the order exists).
+func Terminal(status string) bool {
+	switch status {
+	case "UNPAID", "PAID", "CANCELLED", "REJECTED":
+		return true
+	}
+	return false
+}
+
+// Status polls one request as its owner.
+func (a *API) Status(ctx context.Context, bearer, requestID string) (OrderStatus, error) {
+	var s OrderStatus
+	err := a.do(ctx, http.MethodGet, "/api/v1/orders/"+requestID, bearer, nil, &s)
+	return s, err
+}
+
+// Pay pays one order as its owner.
+func (a *API) Pay(ctx context.Context, bearer, requestID string) error {
+	return a.do(ctx, http.MethodPost, "/api/v1/orders/"+requestID+"/pay", bearer, nil, nil)
+}
+
+// Audit reads the admin audit of the item.
+func (a *API) Audit(ctx context.Context, itemID int64) (Audit, error) {
+	var au Audit
+	err := a.do(ctx, http.MethodGet, "/api/v1/admin/items/"+strconv.FormatInt(itemID, 10)+"/audit", a.Admin, nil, &au)
+	return au, err
+}
+
+// Audit is the admin audit as served by GET .../audit (pkg/audit.Report for
+// flashsale; the baselines fill what applies to them).
+type Audit struct {
+	ItemID     int64    `json:"item_id"`
+	Total      int64    `json:"total"`
+	RedisStock int64    `json:"redis_stock"`
+	DBStock    int64    `json:"db_stock"`
+	Pending    int64    `json:"pending"`
+	PendingQty int64    `json:"pending_qty"`
+	Unpaid     int64    `json:"unpaid"`
+	Paid       int64    `json:"paid"`
+	Cancelled  int64    `json:"cancelled"`
+	Rejected   int64    `json:"rejected"`
+	OK         bool     `json:"ok"`
+	Violations []string `json:"violations"`
+}
+
+// orderBody is the body of POST /api/v1/orders.
+func orderBody(itemID int64) []byte {
+	return []byte(`{"item_id":` + strconv.FormatInt(itemID, 10) + `,"qty":1}`)
+}
+
+// Outcome labels. The report keeps exactly these rows, in this order.
+const (
+	OutAccepted = "202"
+	OutAlready  = "409 already_purchased"
+	OutSoldOut  = "410 sold_out"
+	OutLimited  = "429"
+	OutUnavail  = "503"
+	OutOther    = "other"
+)
+
+// Outcomes lists the report rows in order.
+var Outcomes = []string{OutAccepted, OutAlready, OutSoldOut, OutLimited, OutUnavail, OutOther}
+
+// Classify maps one answer to its outcome row and, for a 202, the request id.
+// detail names what "other" was (status and error code, or transport error).
+func Classify(code int, body []byte, transportErr string) (outcome, requestID, detail string) {
+	if code == 0 {
+		return OutOther, "", "transport: " + transportErr
+	}
+	var e apiError
+	switch code {
+	case http.StatusAccepted:
+		var s OrderStatus
+		if err := json.Unmarshal(body, &s); err != nil || s.RequestID == "" {
+			return OutOther, "", "202 without request_id"
+		}
+		return OutAccepted, s.RequestID, ""
+	case http.StatusConflict:
+		_ = json.Unmarshal(body, &e)
+		if e.Error == "already_purchased" {
+			return OutAlready, "", ""
+		}
+	case http.StatusGone:
+		_ = json.Unmarshal(body, &e)
+		if e.Error == "sold_out" {
+			return OutSoldOut, "", ""
+		}
+	case http.StatusTooManyRequests:
+		return OutLimited, "", ""
+	case http.StatusServiceUnavailable:
+		return OutUnavail, "", ""
+	default:
+		_ = json.Unmarshal(body, &e)
+	}
+	return OutOther, "", strconv.Itoa(code) + " " + e.Error
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"log/slog"
+	"time"
+
+	"github.com/flashsale-dev/flashsale/pkg/config"
+	"github.com/flashsale-dev/flashsale/pkg/stock"
+)
+
+// Baseline names as they appear in reports.
+const (
+	BaselineA = "baseline-a mysql-select-for-update"
+	BaselineB = "baseline-b redis-setnx-lock"
+)
+
+// defaultCompareConcurrency is used by -compare when -concurrency is unset:
+// comparisons are closed-loop so each system is measured at the same number
+// of requests in flight.
+const defaultCompareConcurrency = 64
+
+// RunCompare runs baseline (a), baseline (b) and flashsale one after the
+// other with the same plan, the same concurrency, on the same MariaDB and
+// Redis, and computes the ratios. A scenario that cannot start is reported
+// as failed; the others still run.
+func RunCompare(ctx context.Context, c config.Common, w Workload) (Output, error) {
+	if w.Concurrency == 0 {
+		w.Concurrency = defaultCompareConcurrency
+	}
+	db, err := OpenBaselineDB(ctx, c.DSN(), w.Settings.BaselineDB, min(w.Concurrency+8, 128))
+	if err != nil {
+		return Output{}, err
+	}
+	defer db.Close()
+	rdb := stock.NewClient(c.RedisAddrs(), c.StoreTimeout, w.Concurrency+8)
+	defer rdb.Close()
+
+	baselines := []struct {
+		name string
+		o    Orderer
+	}{
+		{BaselineA, ForUpdateOrderer{DB: db}},
+		{BaselineB, RedisLockOrderer{DB: db, Redis: rdb, TTL: 5 * time.Second, Wait: w.Settings.RequestTimeout / 2}},
+	}
+	var out Output
+	for _, bl := range baselines {
+		if ctx.Err() != nil {
+			break
+		}
+		rep, err := runBaseline(ctx, w, bl.name, db, bl.o)
+		if err != nil {
+			return out, err
+		}
+		out.Runs = append(out.Runs, rep)
+	}
+	if ctx.Err() == nil {
+		sc := Scenario{Name: "flashsale", Base: w.Settings.Target, Brokers: c.Brokers()}
+		rep, err := RunScenario(ctx, w, sc)
+		if err != nil {
+			slog.Error("flashsale scenario could not start", "err", err)
+			rep = Report{Scenario: "flashsale", Target: w.Settings.Target, Buyers: w.Settings.Buyers, Units: w.Settings.Units,
+				Mode: "concurrency", Concurrency: w.Concurrency, AuditErr: err.Error(), Checks: []string{"could not start: " + err.Error()}}
+		}
+		out.Runs = append(out.Runs, rep)
+		for _, b := range out.Runs[:len(out.Runs)-1] {
+			if rep.Sent > 0 {
+				out.Ratios = append(out.Ratios, ratio(rep, b))
+			}
+		}
+	}
+	out.Pass = allPass(out.Runs)
+	return out, nil
+}
+
+// runBaseline serves one baseline on a loopback port for the length of its
+// scenario.
+func runBaseline(ctx context.Context, w Workload, name string, db *sql.DB, o Orderer) (Report, error) {
+	srv, err := StartBaseline(name, db, o, w.Settings.JWTSecret)
+	if err != nil {
+		return Report{}, err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := srv.Close(sctx); err != nil {
+			slog.Warn("baseline shutdown", "err", err)
+		}
+	}()
+	return RunScenario(ctx, w, Scenario{Name: name, Baseline: true, Base: srv.URL})
+}
+
+// ratio compares flashsale's run with a baseline's.
+func ratio(flash, base Report) Ratio {
+	r := Ratio{Baseline: base.Scenario}
+	if base.All.PerSec > 0 {
+		r.Throughput = flash.All.PerSec / base.All.PerSec
+	}
+	if flash.All.P99ms > 0 {
+		r.P99 = base.All.P99ms / flash.All.P99ms
+	}
+	return r
+}
+
+func allPass(runs []Report) bool {
+	for _, r := range runs {
+		if !r.Pass {
+			return false
+		}
+	}
+	return len(runs) > 0
+}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"net/url"
+	"time"
+)
+
+// Settings are the bench tool's own flags. Like every flashsale flag each one
+// can come from FLASHSALE_<NAME> (so -jwt-secret reads FLASHSALE_JWT_SECRET,
+// the secret the ingress verifies with); the command line wins.
+type Settings struct {
+	// Target is the flashsale ingress base URL.
+	Target string
+	// Buyers is the number of distinct buyers, each sending one order attempt.
+	Buyers int
+	// Units is the stock of the item created for the run.
+	Units int
+	// Rate is the open-loop request rate per second (vegeta). Open loop keeps
+	// latency honest: a slow server does not slow the arrival of buyers
+	// (no coordinated omission).
+	Rate int
+	// Concurrency, when > 0, switches to closed-loop mode: that many workers,
+	// each sending its next request when the previous one is answered.
+	Concurrency int
+	// Duration caps the attack; 0 means "until every attempt was sent".
+	Duration time.Duration
+	// Requests caps the number of attempts; 0 means all of them.
+	Requests int
+	// DupFraction of buyers click twice (a second attempt without the key).
+	DupFraction float64
+	// ReplayFraction of buyers retry with the same Idempotency-Key.
+	ReplayFraction float64
+	// PayFraction of accepted buyers pay once their order is UNPAID.
+	PayFraction float64
+	// JSON prints the machine-readable report on stdout instead of text.
+	JSON bool
+	// Compare runs the two baselines and flashsale one after the other.
+	Compare bool
+	// JWTSecret signs buyer and admin tokens (HS256).
+	JWTSecret string
+	// PollTimeout bounds how long accepted requests are polled after the attack.
+	PollTimeout time.Duration
+	// PollInterval is the pause between polling rounds.
+	PollInterval time.Duration
+	// ReapWait bounds how long to wait, after settling, for the reaper to
+	// cancel unpaid orders so its work shows in the audit (0 = don't wait).
+	ReapWait time.Duration
+	// RequestTimeout bounds one HTTP request.
+	RequestTimeout time.Duration
+	// ItemID is the item to create; 0 picks a fresh random id.
+	ItemID int64
+	// Seed makes the workload (who duplicates, replays, pays; the order of
+	// arrival) reproducible.
+	Seed int64
+	// BaselineDB is the MySQL database the baselines create their tables in,
+	// never flashsale's own.
+	BaselineDB string
+	// Quiet turns off the progress line.
+	Quiet bool
+}
+
+// RegisterFlags implements config.Registerer.
+func (s *Settings) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&s.Target, "target", "http://127.0.0.1:8080", "flashsale ingress base URL")
+	fs.IntVar(&s.Buyers, "buyers", 50_000, "distinct buyers, one attempt each (plus duplicates and replays)")
+	fs.IntVar(&s.Units, "units", 1_000, "stock of the sale item")
+	fs.IntVar(&s.Rate, "rate", 2_000, "open-loop requests per second (vegeta); ignored when -concurrency > 0")
+	fs.IntVar(&s.Concurrency, "concurrency", 0, "closed-loop workers; > 0 selects concurrency mode (-compare defaults to 64)")
+	fs.DurationVar(&s.Duration, "duration", 0, "cap on the attack time, 0 = until every attempt was sent")
+	fs.IntVar(&s.Requests, "requests", 0, "cap on the number of attempts, 0 = all")
+	fs.Float64Var(&s.DupFraction, "dup", 0.02, "fraction of buyers who send a second attempt without the Idempotency-Key")
+	fs.Float64Var(&s.ReplayFraction, "replay", 0.02, "fraction of buyers who replay their attempt with the same Idempotency-Key")
+	fs.Float64Var(&s.PayFraction, "pay", 0.5, "fraction of buyers with an UNPAID order who pay")
+	fs.BoolVar(&s.JSON, "json", false, "print the report as JSON on stdout")
+	fs.BoolVar(&s.Compare, "compare", false, "run baseline (a) SELECT FOR UPDATE, baseline (b) Redis lock, then flashsale, same workload")
+	fs.StringVar(&s.JWTSecret, "jwt-secret", "", "HS256 secret the ingress verifies tokens with")
+	fs.DurationVar(&s.PollTimeout, "poll-timeout", 60*time.Second, "how long accepted requests are polled to a terminal status after the attack")
+	fs.DurationVar(&s.PollInterval, "poll-interval", 250*time.Millisecond, "pause between polling rounds")
+	fs.DurationVar(&s.ReapWait, "reap-wait", 30*time.Second, "after settling, wait up to this long for the reaper to cancel unpaid orders, 0 = don't wait")
+	fs.DurationVar(&s.RequestTimeout, "request-timeout", 10*time.Second, "timeout of one HTTP request")
+	fs.Int64Var(&s.ItemID, "item", 0, "item id to create, 0 = a fresh random id")
+	fs.Int64Var(&s.Seed, "seed", 1, "seed of the workload plan")
+	fs.StringVar(&s.BaselineDB, "baseline-db", "flashsale_bench", "MySQL database for the baselines' own tables (created if missing)")
+	fs.BoolVar(&s.Quiet, "quiet", false, "no progress line on stderr")
+}
+
+// Validate implements config.Registerer.
+func (s *Settings) Validate() error {
+	u, err := url.Parse(s.Target)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("FLASHSALE_TARGET: %q (expected an http URL such as http://127.0.0.1:8080)", s.Target)
+	}
+	switch {
+	case s.Buyers < 1:
+		return fmt.Errorf("FLASHSALE_BUYERS: %d (expected at least 1)", s.Buyers)
+	case s.Units < 1:
+		return fmt.Errorf("FLASHSALE_UNITS: %d (expected at least 1)", s.Units)
+	case s.Rate < 1 && s.Concurrency < 1:
+		return fmt.Errorf("FLASHSALE_RATE: %d (expected a positive rate, or set -concurrency)", s.Rate)
+	case s.Concurrency < 0:
+		return fmt.Errorf("FLASHSALE_CONCURRENCY: %d (expected 0 or more)", s.Concurrency)
+	case s.Requests < 0 || s.Duration < 0:
+		return fmt.Errorf("FLASHSALE_REQUESTS, FLASHSALE_DURATION: expected 0 or more")
+	case !fraction(s.DupFraction) || !fraction(s.ReplayFraction) || !fraction(s.PayFraction):
+		return fmt.Errorf("FLASHSALE_DUP, FLASHSALE_REPLAY, FLASHSALE_PAY: expected fractions from 0 to 1")
+	case len(s.JWTSecret) < 16:
+		return fmt.Errorf("FLASHSALE_JWT_SECRET: missing or shorter than 16 bytes (expected the ingress's secret)")
+	case s.PollTimeout <= 0 || s.PollInterval <= 0 || s.RequestTimeout <= 0 || s.ReapWait < 0:
+		return fmt.Errorf("FLASHSALE_POLL_TIMEOUT, FLASHSALE_POLL_INTERVAL, FLASHSALE_REQUEST_TIMEOUT: expected positive durations")
+	case s.ItemID < 0:
+		return fmt.Errorf("FLASHSALE_ITEM: %d (expected 0 or a positive id)", s.ItemID)
+	case !identifier(s.BaselineDB):
+		return fmt.Errorf("FLASHSALE_BASELINE_DB: %q (expected letters, digits and _)", s.BaselineDB)
+	}
+	return nil
+}
+
+func fraction(f float64) bool { return f >= 0 && f <= 1 }
+
+// identifier accepts names safe to splice into CREATE DATABASE.
+func identifier(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, c := range s {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}

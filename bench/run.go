@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// Scenario is one system under test: flashsale's ingress or a baseline
+// served by this tool.
+type Scenario struct {
+	Name     string
+	Baseline bool
+	Base     string
+	// Brokers, when set, are sampled for the orders topic's consumer lag.
+	Brokers []string
+	// ReapWait bounds the wait for the reaper (flashsale only).
+	ReapWait time.Duration
+}
+
+// Workload is what every scenario of one invocation shares.
+type Workload struct {
+	Settings Settings
+	Plan     Plan
+	Tokens   Tokens
+	// Concurrency overrides Settings.Concurrency (-compare runs all three
+	// closed-loop at the same concurrency).
+	Concurrency int
+}
+
+// newItemID picks an item id no earlier run used, so reruns never meet old
+// buyers or orders.
+func newItemID() int64 { return 1_000_000_000 + rand.Int64N(1<<40) }
+
+// RunScenario creates the item, attacks, settles, pays, waits for the reaper,
+// audits and returns the report. A cancelled ctx (SIGINT) stops the attack
+// and the polling but still audits and reports what happened so far; only a
+// failure to create the item is an error.
+func RunScenario(ctx context.Context, w Workload, sc Scenario) (Report, error) {
+	s := w.Settings
+	itemID := s.ItemID
+	if itemID == 0 {
+		itemID = newItemID()
+	}
+	api := &API{Base: sc.Base, Client: NewHTTPClient(64, s.RequestTimeout), Admin: w.Tokens.Admin}
+	if err := api.CreateItem(ctx, itemID, s.Units); err != nil {
+		return Report{}, fmt.Errorf("bench: %s: create item %d: %w", sc.Name, itemID, err)
+	}
+	n := len(w.Plan.Attempts)
+	if s.Requests > 0 {
+		n = min(n, s.Requests)
+	}
+	rep := Report{Scenario: sc.Name, Baseline: sc.Baseline, Target: sc.Base, ItemID: itemID,
+		Buyers: s.Buyers, Units: s.Units, Planned: n, Checks: []string{}}
+	atk := &Attack{Base: sc.Base, ItemID: itemID, Plan: w.Plan, Tokens: w.Tokens, N: n,
+		Rate: s.Rate, Concurrency: w.Concurrency, Duration: s.Duration, Timeout: s.RequestTimeout}
+	if atk.Concurrency > 0 {
+		rep.Mode, rep.Concurrency = "concurrency", atk.Concurrency
+	} else {
+		rep.Mode, rep.Rate = "rate", atk.Rate
+	}
+
+	settler := NewSettler(api, w.Tokens, w.Plan.Payers)
+	rec := NewRecorder(len(w.Plan.Attempts), func(r Result) {
+		if r.Attempt >= 0 {
+			settler.Track(w.Plan.Attempts[r.Attempt].Buyer, r.RequestID, r.End)
+		}
+	})
+
+	bg, stopBG := context.WithCancel(ctx)
+	defer stopBG()
+	var wg sync.WaitGroup
+	var lag *LagSampler
+	if len(sc.Brokers) > 0 {
+		var err error
+		if lag, err = NewLagSampler(ctx, sc.Brokers); err != nil {
+			rep.LagNote = "unavailable: " + err.Error()
+			lag = nil
+		} else {
+			wg.Add(1)
+			go func() { defer wg.Done(); lag.Run(bg, 250*time.Millisecond) }()
+		}
+	} else {
+		rep.LagNote = "not applicable (synchronous baseline, no queue)"
+	}
+	if !s.Quiet {
+		wg.Add(1)
+		go func() { defer wg.Done(); progress(bg, sc.Name, n, rec, settler, lag) }()
+	}
+
+	attackDone := make(chan struct{})
+	settled := make(chan struct{})
+	go func() {
+		defer close(settled)
+		settler.Run(ctx, attackDone, s.PollInterval, s.PollTimeout)
+	}()
+	slog.Info("attack", "scenario", sc.Name, "item", itemID, "attempts", n, "mode", rep.Mode)
+	err := atk.Run(ctx, rec)
+	attackEnd := time.Now()
+	close(attackDone)
+	<-settled
+	if err != nil && !errors.Is(err, context.Canceled) {
+		slog.Warn("attack", "scenario", sc.Name, "err", err)
+	}
+	rep.Interrupted = ctx.Err() != nil
+
+	if lag != nil && !rep.Interrupted && !sc.Baseline && sc.ReapWait > 0 {
+		waitForReaper(ctx, api, itemID, sc.ReapWait)
+	}
+	stopBG()
+	wg.Wait()
+
+	rep.Outcomes, rep.All, rep.OtherDetail = rec.Stats()
+	rep.Sent = rep.All.Count
+	rep.AttackSecs = rec.Elapsed().Seconds()
+	rep.Settle = settler.Stats()
+	if !rep.Settle.LastSettled.IsZero() {
+		rep.SettleAfterAttackSecs = max(0, rep.Settle.LastSettled.Sub(attackEnd).Seconds())
+	}
+	if lag != nil {
+		peak, samples, lerr := lag.Peak()
+		if samples > 0 {
+			rep.LagPeak = &peak
+		} else if lerr != nil {
+			rep.LagNote = "unavailable: " + lerr.Error()
+		}
+	}
+	// The audit runs even after SIGINT: a partial run must still say whether
+	// the books balance.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
+	defer cancel()
+	au, aerr := auditSettled(actx, api, itemID)
+	if aerr != nil {
+		rep.AuditErr = aerr.Error()
+	} else {
+		rep.Audit = &au
+	}
+	rep.Checks, rep.Warnings = benchChecks(rec, w.Plan, n, rep.Settle, s.Units)
+	rep.Pass = rep.Audit != nil && rep.Audit.OK && len(rep.Checks) == 0
+	return rep, nil
+}
+
+// waitForReaper waits, bounded, until the item has no UNPAID orders, so the
+// reaper's cancellations and stock restores show in the audit.
+func waitForReaper(ctx context.Context, api *API, itemID int64, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	logged := false
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		au, err := api.Audit(ctx, itemID)
+		if err == nil && au.Unpaid == 0 && au.Pending == 0 {
+			return
+		}
+		if err == nil && !logged {
+			slog.Info("waiting for the reaper to cancel unpaid orders", "unpaid", au.Unpaid, "limit", limit)
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// auditSettled reads the audit until it passes or ctx ends. The audit reads
+// two stores without one snapshot, so a run that just ended can show drift
+// for a moment; a real violation persists and is reported as read last.
+func auditSettled(ctx context.Context, api *API, itemID int64) (Audit, error) {
+	var last Audit
+	var lastErr error
+	for i := 0; ; i++ {
+		last, lastErr = api.Audit(ctx, itemID)
+		if lastErr == nil && last.OK {
+			return last, nil
+		}
+		select {
+		case <-ctx.Done():
+			if lastErr != nil {
+				return Audit{}, lastErr
+			}
+			return last, nil
+		case <-time.After(time.Duration(min(i+1, 5)) * 200 * time.Millisecond):
+		}
+	}
+}
+
+// benchChecks are what the buyers themselves can see: every 202 settled
+// (I4), no more units ordered than exist (I1), and replays answered with
+// their first answer (the Idempotency-Key contract).
+func benchChecks(rec *Recorder, plan Plan, n int, st SettleStats, units int) (checks, warnings []string) {
+	checks = []string{}
+	if st.Unsettled > 0 {
+		checks = append(checks, fmt.Sprintf("I4 nothing lost: %d accepted requests still PENDING after the poll timeout (e.g. %v)", st.Unsettled, st.UnsettledIDs))
+	}
+	if st.OrderedUnits > units {
+		checks = append(checks, fmt.Sprintf("I1 no oversell: buyers saw %d units ordered of %d", st.OrderedUnits, units))
+	}
+	var double, differ int
+	for i := range n {
+		a := plan.Attempts[i]
+		if a.Kind != Replay {
+			continue
+		}
+		rep, ok1 := rec.Answer(i)
+		orig, ok2 := rec.Answer(a.Origin)
+		if !ok1 || !ok2 || orig.Outcome != OutAccepted {
+			continue
+		}
+		switch {
+		case rep.Outcome == OutAccepted && rep.RequestID != orig.RequestID:
+			double++
+		case rep.Outcome != OutAccepted && rep.Outcome != OutLimited && rep.Outcome != OutUnavail:
+			differ++
+		}
+	}
+	if double > 0 {
+		checks = append(checks, fmt.Sprintf("idempotency: %d replays were admitted as a new request", double))
+	}
+	if differ > 0 {
+		warnings = append(warnings, fmt.Sprintf("idempotency: %d replays of an accepted request got another answer than 202", differ))
+	}
+	return checks, warnings
+}

@@ -1,0 +1,216 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Settler polls every accepted request to a terminal status (I4 seen from
+// the buyer's side) and pays for the buyers of the plan who pay. It runs
+// during the attack, so "time to settle" is what a buyer would wait.
+type Settler struct {
+	api    *API
+	tokens Tokens
+	payers []bool
+	// workers bounds concurrent polls, so polling never becomes the load.
+	workers int
+
+	mu       sync.Mutex
+	pending  map[string]*tracked
+	seen     map[string]bool // every id ever tracked: a late replay is not a new request
+	settled  []time.Duration // accept → terminal, per request
+	lastDone time.Time
+	statuses map[string]int
+	paid     int
+	payNo    int // pay refused (409 not_payable: the reaper won the race)
+	payErr   int
+	pollErr  int
+	units    int // distinct requests that reached UNPAID or PAID
+}
+
+type tracked struct {
+	buyer    int
+	accepted time.Time
+}
+
+// NewSettler returns a settler for the plan's buyers.
+func NewSettler(api *API, tokens Tokens, payers []bool) *Settler {
+	return &Settler{api: api, tokens: tokens, payers: payers, workers: 32,
+		pending: map[string]*tracked{}, seen: map[string]bool{}, statuses: map[string]int{}}
+}
+
+// Track starts following one accepted request. A replay's 202 repeats the
+// first request id and is followed once.
+func (s *Settler) Track(buyer int, requestID string, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seen[requestID] {
+		return
+	}
+	s.seen[requestID] = true
+	s.pending[requestID] = &tracked{buyer: buyer, accepted: at}
+}
+
+// Pending is the number of accepted requests not yet terminal.
+func (s *Settler) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.pending)
+}
+
+// Run polls in rounds until attackDone is closed and nothing is pending, or
+// until timeout has passed since attackDone, or ctx ends.
+func (s *Settler) Run(ctx context.Context, attackDone <-chan struct{}, interval, timeout time.Duration) {
+	var deadline <-chan time.Time
+	done := attackDone
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		s.round(ctx)
+		if done == nil && s.Pending() == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-done:
+			done = nil
+			deadline = time.After(timeout)
+		case <-deadline:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// round polls each pending request once.
+func (s *Settler) round(ctx context.Context) {
+	s.mu.Lock()
+	ids := make([]string, 0, len(s.pending))
+	for id := range s.pending {
+		ids = append(ids, id)
+	}
+	s.mu.Unlock()
+	slices.Sort(ids) // oldest first: ids start with a time prefix
+	sem := make(chan struct{}, s.workers)
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		if ctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			s.poll(ctx, id)
+		}()
+	}
+	wg.Wait()
+}
+
+func (s *Settler) poll(ctx context.Context, id string) {
+	s.mu.Lock()
+	tr := s.pending[id]
+	s.mu.Unlock()
+	if tr == nil {
+		return
+	}
+	bearer := s.tokens.Buyers[tr.buyer]
+	st, err := s.api.Status(ctx, bearer, id)
+	if err != nil {
+		s.mu.Lock()
+		s.pollErr++
+		s.mu.Unlock()
+		return
+	}
+	if !Terminal(st.Status) {
+		return
+	}
+	now := time.Now()
+	final := st.Status
+	var payOK, payNo, payErr bool
+	if st.Status == "UNPAID" && s.payers[tr.buyer] {
+		switch err := s.api.Pay(ctx, bearer, id); {
+		case err == nil:
+			payOK, final = true, "PAID"
+		case isStatus(err, http.StatusConflict):
+			payNo = true
+		default:
+			payErr = true
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.pending[id]; !ok {
+		return
+	}
+	delete(s.pending, id)
+	s.settled = append(s.settled, now.Sub(tr.accepted))
+	if now.After(s.lastDone) {
+		s.lastDone = now
+	}
+	s.statuses[final]++
+	if st.Status == "UNPAID" || st.Status == "PAID" {
+		s.units += max(st.Qty, 1)
+	}
+	if payOK {
+		s.paid++
+	}
+	if payNo {
+		s.payNo++
+	}
+	if payErr {
+		s.payErr++
+	}
+}
+
+func isStatus(err error, code int) bool {
+	var se *StatusError
+	return errors.As(err, &se) && se.Code == code
+}
+
+// SettleStats is what the settler saw.
+type SettleStats struct {
+	Tracked      int            `json:"tracked"`
+	Settled      int            `json:"settled"`
+	Unsettled    int            `json:"unsettled"`
+	P50ms        float64        `json:"settle_p50_ms"`
+	P99ms        float64        `json:"settle_p99_ms"`
+	Maxms        float64        `json:"settle_max_ms"`
+	LastSettled  time.Time      `json:"-"`
+	Statuses     map[string]int `json:"statuses"`
+	OrderedUnits int            `json:"ordered_units"`
+	Paid         int            `json:"paid"`
+	PayRefused   int            `json:"pay_refused"`
+	PayErrors    int            `json:"pay_errors"`
+	PollErrors   int            `json:"poll_errors"`
+	UnsettledIDs []string       `json:"unsettled_sample,omitempty"`
+}
+
+// Stats summarises the settling.
+func (s *Settler) Stats() SettleStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sorted := slices.Clone(s.settled)
+	slices.Sort(sorted)
+	st := SettleStats{Tracked: len(s.settled) + len(s.pending), Settled: len(s.settled), Unsettled: len(s.pending),
+		LastSettled: s.lastDone, Statuses: map[string]int{}, OrderedUnits: s.units,
+		Paid: s.paid, PayRefused: s.payNo, PayErrors: s.payErr, PollErrors: s.pollErr}
+	if len(sorted) > 0 {
+		st.P50ms, st.P99ms, st.Maxms = ms(quantile(sorted, .5)), ms(quantile(sorted, .99)), ms(sorted[len(sorted)-1])
+	}
+	for k, v := range s.statuses {
+		st.Statuses[k] = v
+	}
+	for id := range s.pending {
+		if len(st.UnsettledIDs) == 5 {
+			break
+		}
+		st.UnsettledIDs = append(st.UnsettledIDs, id)
+	}
+	return st
+}
