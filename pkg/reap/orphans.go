@@ -105,7 +105,7 @@ func (r *Reaper) resolveOrphan(ctx context.Context, item int64, res stock.Reserv
 		return err
 	}
 	if comp.settle {
-		return r.stock.Settle(cctx, item, []string{res.RequestID})
+		return r.settleOrdered(cctx, item, res)
 	}
 	if err := orderstatus.Put(cctx, r.stock, orderstatus.FromDecision(d)); err != nil {
 		return err
@@ -114,4 +114,27 @@ func (r *Reaper) resolveOrphan(ctx context.Context, item int64, res stock.Reserv
 		return err
 	}
 	return nil
+}
+
+// settleOrdered finishes an ORDERED request whose consumer died between its
+// commit and its Redis step: the reservation is dropped (the stock stays
+// taken: it is the order's) and the order's status is cached, since with the
+// reservation gone nothing else would tell a poller it is no longer pending.
+// The cache never moves backwards, so an order already PAID or CANCELLED
+// keeps that view.
+func (r *Reaper) settleOrdered(ctx context.Context, item int64, res stock.Reservation) error {
+	if err := r.stock.Settle(ctx, item, []string{res.RequestID}); err != nil {
+		return err
+	}
+	o, err := store.OrderOfRequest(ctx, r.db, res.RequestID)
+	if errors.Is(err, store.ErrNotFound) {
+		// ORDERED without an order breaks I4; the audit reports it. Nothing
+		// here can repair it, so do not fail every later pass over it.
+		r.log.Error("ORDERED request has no order", "item_id", item, "request_id", res.RequestID)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return orderstatus.Put(ctx, r.stock, orderstatus.FromOrder(o))
 }

@@ -147,8 +147,20 @@ func TestOrphanSweepFinishesOtherDecisions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The ORDERED one has its order (its consumer committed, then died).
+	if _, err := e.db.ExecContext(ctx, "INSERT INTO orders (request_id, user_id, item_id, qty, price_cents, expires_at) VALUES (?, 1, ?, 1, 100, NOW(3) + INTERVAL 1 HOUR)", rids[0], it.ID); err != nil {
+		t.Fatal(err)
+	}
 	if !r.RunPass(ctx) {
 		t.Fatal("pass failed")
+	}
+	if v, ok, err := orderstatus.Get(ctx, e.st, it.ID, rids[0]); err != nil || !ok || v.Status != orderstatus.Unpaid {
+		t.Errorf("ORDERED request's cached status = %+v %v %v, want UNPAID", v, ok, err)
+	}
+	for i, c := range cases[1:] {
+		if v, ok, err := orderstatus.Get(ctx, e.st, it.ID, rids[i+1]); err != nil || !ok || v.Status != orderstatus.Rejected || v.Reason != c.reason {
+			t.Errorf("%s cached status = %+v %v %v, want REJECTED %s", c.decision, v, ok, err, c.reason)
+		}
 	}
 	want := int64(20 - len(cases))
 	for i, c := range cases {
