@@ -56,7 +56,7 @@ func RunCompare(ctx context.Context, c config.Common, w Workload) (Output, error
 		out.Runs = append(out.Runs, rep)
 	}
 	if ctx.Err() == nil {
-		sc := Scenario{Name: "flashsale", Base: w.Settings.Target, Brokers: c.Brokers()}
+		sc := Scenario{Name: "flashsale", Base: w.Settings.Target, Brokers: c.Brokers(), Group: w.LagGroup, Topic: w.LagTopic}
 		rep, err := RunScenario(ctx, w, sc)
 		if err != nil {
 			slog.Error("flashsale scenario could not start", "err", err)

@@ -12,6 +12,8 @@ import (
 // the run goes on: how far the MySQL writers fell behind the burst.
 type LagSampler struct {
 	brokers []string
+	group   string
+	topic   string
 	mu      sync.Mutex
 	peak    int64
 	samples int
@@ -20,13 +22,13 @@ type LagSampler struct {
 
 // NewLagSampler returns a sampler, or an error saying why Kafka is not
 // reachable (then the report says "lag: unavailable" instead of guessing).
-func NewLagSampler(ctx context.Context, brokers []string) (*LagSampler, error) {
+func NewLagSampler(ctx context.Context, brokers []string, group, topic string) (*LagSampler, error) {
 	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	if err := queue.Ping(pctx, brokers); err != nil {
 		return nil, err
 	}
-	return &LagSampler{brokers: brokers}, nil
+	return &LagSampler{brokers: brokers, group: group, topic: topic}, nil
 }
 
 // Run samples every interval until ctx ends.
@@ -46,7 +48,7 @@ func (l *LagSampler) Run(ctx context.Context, interval time.Duration) {
 func (l *LagSampler) sample(ctx context.Context) {
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	lag, err := queue.Lag(sctx, l.brokers, queue.GroupID, queue.OrdersTopic)
+	lag, err := queue.Lag(sctx, l.brokers, l.group, l.topic)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/flashsale-dev/flashsale/pkg/queue"
 )
 
 // Scenario is one system under test: flashsale's ingress or a baseline
@@ -18,6 +21,9 @@ type Scenario struct {
 	Base     string
 	// Brokers, when set, are sampled for the orders topic's consumer lag.
 	Brokers []string
+	// Group and Topic are the consumer group and orders topic whose lag is
+	// sampled (default queue.GroupID and queue.OrdersTopic).
+	Group, Topic string
 	// ReapWait bounds the wait for the reaper (flashsale only).
 	ReapWait time.Duration
 }
@@ -30,6 +36,9 @@ type Workload struct {
 	// Concurrency overrides Settings.Concurrency (-compare runs all three
 	// closed-loop at the same concurrency).
 	Concurrency int
+	// LagGroup and LagTopic override the sampled group and topic (tests run
+	// the pipeline on topics of their own).
+	LagGroup, LagTopic string
 }
 
 // newItemID picks an item id no earlier run used, so reruns never meet old
@@ -77,7 +86,7 @@ func RunScenario(ctx context.Context, w Workload, sc Scenario) (Report, error) {
 	var lag *LagSampler
 	if len(sc.Brokers) > 0 {
 		var err error
-		if lag, err = NewLagSampler(ctx, sc.Brokers); err != nil {
+		if lag, err = NewLagSampler(ctx, sc.Brokers, cmp.Or(sc.Group, queue.GroupID), cmp.Or(sc.Topic, queue.OrdersTopic)); err != nil {
 			rep.LagNote = "unavailable: " + err.Error()
 			lag = nil
 		} else {
