@@ -14,7 +14,7 @@ type apiError struct {
 	Status     int    `json:"-"`
 	Code       string `json:"error"`
 	Message    string `json:"message"`
-	RetryAfter time.Duration
+	RetryAfter time.Duration `json:"-"`
 }
 
 func (e *apiError) Error() string { return e.Code + ": " + e.Message }
