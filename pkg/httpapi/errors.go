@@ -11,9 +11,9 @@ import (
 
 // apiError is every error answer: {"error": code, "message": text}.
 type apiError struct {
-	Status     int    `json:"-"`
-	Code       string `json:"error"`
-	Message    string `json:"message"`
+	Status     int           `json:"-"`
+	Code       string        `json:"error"`
+	Message    string        `json:"message"`
 	RetryAfter time.Duration `json:"-"`
 }
 
