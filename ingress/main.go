@@ -57,9 +57,9 @@ func run(ctx context.Context, c config.Common, in config.Ingress, log *slog.Logg
 	if err := stock.LoadScripts(ctx, rdb); err != nil {
 		log.Warn("lua scripts not preloaded; they load on first use", "err", err)
 	}
-	writer := queue.NewWriter(c.Brokers(), queue.OrdersTopic, in.PublishTimeout)
+	writer := queue.NewWriter(c.Brokers(), c.OrdersTopic, in.PublishTimeout)
 	reg := ops.NewRegistry()
-	srv, err := httpapi.New(httpapi.Config{Ingress: in, StoreTimeout: c.StoreTimeout, Brokers: c.Brokers(), Topic: queue.OrdersTopic},
+	srv, err := httpapi.New(httpapi.Config{Ingress: in, StoreTimeout: c.StoreTimeout, Brokers: c.Brokers(), Topic: c.OrdersTopic, Group: c.ConsumerGroup},
 		httpapi.Deps{DB: db, Stock: stock.New(rdb), Publisher: writer, Registry: reg, Log: log, OpenAPI: openAPI})
 	if err != nil {
 		_ = writer.Close()
