@@ -66,7 +66,7 @@ func (s *Settings) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&s.Target, "target", "http://127.0.0.1:8080", "flashsale ingress base URL")
 	fs.IntVar(&s.Buyers, "buyers", 50_000, "distinct buyers, one attempt each (plus duplicates and replays)")
 	fs.IntVar(&s.Units, "units", 1_000, "stock of the sale item")
-	fs.IntVar(&s.Rate, "rate", 2_000, "open-loop requests per second (vegeta); ignored when -concurrency > 0")
+	fs.IntVar(&s.Rate, "rate", 4_000, "open-loop requests per second (vegeta); ignored when -concurrency > 0")
 	fs.IntVar(&s.Concurrency, "concurrency", 0, "closed-loop workers; > 0 selects concurrency mode (-compare defaults to 64)")
 	fs.DurationVar(&s.Duration, "duration", 0, "cap on the attack time, 0 = until every attempt was sent")
 	fs.IntVar(&s.Requests, "requests", 0, "cap on the number of attempts, 0 = all")
