@@ -80,6 +80,9 @@ func TestCompare(t *testing.T) {
 			t.Errorf("%s: buyers saw %d units ordered, want all %d sold", r.Scenario, r.Settle.OrderedUnits, s.Units)
 		}
 	}
+	if out.Lua == nil || out.Lua.PerSec <= 0 || out.SoldOutVsLua <= 0 {
+		t.Errorf("bare lua figure missing: %+v", out.Lua)
+	}
 	for _, r := range out.Ratios {
 		if r.Throughput <= 0 {
 			t.Errorf("ratio %+v", r)

@@ -70,6 +70,16 @@ func RunCompare(ctx context.Context, c config.Common, w Workload) (Output, error
 			}
 		}
 	}
+	if ctx.Err() == nil {
+		if lua, err := MeasureLua(ctx, rdb, w.Concurrency, 3*time.Second); err != nil {
+			slog.Warn("bare lua figure", "err", err)
+		} else {
+			out.Lua = &lua
+			if f := out.Runs[len(out.Runs)-1]; lua.PerSec > 0 {
+				out.SoldOutVsLua = f.Outcome(OutSoldOut).PerSec / lua.PerSec
+			}
+		}
+	}
 	out.Pass = allPass(out.Runs)
 	return out, nil
 }

@@ -83,7 +83,11 @@ type Ratio struct {
 type Output struct {
 	Runs   []Report `json:"runs"`
 	Ratios []Ratio  `json:"ratios,omitempty"`
-	Pass   bool     `json:"pass"`
+	// Lua is the bare admission script's rate (sold-out path) in the same
+	// run; SoldOutVsLua is flashsale's sold-out answers/s over it.
+	Lua          *LuaFigure `json:"lua,omitempty"`
+	SoldOutVsLua float64    `json:"sold_out_vs_lua,omitempty"`
+	Pass         bool       `json:"pass"`
 }
 
 // ParseOutput reads an Output back, strictly, so a renamed field breaks the
@@ -125,6 +129,10 @@ func WriteText(w io.Writer, o Output) error {
 		for _, r := range o.Ratios {
 			fmt.Fprintf(&b, "flashsale / %s: throughput x%.1f, p99 %.1fx lower\n", r.Baseline, r.Throughput, r.P99)
 		}
+	}
+	if o.Lua != nil {
+		fmt.Fprintf(&b, "bare admission Lua (sold-out path, %d concurrent EVALSHA, no HTTP): %.0f/s; flashsale's HTTP sold-out answers/s are %.2f of it\n",
+			o.Lua.Concurrency, o.Lua.PerSec, o.SoldOutVsLua)
 	}
 	fmt.Fprintf(&b, "RESULT: %s\n", passFail(o.Pass))
 	_, err := w.Write(b.Bytes())
