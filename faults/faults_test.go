@@ -1,0 +1,461 @@
+//go:build faults
+
+package faults
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/reap"
+)
+
+// pick returns the reduced value, or the full one under FLASHSALE_FAULTS=full.
+func pick[T any](reduced, fullValue T) T {
+	if full {
+		return fullValue
+	}
+	return reduced
+}
+
+// burst is the default workload: more buyers than units, a few duplicate
+// buyers and replayed keys, a third paying.
+func burst(buyers int, rps float64) spec {
+	return spec{FirstUser: 10_000, Buyers: buyers, Rate: rps, Concurrency: 24, DupFrac: 0.1, ReplayFrac: 0.1, PayFrac: 0.3}
+}
+
+func waitAccepted(t *testing.T, w *workload, n int64) {
+	t.Helper()
+	testenv.Eventually(t, time.Minute, 20*time.Millisecond, func() bool { return w.nAccept.Load() >= n },
+		"fewer than %d requests accepted (answers so far: %v)", n, lazy(func() string { a, _, _, _ := w.snapshot(); return codes(a) }))
+}
+
+// waitLag waits (bounded) until messages are waiting for the consumers, so
+// a kill lands while a batch is in hand; it reports whether it saw any.
+func waitLag(p *pipeline, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if n, err := p.lag(context.Background()); err == nil && n > 0 {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
+}
+
+// hold keeps a fault in place for d while the burst goes on: the fault's
+// duration is the point of the test, not a guess at a condition.
+func hold(d time.Duration) { time.Sleep(d) }
+
+// TestConsumerKilled: a consumer replica SIGKILLed mid-batch (its batch
+// written or not, offsets uncommitted) and restarted, several times; then
+// every consumer down for 10 s while the ingress keeps admitting.
+func TestConsumerKilled(t *testing.T) {
+	start := time.Now()
+	p := newPipeline(t, defaultSettings())
+	p.startAll()
+	w := p.start(burst(pick(500, 1200), 50))
+	waitAccepted(t, w, 20)
+	kills := 0
+	for range pick(3, 8) {
+		inHand := waitLag(p, 5*time.Second)
+		victim := p.consumers[rand.IntN(len(p.consumers))]
+		victim.kill()
+		kills++
+		t.Logf("SIGKILL %s (messages in hand: %v)", victim.name, inHand)
+		victim.start()
+	}
+	for _, c := range p.consumers {
+		c.kill()
+	}
+	t.Logf("all consumers SIGKILLed for 10s")
+	hold(10 * time.Second)
+	for _, c := range p.consumers {
+		c.start()
+	}
+	p.settle(fmt.Sprintf("consumer SIGKILL x%d, all consumers down 10s", kills), start, w)
+}
+
+// TestIngressKilled: the ingress SIGKILLed under load, and once more while
+// requests sit reserved in Redis but unpublished (Kafka paused so their
+// publishes hang). Those reservations are orphans: the reaper voids them
+// after the grace (or settles them, if the bytes reached the broker).
+func TestIngressKilled(t *testing.T) {
+	start := time.Now()
+	s := newStack(t)
+	p := newPipeline(t, defaultSettings())
+	p.startAll()
+	w := p.start(burst(pick(400, 1000), 50))
+	waitAccepted(t, w, 20)
+	for range pick(1, 3) {
+		p.ingress.kill()
+		t.Logf("SIGKILL ingress under load")
+		p.ingress.start()
+		waitAccepted(t, w, w.nAccept.Load()+10)
+	}
+
+	// Requests reserved, publish in flight: pause Kafka, let them pile up,
+	// kill the ingress, then resume.
+	before, err := p.st.ReadState(context.Background(), p.itemID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.pause("kafka")
+	var pending int64
+	testenv.Eventually(t, 20*time.Second, 20*time.Millisecond, func() bool {
+		st, err := p.st.ReadState(context.Background(), p.itemID)
+		pending = st.Pending
+		return err == nil && st.Pending >= before.Pending+5
+	}, "no reservations piled up behind the paused broker")
+	p.ingress.kill()
+	t.Logf("SIGKILL ingress with %d reservations pending (publishes hanging)", pending)
+	s.resume("kafka")
+	p.ingress.start()
+	rep := p.settle("ingress SIGKILL under load and with publishes in flight", start, w)
+	t.Logf("orphans voided by the reaper: %d", rep.outcomes["VOIDED"])
+}
+
+// TestKafkaStopped: the broker stopped for 15 s during the burst and started
+// again. Publishes fail (503, aborted through the arbiter), consumers wait.
+func TestKafkaStopped(t *testing.T) {
+	start := time.Now()
+	s := newStack(t)
+	p := newPipeline(t, defaultSettings())
+	p.startAll()
+	w := p.start(burst(pick(900, 1500), 30))
+	waitAccepted(t, w, 20)
+	s.stop("kafka")
+	hold(15 * time.Second)
+	s.start("kafka")
+	waitKafka(t, p)
+	p.settle("kafka stopped 15s", start, w)
+}
+
+// TestKafkaPaused: the broker black-holed (SIGSTOP: the port accepts, nothing
+// answers), so publishes time out ambiguously: the message may or may not be
+// in the log. The arbiter decides each request exactly once.
+func TestKafkaPaused(t *testing.T) {
+	start := time.Now()
+	s := newStack(t)
+	p := newPipeline(t, defaultSettings())
+	p.startAll()
+	w := p.start(burst(pick(600, 1200), 40))
+	waitAccepted(t, w, 20)
+	for range pick(1, 2) {
+		s.pause("kafka")
+		hold(pick(8*time.Second, 15*time.Second))
+		s.resume("kafka")
+		waitKafka(t, p)
+		waitAccepted(t, w, w.nAccept.Load()+10)
+	}
+	p.settle("kafka paused (ambiguous publish timeouts)", start, w)
+}
+
+func waitKafka(t *testing.T, p *pipeline) {
+	t.Helper()
+	testenv.Eventually(t, 2*time.Minute, 200*time.Millisecond, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		return queue.Ping(ctx, p.kafka) == nil
+	}, "kafka did not come back")
+}
+
+// TestMySQLStopped: MariaDB stopped for 15 s during the burst and started
+// again. Admission goes on (Redis, Kafka); consumers and reaper retry.
+func TestMySQLStopped(t *testing.T) {
+	start := time.Now()
+	s := newStack(t)
+	p := newPipeline(t, defaultSettings())
+	p.startAll()
+	w := p.start(burst(pick(900, 1500), 30))
+	waitAccepted(t, w, 20)
+	s.stop("mysql")
+	hold(15 * time.Second)
+	s.start("mysql")
+	testenv.Eventually(t, time.Minute, 200*time.Millisecond, func() bool {
+		return p.db.PingContext(context.Background()) == nil
+	}, "mysql did not come back")
+	p.settle("mysql stopped 15s", start, w)
+}
+
+// consumerStatements match the statements only the order writer runs (the
+// order insert and the stock CAS) or a COMMIT in the test's database: a KILL
+// of such a session lands inside, or at the commit of, a write transaction.
+const consumerSessions = `SELECT id, COALESCE(info, '') FROM information_schema.processlist
+ WHERE db = DATABASE() AND id <> CONNECTION_ID() AND command = 'Query'
+   AND (info LIKE 'INSERT INTO orders%' OR info LIKE 'UPDATE items SET stock = stock - %' OR info LIKE 'COMMIT%')`
+
+// TestMySQLSessionKilled: the consumer's MySQL session KILLed in the middle
+// of its write transaction (or its commit), repeatedly during the burst.
+func TestMySQLSessionKilled(t *testing.T) {
+	start := time.Now()
+	p := newPipeline(t, defaultSettings())
+	p.startAll()
+	w := p.start(burst(pick(600, 1200), 80))
+	waitAccepted(t, w, 10)
+	ctx := context.Background()
+	killed, want := 0, pick(5, 15)
+	deadline := time.Now().Add(pick(40*time.Second, 90*time.Second))
+	for killed < want && time.Now().Before(deadline) {
+		rows, err := p.db.QueryContext(ctx, consumerSessions)
+		if err != nil {
+			t.Fatalf("processlist: %v", err)
+		}
+		var ids []int64
+		var infos []string
+		for rows.Next() {
+			var id int64
+			var info string
+			if err := rows.Scan(&id, &info); err != nil {
+				t.Fatal(err)
+			}
+			ids, infos = append(ids, id), append(infos, info)
+		}
+		rows.Close()
+		for i, id := range ids {
+			if _, err := p.db.ExecContext(ctx, fmt.Sprintf("KILL %d", id)); err == nil {
+				killed++
+				t.Logf("KILL session %d during %.60q", id, infos[i])
+			}
+		}
+		time.Sleep(5 * time.Millisecond) // processlist sampling interval
+	}
+	if killed == 0 {
+		t.Fatalf("no write transaction of the consumer was caught in the processlist")
+	}
+	p.settle(fmt.Sprintf("mysql session of the order writer KILLed x%d", killed), start, w)
+}
+
+// TestRedisWiped: Redis restarted without persistence mid-sale. Admission
+// must stop safely (no 202 while Redis knows nothing), the queue drains into
+// MySQL, the admin warm rebuilds Redis from MySQL, and the sale goes on.
+func TestRedisWiped(t *testing.T) {
+	start := time.Now()
+	s := newStack(t)
+	p := newPipeline(t, defaultSettings())
+	p.startAll()
+	w := p.start(burst(pick(500, 1000), 50))
+	waitAccepted(t, w, 30)
+	s.wipeRedis()
+	wiped := time.Now()
+	// Let the burst go on against the empty Redis for a while, then wait
+	// for the queue to drain before warming.
+	hold(3 * time.Second)
+	testenv.Eventually(t, 2*time.Minute, 200*time.Millisecond, func() bool {
+		n, err := p.lag(context.Background())
+		return err == nil && n == 0
+	}, "queue did not drain after the wipe")
+	blind := w.answersBetween(wiped, time.Now())
+	t.Logf("answers to requests sent between the wipe and the warm: %s", codes(blind))
+	for _, a := range blind {
+		if a.code >= 200 && a.code < 300 {
+			t.Errorf("request of user %d sent after Redis lost everything was admitted blind: %d %s", a.user, a.code, a.rid)
+		}
+	}
+	p.warm(time.Minute)
+	w.wait()
+	// The sale continues: new buyers, and old buyers who hold an order are
+	// still refused (buyers were rebuilt from MySQL).
+	w2 := p.start(spec{FirstUser: 50_000, Buyers: pick(200, 400), Rate: 50, Concurrency: 16, DupFrac: 0.1, ReplayFrac: 0.1, PayFrac: 0.3})
+	var holder int64
+	if err := p.db.QueryRow("SELECT user_id FROM orders WHERE item_id = ? ORDER BY id LIMIT 1", p.itemID).Scan(&holder); err == nil {
+		code, b := p.call(context.Background(), http.MethodPost, "/api/v1/orders", p.bearer(holder), map[string]any{"item_id": p.itemID, "qty": 1}, nil)
+		if code != http.StatusConflict {
+			t.Errorf("buyer %d who holds an order ordered again after the warm: %d %s", holder, code, b)
+		}
+	}
+	rep := p.settle("redis wiped (no persistence), warm from MySQL", start, w, w2)
+	if w2.nAccept.Load() == 0 && rep.direct.DBStock > 0 {
+		t.Errorf("the sale did not continue after the warm: no 202 in the second wave with %d units left", rep.direct.DBStock)
+	}
+}
+
+// TestReaperKilled: a big expiry wave while one reaper is SIGKILLed over and
+// over (some kills land between its MySQL commit and its Redis restore) and a
+// second reaper runs at the same time.
+func TestReaperKilled(t *testing.T) {
+	start := time.Now()
+	cfg := defaultSettings()
+	cfg.Units, cfg.Reapers, cfg.ReapBatch = pick(300, 800), 2, 10
+	p := newPipeline(t, cfg)
+	p.startAll()
+	b := burst(cfg.Units, 200)
+	b.PayFrac, b.DupFrac, b.ReplayFrac = 0.1, 0.05, 0.05
+	w := p.start(b)
+	ctx := context.Background()
+	// Wait for the wave: orders whose deadline has passed.
+	testenv.Eventually(t, time.Minute, 50*time.Millisecond, func() bool {
+		var n int64
+		err := p.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM orders WHERE item_id = ? AND status = 'UNPAID' AND expires_at <= NOW(3)", p.itemID).Scan(&n)
+		return err == nil && n >= 20
+	}, "no expiry wave")
+	kills, caught := 0, 0
+	deadline := time.Now().Add(pick(8*time.Second, 20*time.Second))
+	for time.Now().Before(deadline) {
+		hold(time.Duration(20+rand.IntN(200)) * time.Millisecond) // random kill points
+		p.reapers[0].kill()
+		kills++
+		var unapplied int64
+		if err := p.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM stock_restores WHERE item_id = ? AND redis_applied_at IS NULL", p.itemID).Scan(&unapplied); err == nil && unapplied > 0 {
+			caught++
+		}
+		p.reapers[0].start()
+	}
+	t.Logf("reaper-0 SIGKILLed %d times; %d kills left restores committed in MySQL but not confirmed in Redis", kills, caught)
+	rep := p.settle(fmt.Sprintf("reaper SIGKILL x%d during the expiry wave, two reapers", kills), start, w)
+	if rep.direct.Cancelled == 0 {
+		t.Errorf("no order was cancelled: the expiry wave never happened")
+	}
+}
+
+// TestReaperClockAhead: a reaper whose host clock runs minutes ahead must not
+// cancel early: expiry is judged by MySQL's NOW(3), orphans by Redis' TIME.
+// Go reads the clock through the vDSO (faketime cannot skew a Go binary), so
+// pkg/reap runs in-process with its Clock skewed.
+func TestReaperClockAhead(t *testing.T) {
+	start := time.Now()
+	cfg := defaultSettings()
+	cfg.Reapers, cfg.PaymentWindow = 0, pick(15*time.Second, 30*time.Second)
+	p := newPipeline(t, cfg)
+	p.startAll()
+	w := p.start(burst(pick(200, 400), 100))
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	r := reap.New(p.db, p.st, log, reap.NewMetrics(prometheus.NewRegistry()), reap.Config{
+		Interval: cfg.ReapInterval, BatchSize: 50, OrphanGrace: cfg.OrphanGrace, StoreTimeout: cfg.StoreTimeout,
+	})
+	skew := 10 * time.Minute
+	r.Clock = func() time.Time { return time.Now().Add(skew) }
+	ctx := context.Background()
+	waitAccepted(t, w, 20)
+	// Passes while every order is still inside its window by the database's
+	// clock: none may be cancelled.
+	var firstExpiry time.Time
+	passes := 0
+	for {
+		var unpaidBefore int64
+		err := p.db.QueryRowContext(ctx, "SELECT COUNT(*), COALESCE(MIN(expires_at), NOW(3) + INTERVAL 1 HOUR) FROM orders WHERE item_id = ? AND status = 'UNPAID'", p.itemID).Scan(&unpaidBefore, &firstExpiry)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var dbNow time.Time
+		if err := p.db.QueryRowContext(ctx, "SELECT NOW(3)").Scan(&dbNow); err != nil {
+			t.Fatal(err)
+		}
+		if firstExpiry.Sub(dbNow) < 2*time.Second { // stop well before the first deadline
+			break
+		}
+		if !r.RunPass(ctx) {
+			t.Fatalf("skewed reaper pass failed")
+		}
+		passes++
+		var cancelled int64
+		if err := p.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM orders WHERE item_id = ? AND status = 'CANCELLED'", p.itemID).Scan(&cancelled); err != nil {
+			t.Fatal(err)
+		}
+		if cancelled > 0 {
+			t.Fatalf("reaper with its clock %v ahead cancelled %d orders before their expires_at (by MySQL)", skew, cancelled)
+		}
+		time.Sleep(cfg.ReapInterval) // the reaper's own pacing
+	}
+	t.Logf("%d passes of a reaper %v ahead before the first deadline: nothing cancelled early", passes, skew)
+	if passes == 0 {
+		t.Fatalf("no pass ran before the first deadline (payment window %v too short)", cfg.PaymentWindow)
+	}
+	// After the deadlines the same skewed reaper does its job.
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = r.Run(rctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	p.settle(fmt.Sprintf("reaper clock %v ahead (in-process pkg/reap)", skew), start, w)
+}
+
+// TestDuplicateMessages: the orders topic read back and re-produced straight
+// into Kafka, shuffled, some messages many times, during the burst and again
+// after it: no extra order, no extra outcome.
+func TestDuplicateMessages(t *testing.T) {
+	start := time.Now()
+	p := newPipeline(t, defaultSettings())
+	p.startAll()
+	w := p.start(burst(pick(400, 1000), 60))
+	waitAccepted(t, w, 40)
+	n1 := p.reinject(t, pick(3, 6))
+	w.wait()
+	first := p.settle("duplicates injected mid-burst", start, w)
+	n2 := p.reinject(t, pick(3, 6))
+	start2 := time.Now()
+	second := p.settle(fmt.Sprintf("duplicates injected (%d mid-burst, %d after)", n1, n2), start2, w)
+	for o, n := range first.outcomes {
+		if second.outcomes[o] != n {
+			t.Errorf("outcome %s: %d before the replay, %d after", o, n, second.outcomes[o])
+		}
+	}
+	if first.direct.Paid != second.direct.Paid || first.direct.Cancelled != second.direct.Cancelled {
+		t.Errorf("orders changed by replayed messages: paid %d -> %d, cancelled %d -> %d",
+			first.direct.Paid, second.direct.Paid, first.direct.Cancelled, second.direct.Cancelled)
+	}
+}
+
+// reinject reads every message of the orders topic so far and produces each
+// again 1..maxCopies times, in shuffled order; it returns how many it wrote.
+func (p *pipeline) reinject(t *testing.T, maxCopies int) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := kafka.DialContext(ctx, "tcp", p.kafka[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts, err := conn.ReadPartitions(p.orders)
+	conn.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []kafka.Message
+	for _, pt := range parts {
+		pc, err := kafka.DialLeader(ctx, "tcp", p.kafka[0], p.orders, pt.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		end, err := pc.ReadLastOffset()
+		pc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: p.kafka, Topic: p.orders, Partition: pt.ID, MinBytes: 1, MaxBytes: 10 << 20, MaxWait: 100 * time.Millisecond})
+		for off := int64(0); off < end; off++ {
+			m, err := r.ReadMessage(ctx)
+			if err != nil {
+				r.Close()
+				t.Fatalf("read back partition %d offset %d: %v", pt.ID, off, err)
+			}
+			if _, err := queue.Decode(m.Value); err != nil {
+				t.Fatalf("read back: %v", err)
+			}
+			for range 1 + rand.IntN(maxCopies) {
+				msgs = append(msgs, kafka.Message{Key: m.Key, Value: m.Value})
+			}
+		}
+		r.Close()
+	}
+	rand.Shuffle(len(msgs), func(i, j int) { msgs[i], msgs[j] = msgs[j], msgs[i] })
+	wr := &kafka.Writer{Addr: kafka.TCP(p.kafka...), Topic: p.orders, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll, BatchTimeout: 5 * time.Millisecond}
+	defer wr.Close()
+	// Small batches so copies of one message land far apart, out of order.
+	for i := 0; i < len(msgs); i += 25 {
+		if err := wr.WriteMessages(ctx, msgs[i:min(i+25, len(msgs))]...); err != nil {
+			t.Fatalf("re-produce: %v", err)
+		}
+	}
+	t.Logf("re-produced %d copies of the topic's messages", len(msgs))
+	return len(msgs)
+}
