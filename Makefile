@@ -42,7 +42,7 @@ setup:
 	@$(STACK_ENV) $(GO) run ./setup
 
 build:
-	@mkdir -p bin && $(GO) build -o bin/ ./ingress ./consumer ./reaper ./setup
+	@mkdir -p bin && $(GO) build -o bin/ ./ingress ./consumer ./reaper ./setup ./bench
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null; git ls-files -o --exclude-standard '*.go' 2>/dev/null))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
