@@ -1,0 +1,94 @@
+// Command consumer is a member of the order writers' consumer group: it turns
+// admitted requests from Kafka into orders in MySQL (see pkg/orderwriter).
+// Run as many replicas as the orders topic has partitions.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/flashsale-dev/flashsale/pkg/config"
+	"github.com/flashsale-dev/flashsale/pkg/ops"
+	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
+	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/stock"
+	"github.com/flashsale-dev/flashsale/pkg/store"
+)
+
+func main() {
+	var common config.Common
+	var cc config.Consumer
+	fs := flag.NewFlagSet("consumer", flag.ContinueOnError)
+	if err := config.Parse(fs, os.Args[1:], &common, &cc); err != nil {
+		fmt.Fprintln(os.Stderr, "consumer:", err)
+		os.Exit(2)
+	}
+	if err := run(common, cc); err != nil {
+		fmt.Fprintln(os.Stderr, "consumer:", err)
+		os.Exit(1)
+	}
+}
+
+func run(common config.Common, cc config.Consumer) error {
+	log := ops.NewLogger("consumer", common.LogLevel)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ops.ExitAfter(ctx, common.ShutdownTimeout, log)
+
+	db, err := store.Open(ctx, common.DSN(), 8, common.StoreTimeout)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	rdb := stock.NewClient(common.RedisAddrs(), common.StoreTimeout, 32)
+	defer rdb.Close()
+	st := stock.New(rdb)
+	if err := stock.LoadScripts(ctx, rdb); err != nil {
+		log.Warn("preload lua scripts", "err", err) // an optimisation only
+	}
+
+	reg := ops.NewRegistry()
+	c, err := orderwriter.New(orderwriter.Config{
+		Brokers:       common.Brokers(),
+		BatchSize:     cc.BatchSize,
+		BatchWait:     cc.BatchWait,
+		MaxBackoff:    cc.MaxBackoff,
+		MaxAttempts:   cc.MaxAttempts,
+		PaymentWindow: common.PaymentWindow,
+		StoreTimeout:  common.StoreTimeout,
+		// Leave a quarter of the shutdown budget to commit, leave the group
+		// and stop the ops server.
+		DrainTimeout: common.ShutdownTimeout * 3 / 4,
+	}, db, st, orderwriter.NewMetrics(reg), log)
+	if err != nil {
+		return err
+	}
+	ready := ops.Readiness{Timeout: common.StoreTimeout, Checks: map[string]ops.Check{
+		"mysql": db.PingContext,
+		"redis": func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
+		"kafka": func(ctx context.Context) error { return queue.Ping(ctx, common.Brokers()) },
+	}}
+	srv := &http.Server{Handler: ops.Mux(reg, ready), ReadHeaderTimeout: 5 * time.Second}
+
+	// The ops server and the consumer stop together: a failing ops listener
+	// stops the consumer too (an unobservable replica is worse than none).
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	serveErr := make(chan error, 1)
+	go func() {
+		serveErr <- ops.Serve(rctx, srv, cc.MetricsAddr, common.ShutdownTimeout/4, log)
+		cancel()
+	}()
+	log.Info("consuming", "batch_size", cc.BatchSize, "batch_wait", cc.BatchWait.String())
+	runErr := c.Run(rctx)
+	log.Info("left the consumer group")
+	cancel()
+	return errors.Join(runErr, <-serveErr)
+}
