@@ -50,7 +50,7 @@ func TestOrphanVoidedAfterGrace(t *testing.T) {
 	e := newEnv(t)
 	ctx := testCtx(t, time.Minute)
 	it := e.newItem(10, nil)
-	const grace = 2 * time.Second
+	const grace = 3 * time.Second
 	r, reg := e.newReaper(reap.Config{OrphanGrace: grace})
 
 	old := e.admit(ctx, it.ID, 1, 3, time.Now().Add(-grace-time.Second))

@@ -27,8 +27,8 @@ var ErrInvariant = errors.New("store: invariant broken")
 //     function takes no time argument on purpose.
 //   - FOR UPDATE SKIP LOCKED lets several reaper replicas claim disjoint
 //     batches without waiting on each other, and skips an order a pay is
-//     updating right now (the pay either commits PAID or, once past the
-//     deadline, is not claimable by pay any more and a later pass takes it).
+//     updating right now: that pay either commits PAID, or changes nothing
+//     and a later pass cancels the order.
 //   - READ COMMITTED: no gap or next-key locks on the (status, expires_at)
 //     range, so the claim never blocks the consumer inserting new UNPAID
 //     orders behind it.
