@@ -194,4 +194,3 @@ func TestPoisonGoesToDLQ(t *testing.T) {
 	}
 	e.checkInvariants()
 }
-

@@ -1,0 +1,124 @@
+package orderwriter_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
+	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/store"
+)
+
+// MySQL becomes unreachable for the consumer mid-stream (every connection of
+// its pool cut, new ones refused; the shared server keeps running). While it
+// is away no committed offset passes a message without its outcome in MySQL
+// and nothing is written; when it returns the consumer resumes by itself and
+// every request is written exactly once.
+func TestMySQLOutage(t *testing.T) {
+	t.Parallel()
+	const n = 400
+	e := newEnv(t, 1, 1000, 1000)
+	msgs := e.admit(users(1, n))
+	e.produce(encode(t, msgs), true) // one partition: offset i is msgs[i]
+
+	fd := testenv.NewFaultDialer()
+	netName := "fault-" + testenv.Suffix()
+	mysql.RegisterDialContext(netName, func(ctx context.Context, addr string) (net.Conn, error) {
+		return fd.DialContext(ctx, "tcp", addr)
+	})
+	cfg, err := mysql.ParseDSN(e.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Net = netName
+	cfg.Timeout = time.Second
+	cfg.ReadTimeout, cfg.WriteTimeout = 2*time.Second, 2*time.Second
+	cfg.ParseTime, cfg.Loc = true, time.UTC
+	cfg.Params = map[string]string{"time_zone": "'+00:00'"}
+	faultDB, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { faultDB.Close() })
+	faultDB.SetMaxOpenConns(4)
+
+	c := e.config()
+	c.BatchSize = 20
+	c.MaxBackoff = 200 * time.Millisecond
+	m := orderwriter.NewMetrics(prometheus.NewRegistry())
+	r := e.start(c, faultDB, m)
+	e.waitDecided(60, 60*time.Second)
+	fd.Cut()
+
+	// During the outage: decisions freeze, and the committed offset never
+	// runs ahead of them.
+	time.Sleep(300 * time.Millisecond) // let an in-flight commit land
+	frozen := e.decided()
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		off := e.committed()
+		dec, err := store.DecisionsAmong(context.Background(), e.db, ids(msgs[:max(0, off)]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(len(dec)) != off {
+			t.Fatalf("committed offset %d but only %d of those messages are decided", off, len(dec))
+		}
+		if now := e.decided(); now != frozen {
+			t.Fatalf("decisions moved from %d to %d while MySQL was cut", frozen, now)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if frozen >= n {
+		t.Fatalf("everything was written before the cut; the test proves nothing")
+	}
+	if testutil.ToFloat64(m.Retries.WithLabelValues("transient")) == 0 {
+		t.Errorf("no transient retries counted during the outage")
+	}
+	fd.Restore()
+	e.waitDrained(90 * time.Second)
+	r.stop(t)
+
+	if got := e.count("SELECT COUNT(*) FROM orders"); got != n {
+		t.Errorf("orders = %d, want %d", got, n)
+	}
+	if got := e.count("SELECT stock FROM items WHERE id = ?", e.item); got != 1000-n {
+		t.Errorf("MySQL stock = %d, want %d", got, 1000-n)
+	}
+	e.checkInvariants()
+}
+
+// committed returns the group's committed offset of partition 0 (0 if none).
+func (e *env) committed() int64 {
+	e.t.Helper()
+	client := &kafka.Client{Addr: kafka.TCP(e.brokers...)}
+	res, err := client.OffsetFetch(context.Background(), &kafka.OffsetFetchRequest{GroupID: e.group, Topics: map[string][]int{e.topic: {0}}})
+	if err != nil {
+		e.t.Fatalf("offset fetch: %v", err)
+	}
+	for _, p := range res.Topics[e.topic] {
+		if p.Error != nil {
+			e.t.Fatal(fmt.Errorf("offset fetch: %w", p.Error))
+		}
+		return max(0, p.CommittedOffset)
+	}
+	return 0
+}
+
+func ids(ms []queue.OrderMessage) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.RequestID
+	}
+	return out
+}
