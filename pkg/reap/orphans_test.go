@@ -18,14 +18,19 @@ import (
 )
 
 // admit reserves qty of the item for user in Redis as the ingress would,
-// with the reservation stamped at `at`, and returns the request id. No
-// message is published: that is what makes it an orphan.
+// then back-dates the reservation to `at` (admit.lua stamps it with Redis'
+// TIME; rewriting the stamp is how a test ages it), and returns the request
+// id. No message is published: that is what makes it an orphan.
 func (e *env) admit(ctx context.Context, itemID, user int64, qty int, at time.Time) string {
 	e.t.Helper()
 	rid := fmt.Sprintf("o-%d-%d-%s", itemID, user, testenv.Suffix())
 	res, err := e.st.Admit(ctx, stock.AdmitRequest{ItemID: itemID, UserID: user, Qty: qty, RequestID: rid, Now: at})
 	if err != nil || res.Code != stock.Admitted {
 		e.t.Fatalf("admit %s: %+v %v", rid, res, err)
+	}
+	stamp := fmt.Sprintf("%d:%d:%d", user, qty, at.UnixMilli())
+	if err := e.rdb.HSet(ctx, stock.KeysOf(itemID).Reservations, rid, stamp).Err(); err != nil {
+		e.t.Fatalf("back-date %s: %v", rid, err)
 	}
 	return rid
 }

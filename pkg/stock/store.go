@@ -51,7 +51,9 @@ type AdmitRequest struct {
 	UserID    int64
 	Qty       int
 	RequestID string
-	Now       time.Time
+	// Now is informational: the script judges the sale window and stamps the
+	// reservation with the Redis server's TIME.
+	Now time.Time
 	// UserRatePerSec is the per-user limit for this item (0 = off).
 	UserRatePerSec int
 	// IdempotencyKey is the client's Idempotency-Key ("" = none).

@@ -2,7 +2,7 @@
 -- KEYS[1] stock   KEYS[2] meta   KEYS[3] buyers   KEYS[4] reservations
 -- KEYS[5] idempotency key (only read/written when ARGV[7] == "1")
 -- KEYS[6] per-user rate window (only used when ARGV[5] > 0)
--- ARGV[1] user id   ARGV[2] qty   ARGV[3] request id   ARGV[4] now (unix ms)
+-- ARGV[1] user id   ARGV[2] qty   ARGV[3] request id   ARGV[4] unused (was the host's now)
 -- ARGV[5] per-user limit per second (0 = off)   ARGV[6] idempotency ttl (ms)
 -- ARGV[7] "1" when an Idempotency-Key was sent
 -- Returns {code, detail}:
@@ -15,7 +15,11 @@
 --   {"already", ""}             this user already holds this item
 --   {"sold_out", stock_left}    not enough stock left
 local qty = tonumber(ARGV[2])
-local now = tonumber(ARGV[4])
+-- The sale window and the reservation's age are judged by Redis' own clock,
+-- one clock for every ingress replica and for the reaper's orphan sweep, so
+-- a skewed ingress host can neither open a sale early nor age a reservation.
+local t = redis.call("TIME")
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if ARGV[7] == "1" then
   local prev = redis.call("GET", KEYS[5])
   if prev then return {"replay", prev} end
@@ -35,7 +39,7 @@ local stock = tonumber(redis.call("GET", KEYS[1]) or "0")
 if stock < qty then return {"sold_out", tostring(stock)} end
 local left = redis.call("DECRBY", KEYS[1], qty)
 redis.call("SADD", KEYS[3], ARGV[1])
-redis.call("HSET", KEYS[4], ARGV[3], ARGV[1] .. ":" .. ARGV[2] .. ":" .. ARGV[4])
+redis.call("HSET", KEYS[4], ARGV[3], ARGV[1] .. ":" .. ARGV[2] .. ":" .. tostring(now))
 if ARGV[7] == "1" then
   redis.call("SET", KEYS[5], ARGV[3], "PX", ARGV[6])
 end
