@@ -71,16 +71,39 @@ func Put(ctx context.Context, s *stock.Store, v View) error {
 	return s.PutStatus(ctx, v.ItemID, v.RequestID, rank(v.Status), b)
 }
 
+// PutMany caches many views in one Redis round trip.
+func PutMany(ctx context.Context, s *stock.Store, views []View) error {
+	entries := make([]stock.StatusEntry, 0, len(views))
+	for _, v := range views {
+		b, err := json.Marshal(cached{View: v, Owner: v.UserID})
+		if err != nil {
+			return fmt.Errorf("orderstatus: encode: %w", err)
+		}
+		entries = append(entries, stock.StatusEntry{ItemID: v.ItemID, RequestID: v.RequestID, Rank: rank(v.Status), JSON: b})
+	}
+	return s.PutStatuses(ctx, entries)
+}
+
+// Decode parses a cached status as stored by Put (for readers that fetched
+// the raw bytes themselves, e.g. in a pipeline with other reads).
+func Decode(b []byte) (View, error) {
+	var c cached
+	if err := json.Unmarshal(b, &c); err != nil {
+		return View{}, fmt.Errorf("orderstatus: decode cached: %w", err)
+	}
+	c.View.UserID = c.Owner
+	return c.View, nil
+}
+
 // Get returns the cached view of a request, if any.
 func Get(ctx context.Context, s *stock.Store, itemID int64, requestID string) (View, bool, error) {
 	b, ok, err := s.GetStatus(ctx, itemID, requestID)
 	if err != nil || !ok {
 		return View{}, false, err
 	}
-	var c cached
-	if err := json.Unmarshal(b, &c); err != nil {
-		return View{}, false, fmt.Errorf("orderstatus: decode cached %s: %w", requestID, err)
+	v, err := Decode(b)
+	if err != nil {
+		return View{}, false, fmt.Errorf("%w (request %s)", err, requestID)
 	}
-	c.View.UserID = c.Owner
-	return c.View, true, nil
+	return v, true, nil
 }

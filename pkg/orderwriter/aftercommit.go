@@ -3,7 +3,6 @@ package orderwriter
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/flashsale-dev/flashsale/pkg/orderstatus"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
@@ -16,8 +15,7 @@ import (
 // the status cache never moves backwards), so the whole step is simply
 // repeated until it succeeds, and a redelivered batch replays it.
 type afterCommit struct {
-	stock   *stock.Store
-	workers int
+	stock *stock.Store
 }
 
 func releaseOptions(reason string) (stock.ReleaseOptions, bool) {
@@ -34,66 +32,33 @@ func releaseOptions(reason string) (stock.ReleaseOptions, bool) {
 }
 
 func (a *afterCommit) apply(ctx context.Context, r ItemResult) error {
+	// Three pipelined round trips for the whole item batch, not one per
+	// request: settle, release, statuses.
 	if len(r.Ordered) > 0 {
 		ids := make([]string, len(r.Ordered))
 		for i, o := range r.Ordered {
 			ids[i] = o.RequestID
 		}
 		if err := a.stock.Settle(ctx, r.ItemID, ids); err != nil {
-			return err
+			return fmt.Errorf("orderwriter: settle item %d: %w", r.ItemID, err)
 		}
 	}
-	jobs := make(chan func() error)
-	var mu sync.Mutex
-	var errs []error
-	var wg sync.WaitGroup
-	for range max(1, a.workers) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range jobs {
-				if err := j(); err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	send := func(j func() error) bool {
-		select {
-		case jobs <- j:
-			return true
-		case <-ctx.Done():
-			return false
+	var releases []stock.ReleaseEntry
+	views := make([]orderstatus.View, 0, len(r.Ordered)+len(r.Rejected))
+	for _, d := range r.Rejected {
+		if o, ok := releaseOptions(d.Reason); ok {
+			releases = append(releases, stock.ReleaseEntry{ItemID: r.ItemID, RequestID: d.RequestID, Options: o})
 		}
+		views = append(views, orderstatus.FromDecision(d))
 	}
-	func() {
-		defer close(jobs)
-		for _, d := range r.Rejected {
-			if !send(func() error {
-				if o, ok := releaseOptions(d.Reason); ok {
-					if _, err := a.stock.Release(ctx, r.ItemID, d.RequestID, o); err != nil {
-						return err
-					}
-				}
-				return orderstatus.Put(ctx, a.stock, orderstatus.FromDecision(d))
-			}) {
-				return
-			}
-		}
-		for _, o := range r.Ordered {
-			if !send(func() error { return orderstatus.Put(ctx, a.stock, orderstatus.FromOrder(o)) }) {
-				return
-			}
-		}
-	}()
-	wg.Wait()
-	if len(errs) > 0 {
-		return fmt.Errorf("orderwriter: redis after commit of item %d (%d failures): %w", r.ItemID, len(errs), errs[0])
+	for _, o := range r.Ordered {
+		views = append(views, orderstatus.FromOrder(o))
 	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("orderwriter: redis after commit of item %d: %w", r.ItemID, err)
+	if err := a.stock.ReleaseMany(ctx, releases); err != nil {
+		return fmt.Errorf("orderwriter: release rejections of item %d: %w", r.ItemID, err)
+	}
+	if err := orderstatus.PutMany(ctx, a.stock, views); err != nil {
+		return fmt.Errorf("orderwriter: cache statuses of item %d: %w", r.ItemID, err)
 	}
 	return nil
 }

@@ -41,8 +41,6 @@ type Config struct {
 	// DrainTimeout bounds finishing the batch in hand after shutdown starts;
 	// default 10s. Set it below the process' ShutdownTimeout.
 	DrainTimeout time.Duration
-	// RedisWorkers is how many after-commit Redis calls run at once; default 64.
-	RedisWorkers int
 	// Dialer is the Kafka dialer (tests inject faults); nil = kafka-go default.
 	Dialer *kafka.Dialer
 	// HeartbeatInterval, SessionTimeout and RebalanceTimeout tune the group
@@ -78,7 +76,6 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	defInt(&out.BatchSize, 500)
 	defInt(&out.MaxAttempts, 5)
-	defInt(&out.RedisWorkers, 64)
 	def(&out.BatchWait, 20*time.Millisecond)
 	def(&out.MaxBackoff, 5*time.Second)
 	def(&out.MinBackoff, 50*time.Millisecond)

@@ -62,7 +62,7 @@ func New(cfg Config, db *sql.DB, st *stock.Store, m *Metrics, log *slog.Logger) 
 		m:      m,
 		reader: kafka.NewReader(rc),
 		items:  &ItemWriter{DB: db, PaymentWindow: c.PaymentWindow, TxTimeout: 5 * c.StoreTimeout},
-		after:  &afterCommit{stock: st, workers: c.RedisWorkers},
+		after:  &afterCommit{stock: st},
 		dlq:    newDLQWriter(c),
 	}, nil
 }
