@@ -57,6 +57,9 @@ func run(common config.Common, cc config.Consumer) error {
 	reg := ops.NewRegistry()
 	c, err := orderwriter.New(orderwriter.Config{
 		Brokers:       common.Brokers(),
+		Topic:         common.OrdersTopic,
+		DLQTopic:      common.DLQTopic,
+		GroupID:       common.ConsumerGroup,
 		BatchSize:     cc.BatchSize,
 		BatchWait:     cc.BatchWait,
 		MaxBackoff:    cc.MaxBackoff,

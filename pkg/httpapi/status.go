@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 
 	"github.com/flashsale-dev/flashsale/pkg/orderstatus"
@@ -10,13 +9,6 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
-
-// cachedView mirrors the status cache's stored form (orderstatus.Put): the
-// view plus its owner, which View itself never serialises.
-type cachedView struct {
-	orderstatus.View
-	Owner int64 `json:"owner"`
-}
 
 func itemOfRequest(rid string) (int64, error) {
 	item, err := reqid.Item(rid)
@@ -41,9 +33,8 @@ func (s *Server) requestView(ctx context.Context, rid string, user int64) (order
 		return orderstatus.View{}, unavailable("status temporarily unavailable")
 	}
 	if lk.Status != nil {
-		var cv cachedView
-		if err := json.Unmarshal(lk.Status, &cv); err == nil {
-			return owned(cv.View, cv.Owner, user)
+		if v, err := orderstatus.Decode(lk.Status); err == nil {
+			return owned(v, v.UserID, user)
 		}
 		s.log.WarnContext(ctx, "status: undecodable cache entry", "request_id", rid)
 	}
