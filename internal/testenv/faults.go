@@ -2,9 +2,9 @@ package testenv
 
 import (
 	"context"
-	"errors"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -21,8 +21,9 @@ type FaultDialer struct {
 	d       net.Dialer
 }
 
-// ErrCut is what a cut dialer returns.
-var ErrCut = errors.New("testenv: connection cut by fault injection")
+// ErrCut is what a cut dialer returns: a refused connection, as clients
+// see a server that is down.
+var ErrCut error = &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
 
 // NewFaultDialer returns a dialer in the healthy state.
 func NewFaultDialer() *FaultDialer {

@@ -104,6 +104,14 @@ func (c *Common) DSN() string {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = c.StoreTimeout
 	}
+	// A safety net under the callers' contexts: a black-holed server can
+	// never hang a connection forever. Far above any single query.
+	if cfg.ReadTimeout == 0 {
+		cfg.ReadTimeout = 60 * time.Second
+	}
+	if cfg.WriteTimeout == 0 {
+		cfg.WriteTimeout = 60 * time.Second
+	}
 	cfg.InterpolateParams = true
 	return cfg.FormatDSN()
 }

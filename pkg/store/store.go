@@ -85,22 +85,24 @@ func IsDuplicate(err error) bool { return mysqlErr(err, erDupEntry) }
 func IsCheckViolation(err error) bool { return mysqlErr(err, erCheckViolated, erMariaCheck) }
 
 // IsTransient reports an error worth retrying the whole transaction for:
-// deadlock, lock wait timeout, an interrupted or killed query, and a lost or
-// refused connection.
+// deadlock, lock wait timeout, an interrupted or killed query, too many
+// connections, a server shutting down, and anything that is not an answer
+// from the server at all (a lost, refused or timed-out connection).
+//
+// The last case is deliberately broad: an unrecognised client-side error is
+// treated as an outage, because retrying stalls a partition (lag alerts fire,
+// nothing is lost) while calling it permanent would send good orders to the
+// dead-letter queue. A SQL error from the server is an answer and is not
+// retried.
 func IsTransient(err error) bool {
-	if err == nil {
+	if err == nil || errors.Is(err, context.Canceled) {
 		return false
 	}
 	if mysqlErr(err, erLockDeadlock, erLockWaitTimeout, erQueryInterrupt, erConCount, erServerShutdown) {
 		return true
 	}
 	var me *mysql.MySQLError
-	if errors.As(err, &me) {
-		return false // any other server error is a real answer
-	}
-	// Not a server answer: network errors, driver.ErrBadConn, mysql.ErrInvalidConn,
-	// context deadline of a single call. Treat them as an outage.
-	return !errors.Is(err, context.Canceled)
+	return !errors.As(err, &me) && !errors.Is(err, ErrNotFound)
 }
 
 func mysqlErr(err error, numbers ...uint16) bool {
