@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flashsale-dev/flashsale/pkg/auditor"
 	"github.com/flashsale-dev/flashsale/pkg/config"
 	"github.com/flashsale-dev/flashsale/pkg/ops"
 	"github.com/flashsale-dev/flashsale/pkg/reap"
@@ -81,11 +82,20 @@ func run(ctx context.Context, c config.Common, rc config.Reaper, log *slog.Logge
 		serveErr <- err
 	}()
 
+	// The auditor rides along: it already needs exactly the reaper's two
+	// stores, and one exporter of the drift gauges is enough (it runs in
+	// every replica; alert on max()).
+	aud := &auditor.Auditor{DB: db, Stock: stock.New(rdb), Interval: rc.AuditInterval,
+		Metrics: auditor.NewMetrics(reg), Log: log.With("component", "auditor")}
+	audErr := make(chan error, 1)
+	go func() { audErr <- aud.Run(ctx) }()
+
 	log.Info("reaper running", "interval", rc.Interval.String(), "batch", rc.BatchSize,
-		"orphan_grace", rc.OrphanGrace.String(), "payment_window", c.PaymentWindow.String())
+		"orphan_grace", rc.OrphanGrace.String(), "payment_window", c.PaymentWindow.String(),
+		"audit_interval", rc.AuditInterval.String())
 	runErr := r.Run(ctx) // returns on shutdown, after the batch in progress
 	cancel(nil)
-	return errors.Join(runErr, <-serveErr)
+	return errors.Join(runErr, <-audErr, <-serveErr)
 }
 
 // openMySQL waits for MySQL to answer (it may still be starting next to us),
