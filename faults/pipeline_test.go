@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/segmentio/kafka-go"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/auth"
@@ -139,6 +140,40 @@ func (p *pipeline) startAll() {
 		r.start()
 	}
 	p.createItem()
+	p.waitGroup()
+}
+
+// waitGroup waits until every consumer has joined the test's own group: a
+// consumer main that ignores FLASHSALE_CONSUMER_GROUP or FLASHSALE_ORDERS_TOPIC
+// would otherwise show up only as a lag that never drains.
+func (p *pipeline) waitGroup() {
+	p.t.Helper()
+	if len(p.consumers) == 0 {
+		return
+	}
+	c := &kafka.Client{Addr: kafka.TCP(p.kafka...)}
+	var last string
+	testenv.Eventually(p.t, time.Minute, 200*time.Millisecond, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		res, err := c.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{p.group}})
+		if err != nil || len(res.Groups) != 1 {
+			last = fmt.Sprint(err)
+			return false
+		}
+		g := res.Groups[0]
+		n := 0
+		for _, m := range g.Members {
+			for _, tp := range m.MemberAssignments.Topics {
+				if tp.Topic == p.orders {
+					n++
+				}
+			}
+		}
+		last = fmt.Sprintf("state %q, %d members, %d assigned %s", g.GroupState, len(g.Members), n, p.orders)
+		return n == len(p.consumers)
+	}, "consumers never joined group %s on topic %s (%v): does consumer/main.go pass FLASHSALE_CONSUMER_GROUP and FLASHSALE_ORDERS_TOPIC to orderwriter.Config?",
+		p.group, p.orders, lazy(func() string { return last }))
 }
 
 // ensureRunning starts whatever a fault left stopped.
