@@ -55,6 +55,7 @@ func run(common config.Common, cc config.Consumer) error {
 	}
 
 	reg := ops.NewRegistry()
+	ops.ServePprof(ctx, common.PprofAddr, log)
 	c, err := orderwriter.New(orderwriter.Config{
 		Brokers:       common.Brokers(),
 		Topic:         common.OrdersTopic,

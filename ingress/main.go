@@ -59,6 +59,7 @@ func run(ctx context.Context, c config.Common, in config.Ingress, log *slog.Logg
 	}
 	writer := queue.NewWriter(c.Brokers(), c.OrdersTopic, in.PublishTimeout)
 	reg := ops.NewRegistry()
+	ops.ServePprof(ctx, c.PprofAddr, log)
 	srv, err := httpapi.New(httpapi.Config{Ingress: in, StoreTimeout: c.StoreTimeout, Brokers: c.Brokers(), Topic: c.OrdersTopic, Group: c.ConsumerGroup},
 		httpapi.Deps{DB: db, Stock: stock.New(rdb), Publisher: writer, Registry: reg, Log: log, OpenAPI: openAPI})
 	if err != nil {

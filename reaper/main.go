@@ -57,6 +57,7 @@ func run(ctx context.Context, c config.Common, rc config.Reaper, log *slog.Logge
 	defer rdb.Close()
 
 	reg := ops.NewRegistry()
+	ops.ServePprof(ctx, c.PprofAddr, log)
 	r := reap.New(db, stock.New(rdb), log, reap.NewMetrics(reg), reap.Config{
 		Interval: rc.Interval, BatchSize: rc.BatchSize, OrphanGrace: rc.OrphanGrace, StoreTimeout: c.StoreTimeout,
 	})

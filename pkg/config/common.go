@@ -32,6 +32,9 @@ type Common struct {
 	OrdersTopic   string
 	DLQTopic      string
 	ConsumerGroup string
+	// PprofAddr, when set, serves net/http/pprof on its own listener (keep it
+	// on loopback): profiles under load without exposing them on the API port.
+	PprofAddr string
 }
 
 // RegisterFlags implements Registerer.
@@ -46,6 +49,7 @@ func (c *Common) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.OrdersTopic, "orders-topic", "flashsale.orders.v1", "Kafka topic of admitted orders")
 	fs.StringVar(&c.DLQTopic, "dlq-topic", "flashsale.orders.dlq.v1", "Kafka dead-letter topic of the order writers")
 	fs.StringVar(&c.ConsumerGroup, "consumer-group", "flashsale-order-writers", "Kafka consumer group of the order writers")
+	fs.StringVar(&c.PprofAddr, "pprof-addr", "", "host:port serving /debug/pprof, empty to switch off")
 }
 
 // Validate implements Registerer.
@@ -69,6 +73,11 @@ func (c *Common) Validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		return fmt.Errorf("FLASHSALE_SHUTDOWN_TIMEOUT: %v (expected a positive duration)", c.ShutdownTimeout)
+	}
+	if c.PprofAddr != "" {
+		if err := hostPorts(c.PprofAddr); err != nil {
+			return fmt.Errorf("FLASHSALE_PPROF_ADDR: %v (expected host:port or empty)", err)
+		}
 	}
 	for name, v := range map[string]string{"FLASHSALE_ORDERS_TOPIC": c.OrdersTopic, "FLASHSALE_DLQ_TOPIC": c.DLQTopic, "FLASHSALE_CONSUMER_GROUP": c.ConsumerGroup} {
 		if !validKafkaName(v) {
