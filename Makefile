@@ -12,13 +12,15 @@ GOTEST_FLAGS ?= -race -count=1 -timeout 30m
 run: stack-up setup build
 	@$(STACK_ENV) deploy/local/run.sh
 
-## test: bring up the stack and run every test (unit, integration, race)
+## test: bring up the stack and run every test: unit, integration and race
+## tests in parallel, then the reduced fault suite alone (it stops servers)
 test: stack-up setup vet
 	@$(STACK_ENV) $(GO) test $(GOTEST_FLAGS) ./...
+	@$(STACK_ENV) $(GO) test -tags faults -count=1 -p 1 -timeout 40m ./faults/
 
 ## test-faults: the full fault-injection suite (kills and cuts servers)
 test-faults: stack-up setup
-	@$(STACK_ENV) FLASHSALE_FAULTS=full $(GO) test -count=1 -timeout 60m -v ./faults/...
+	@$(STACK_ENV) FLASHSALE_FAULTS=full $(GO) test -tags faults -count=1 -p 1 -timeout 60m -v ./faults/
 
 ## bench: Go benchmarks of the hot paths
 bench: stack-up setup
@@ -47,6 +49,7 @@ build:
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null; git ls-files -o --exclude-standard '*.go' 2>/dev/null))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	@$(GO) vet ./...
+	@$(GO) vet -tags faults ./faults/
 
 fmt:
 	@gofmt -w $$(git ls-files '*.go'; git ls-files -o --exclude-standard '*.go')
