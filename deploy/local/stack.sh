@@ -87,7 +87,7 @@ install_kafka() {
 </dependencies></project>
 EOF
   mkdir -p "$KAFKA_LIBS.partial"
-  mvn -q -B -f "$tmp/pom.xml" dependency:copy-dependencies -DoutputDirectory="$KAFKA_LIBS.partial" ||
+  mvn -q -B -Dstyle.color=never -f "$tmp/pom.xml" dependency:copy-dependencies -DoutputDirectory="$KAFKA_LIBS.partial" ||
     die "could not fetch Kafka jars with mvn"
   rm -rf "$KAFKA_LIBS" && mv "$KAFKA_LIBS.partial" "$KAFKA_LIBS"
   rm -rf "$tmp"
