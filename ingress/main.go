@@ -58,6 +58,11 @@ func run(ctx context.Context, c config.Common, in config.Ingress, log *slog.Logg
 		log.Warn("lua scripts not preloaded; they load on first use", "err", err)
 	}
 	writer := queue.NewWriter(c.Brokers(), c.OrdersTopic, in.PublishTimeout)
+	wctx, wcancel := context.WithTimeout(ctx, in.PublishTimeout)
+	if err := queue.Warm(wctx, writer); err != nil {
+		log.Warn("kafka writer not warmed; the first publishes will be slower", "err", err)
+	}
+	wcancel()
 	reg := ops.NewRegistry()
 	ops.ServePprof(ctx, c.PprofAddr, log)
 	srv, err := httpapi.New(httpapi.Config{Ingress: in, StoreTimeout: c.StoreTimeout, Brokers: c.Brokers(), Topic: c.OrdersTopic, Group: c.ConsumerGroup},
