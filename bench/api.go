@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/flashsale-dev/flashsale/pkg/audit"
 	"io"
 	"net/http"
 	"strconv"
@@ -145,22 +146,9 @@ func (a *API) Audit(ctx context.Context, itemID int64) (Audit, error) {
 	return au, err
 }
 
-// Audit is the admin audit as served by GET .../audit (pkg/audit.Report for
-// flashsale; the baselines fill what applies to them).
-type Audit struct {
-	ItemID     int64    `json:"item_id"`
-	Total      int64    `json:"total"`
-	RedisStock int64    `json:"redis_stock"`
-	DBStock    int64    `json:"db_stock"`
-	Pending    int64    `json:"pending"`
-	PendingQty int64    `json:"pending_qty"`
-	Unpaid     int64    `json:"unpaid"`
-	Paid       int64    `json:"paid"`
-	Cancelled  int64    `json:"cancelled"`
-	Rejected   int64    `json:"rejected"`
-	OK         bool     `json:"ok"`
-	Violations []string `json:"violations"`
-}
+// Audit is the admin audit as served by GET .../audit: pkg/audit's report
+// for flashsale; the baselines fill what applies to them.
+type Audit = audit.Report
 
 // orderBody is the body of POST /api/v1/orders.
 func orderBody(itemID int64) []byte {

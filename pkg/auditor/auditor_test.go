@@ -42,32 +42,7 @@ func TestAuditorReportsDrift(t *testing.T) {
 	}
 	gauge := func(name string, labels ...string) float64 {
 		t.Helper()
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, mf := range mfs {
-			if mf.GetName() != name {
-				continue
-			}
-		next:
-			for _, m := range mf.GetMetric() {
-				for i := 0; i+1 < len(labels); i += 2 {
-					found := false
-					for _, lp := range m.GetLabel() {
-						if lp.GetName() == labels[i] && lp.GetValue() == labels[i+1] {
-							found = true
-						}
-					}
-					if !found {
-						continue next
-					}
-				}
-				return m.GetGauge().GetValue()
-			}
-		}
-		t.Fatalf("no %s%v", name, labels)
-		return 0
+		return testenv.Metric(t, reg, name, labels...)
 	}
 	if d := gauge("flashsale_stock_drift_units", "item", item); d != 0 {
 		t.Fatalf("drift %v with agreeing stores", d)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
@@ -159,46 +158,10 @@ func (e *env) newReaper(cfg reap.Config) (*reap.Reaper, *prometheus.Registry) {
 	return reap.New(e.db, e.st, testLogger(e.t), reap.NewMetrics(reg), cfg), reg
 }
 
-// metric reads one series' value from reg (counter, gauge, or a histogram's
-// sample count); labels are name=value pairs.
+// metric reads one series' value from reg; see testenv.Metric.
 func metric(t testing.TB, reg *prometheus.Registry, name string, labels ...string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			for i := 0; i+1 < len(labels); i += 2 {
-				if !hasLabel(m, labels[i], labels[i+1]) {
-					continue next
-				}
-			}
-			switch {
-			case m.Counter != nil:
-				return m.Counter.GetValue()
-			case m.Gauge != nil:
-				return m.Gauge.GetValue()
-			case m.Histogram != nil:
-				return float64(m.Histogram.GetSampleCount())
-			}
-		}
-	}
-	t.Fatalf("metric %s%v not found", name, labels)
-	return 0
-}
-
-func hasLabel(m *dto.Metric, k, v string) bool {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == k && l.GetValue() == v {
-			return true
-		}
-	}
-	return false
+	return testenv.Metric(t, reg, name, labels...)
 }
 
 func (e *env) dbStock(id int64) int64 {
