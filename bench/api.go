@@ -5,12 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/flashsale-dev/flashsale/pkg/audit"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/flashsale-dev/flashsale/pkg/audit"
 )
 
 // API is the bench's client of the flashsale HTTP contract (DESIGN.md). The
