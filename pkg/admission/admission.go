@@ -85,9 +85,9 @@ func (s *Service) Admit(ctx context.Context, r Request) Result {
 
 func (s *Service) admit(ctx context.Context, r Request) Result {
 	now := s.now()
-	// A request with an Idempotency-Key skips the memory flag: its replay
-	// must get the first answer (perhaps a 202) from Redis, not "sold out".
-	if r.IdempotencyKey == "" && s.soldOut.Hit(r.ItemID, now) {
+	// A keyed request of a buyer skips the memory flag: it may be the replay
+	// of an admission, whose first answer (a 202) only Redis knows.
+	if s.soldOut.Hit(r.ItemID, r.UserID, r.IdempotencyKey != "", now) {
 		s.m.soldOutHits.Inc()
 		return Result{Outcome: SoldOutMem}
 	}
@@ -122,8 +122,8 @@ func (s *Service) reserveAndPublish(ctx context.Context, r Request, rid string, 
 	case stock.Replay:
 		return s.replay(ctx, ar.RequestID)
 	case stock.SoldOut:
-		if ar.StockLeft <= 0 {
-			s.soldOut.Mark(r.ItemID, now)
+		if ar.StockLeft <= 0 && s.soldOut.NeedsMark(r.ItemID, now) {
+			s.soldOut.Mark(r.ItemID, now, s.buyersSnapshot(ctx, r.ItemID))
 		}
 		return Result{Outcome: SoldOut}
 	case stock.Unknown:
@@ -229,4 +229,25 @@ func (s *Service) release(ctx context.Context, r Request, rid string) {
 		}
 	}
 	s.log.ErrorContext(ctx, "admission: release of aborted reservation failed", "request_id", rid, "err", err)
+}
+
+// maxBuyerSnapshot bounds the buyer set copied into memory; a bigger sale
+// keeps the flag for unkeyed requests only.
+const maxBuyerSnapshot = 200_000
+
+// buyersSnapshot reads the item's buyer set for the sold-out flag; nil when
+// it is too big or unreadable (keyed requests then keep going to Redis).
+func (s *Service) buyersSnapshot(ctx context.Context, item int64) map[int64]struct{} {
+	bctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
+	defer cancel()
+	ids, err := s.stock.Buyers(bctx, item, maxBuyerSnapshot)
+	if err != nil {
+		s.log.DebugContext(ctx, "admission: no buyer snapshot for the sold-out flag", "item_id", item, "err", err)
+		return nil
+	}
+	m := make(map[int64]struct{}, len(ids))
+	for _, id := range ids {
+		m[id] = struct{}{}
+	}
+	return m
 }

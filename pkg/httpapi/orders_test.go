@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/config"
@@ -175,6 +176,33 @@ func TestIdempotentReplayAfterAnswer(t *testing.T) {
 	}
 	if s := h.redisStock(item); s != 8 {
 		t.Fatalf("stock %d, want 8", s)
+	}
+}
+
+// TestSoldOutFlagKeepsReplays: once an item is sold out, keyed requests of
+// non-buyers are answered from memory, but a buyer's replay of an admitted
+// Idempotency-Key still gets its first answer (the 202), not "sold out".
+func TestSoldOutFlagKeepsReplays(t *testing.T) {
+	h := newHarness(t, harnessOpts{partitions: 1, ingress: func(in *config.Ingress) { in.SoldOutTTL = 5 * time.Second }})
+	item := testenv.ItemID()
+	h.putItem(item, 1, 1)
+	first := h.order(7, item, 1, "k7")
+	if first.Code != http.StatusAccepted {
+		t.Fatalf("first: %d %s", first.Code, first.Body)
+	}
+	if r := h.order(8, item, 1, "k8"); r.Code != http.StatusGone { // Redis says sold out and the flag is set
+		t.Fatalf("second buyer: %d %s", r.Code, r.Body)
+	}
+	hits := testenv.Metric(t, h.reg, "flashsale_soldout_cache_hits_total")
+	if r := h.order(9, item, 1, "k9"); r.Code != http.StatusGone {
+		t.Fatalf("keyed non-buyer: %d %s", r.Code, r.Body)
+	}
+	if got := testenv.Metric(t, h.reg, "flashsale_soldout_cache_hits_total"); got != hits+1 {
+		t.Fatalf("keyed non-buyer was not answered from memory (hits %v -> %v)", hits, got)
+	}
+	again := h.order(7, item, 1, "k7")
+	if again.Code != http.StatusAccepted || again.json(t)["request_id"] != first.json(t)["request_id"] {
+		t.Fatalf("a buyer's replay while sold out: %d %s, want the first 202", again.Code, again.Body)
 	}
 }
 

@@ -346,3 +346,32 @@ func flag(b bool) string {
 	}
 	return "0"
 }
+
+// ErrTooMany is returned by Buyers when the set is larger than asked for.
+var ErrTooMany = errors.New("stock: set larger than the limit")
+
+// Buyers returns the item's buyer marks (users holding a reservation or an
+// order), or ErrTooMany when there are more than limit.
+func (s *Store) Buyers(ctx context.Context, itemID int64, limit int64) ([]int64, error) {
+	key := KeysOf(itemID).Buyers
+	n, err := s.rdb.SCard(ctx, key).Result()
+	if err != nil {
+		return nil, unavailable("stock: buyers", err)
+	}
+	if n > limit {
+		return nil, fmt.Errorf("%w: %d buyers of item %d", ErrTooMany, n, itemID)
+	}
+	members, err := s.rdb.SMembers(ctx, key).Result()
+	if err != nil {
+		return nil, unavailable("stock: buyers", err)
+	}
+	out := make([]int64, 0, len(members))
+	for _, m := range members {
+		id, err := strconv.ParseInt(m, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("stock: malformed buyer %q of item %d", m, itemID)
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
