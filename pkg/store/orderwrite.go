@@ -19,41 +19,6 @@ type NewOrder struct {
 	Qty       int
 }
 
-// DecisionsAmong returns the full decisions that already exist among ids.
-// Unlike DecidedAmong it carries user, qty and reason, which the writer needs
-// to replay the Redis side of a request decided by an earlier delivery whose
-// after-commit step may not have finished.
-func DecisionsAmong(ctx context.Context, q Querier, ids []string) (map[string]Decision, error) {
-	out := make(map[string]Decision, len(ids))
-	if len(ids) == 0 {
-		return out, nil
-	}
-	rows, err := q.QueryContext(ctx,
-		"SELECT request_id, item_id, user_id, qty, outcome, reason, decided_at FROM request_outcomes WHERE request_id IN ("+
-			placeholders(len(ids))+")", strArgs(ids)...)
-	if err != nil {
-		return nil, fmt.Errorf("store: decisions among: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var d Decision
-		var outcome string
-		var reason *string
-		if err := rows.Scan(&d.RequestID, &d.ItemID, &d.UserID, &d.Qty, &outcome, &reason, &d.DecidedAt); err != nil {
-			return nil, fmt.Errorf("store: decisions among: %w", err)
-		}
-		d.Outcome = Outcome(outcome)
-		if reason != nil {
-			d.Reason = *reason
-		}
-		out[d.RequestID] = d
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: decisions among: %w", err)
-	}
-	return out, nil
-}
-
 // ExistingBuyers returns which of users already hold an order (any status)
 // for item: a second request of theirs is a duplicate_buyer. Checking first
 // keeps the multi-row INSERT from failing on UNIQUE (user_id, item_id).

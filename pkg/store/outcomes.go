@@ -59,19 +59,14 @@ func Decide(ctx context.Context, q Querier, d Decision) (won bool, existing Deci
 	return false, existing, nil
 }
 
-// GetDecision reads the decision of one request; ErrNotFound if undecided.
-func GetDecision(ctx context.Context, q Querier, requestID string) (Decision, error) {
+const decisionCols = "request_id, item_id, user_id, qty, outcome, reason, decided_at"
+
+func scanDecision(row interface{ Scan(...any) error }) (Decision, error) {
 	var d Decision
-	var reason *string
 	var outcome string
-	err := q.QueryRowContext(ctx,
-		"SELECT request_id, item_id, user_id, qty, outcome, reason, decided_at FROM request_outcomes WHERE request_id = ?",
-		requestID).Scan(&d.RequestID, &d.ItemID, &d.UserID, &d.Qty, &outcome, &reason, &d.DecidedAt)
-	if err != nil {
-		if isNoRows(err) {
-			return d, ErrNotFound
-		}
-		return d, fmt.Errorf("store: get decision %s: %w", requestID, err)
+	var reason *string
+	if err := row.Scan(&d.RequestID, &d.ItemID, &d.UserID, &d.Qty, &outcome, &reason, &d.DecidedAt); err != nil {
+		return d, err
 	}
 	d.Outcome = Outcome(outcome)
 	if reason != nil {
@@ -80,30 +75,57 @@ func GetDecision(ctx context.Context, q Querier, requestID string) (Decision, er
 	return d, nil
 }
 
-// DecidedAmong returns the decisions that already exist among ids.
+// GetDecision reads the decision of one request; ErrNotFound if undecided.
+func GetDecision(ctx context.Context, q Querier, requestID string) (Decision, error) {
+	d, err := scanDecision(q.QueryRowContext(ctx, "SELECT "+decisionCols+" FROM request_outcomes WHERE request_id = ?", requestID))
+	if err != nil {
+		if isNoRows(err) {
+			return d, ErrNotFound
+		}
+		return d, fmt.Errorf("store: get decision %s: %w", requestID, err)
+	}
+	return d, nil
+}
+
+// DecidedAmong returns the outcomes that already exist among ids.
 func DecidedAmong(ctx context.Context, q Querier, ids []string) (map[string]Outcome, error) {
-	out := map[string]Outcome{}
+	ds, err := DecisionsAmong(ctx, q, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]Outcome, len(ds))
+	for id, d := range ds {
+		out[id] = d.Outcome
+	}
+	return out, nil
+}
+
+// DecisionsAmong returns the full decisions that already exist among ids.
+// Unlike DecidedAmong it carries user, qty and reason, which the writer needs
+// to replay the Redis side of a request decided by an earlier delivery whose
+// after-commit step may not have finished.
+func DecisionsAmong(ctx context.Context, q Querier, ids []string) (map[string]Decision, error) {
+	out := make(map[string]Decision, len(ids))
 	if len(ids) == 0 {
 		return out, nil
 	}
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		args[i] = id
-	}
 	rows, err := q.QueryContext(ctx,
-		"SELECT request_id, outcome FROM request_outcomes WHERE request_id IN ("+placeholders(len(ids))+")", args...)
+		"SELECT "+decisionCols+" FROM request_outcomes WHERE request_id IN ("+placeholders(len(ids))+")", strArgs(ids)...)
 	if err != nil {
-		return nil, fmt.Errorf("store: decided among: %w", err)
+		return nil, fmt.Errorf("store: decisions among: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var id, o string
-		if err := rows.Scan(&id, &o); err != nil {
-			return nil, fmt.Errorf("store: decided among: %w", err)
+		d, err := scanDecision(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: decisions among: %w", err)
 		}
-		out[id] = Outcome(o)
+		out[d.RequestID] = d
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: decisions among: %w", err)
+	}
+	return out, nil
 }
 
 // InsertDecisions writes many decisions in one multi-row INSERT. A duplicate
