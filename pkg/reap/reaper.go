@@ -27,10 +27,6 @@ type Config struct {
 	// StoreTimeout bounds one MySQL statement or Redis call; a transaction
 	// gets txCalls of them.
 	StoreTimeout time.Duration
-	// RestoreWorkers is how many Redis restores run at once after a batch
-	// commits (default 16): Redis answers in well under a millisecond, so the
-	// round trips, not Redis, bound a big backlog.
-	RestoreWorkers int
 }
 
 // txCalls is how many StoreTimeouts one batch transaction may take: it runs
@@ -63,9 +59,6 @@ type Reaper struct {
 
 // New returns a reaper on db and st.
 func New(db *sql.DB, st *stock.Store, log *slog.Logger, m *Metrics, cfg Config) *Reaper {
-	if cfg.RestoreWorkers <= 0 {
-		cfg.RestoreWorkers = 16
-	}
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = 500
 	}

@@ -25,12 +25,13 @@ func (s *Store) PutStatuses(ctx context.Context, entries []StatusEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	return s.pipelined(ctx, "stock: put statuses", func(p redis.Pipeliner) {
+	_, err := s.pipelined(ctx, "stock: put statuses", func(p redis.Pipeliner) {
 		for _, e := range entries {
 			statusPutScript.EvalSha(ctx, p, []string{KeysOf(e.ItemID).Status(e.RequestID)},
 				int(e.Rank), e.JSON, StatusTTL.Milliseconds())
 		}
 	})
+	return err
 }
 
 // ReleaseEntry is one reservation to release for ReleaseMany.
@@ -46,27 +47,56 @@ func (s *Store) ReleaseMany(ctx context.Context, entries []ReleaseEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	return s.pipelined(ctx, "stock: release many", func(p redis.Pipeliner) {
+	_, err := s.pipelined(ctx, "stock: release many", func(p redis.Pipeliner) {
 		for _, e := range entries {
-			k := KeysOf(e.ItemID)
-			extra, dropIdem := k.Stock, "0"
-			if e.Options.IdempotencyKey != "" {
-				extra, dropIdem = k.Idempotency(e.Options.UserID, e.Options.IdempotencyKey), "1"
-			}
-			releaseScript.EvalSha(ctx, p, []string{k.Stock, k.Buyers, k.Reservations, extra},
-				e.RequestID, flag(e.Options.ReturnStock), flag(e.Options.RemoveBuyer), dropIdem)
+			keys, args := releaseCall(e.ItemID, e.RequestID, e.Options)
+			releaseScript.EvalSha(ctx, p, keys, args...)
 		}
 	})
+	return err
 }
 
-// pipelined runs the script calls fill queues. Scripts are idempotent, so
-// after a NOSCRIPT (Redis restarted, failover) they are loaded and the whole
-// pipeline is sent once more.
-func (s *Store) pipelined(ctx context.Context, op string, fill func(redis.Pipeliner)) error {
+// RestoreEntry is one cancelled order for RestoreMany.
+type RestoreEntry struct {
+	ItemID  int64
+	OrderID int64
+	Qty     int
+}
+
+// RestoreMany gives many cancelled orders' qty back in one round trip, each
+// exactly once (as Restore), and returns each one's result in order.
+func (s *Store) RestoreMany(ctx context.Context, entries []RestoreEntry) ([]RestoreResult, error) {
+	if len(entries) == 0 {
+		return nil, nil
+	}
+	cmds, err := s.pipelined(ctx, "stock: restore many", func(p redis.Pipeliner) {
+		for _, e := range entries {
+			k := KeysOf(e.ItemID)
+			restoreScript.EvalSha(ctx, p, []string{k.Stock, k.RestoreGuard(e.OrderID)}, e.Qty, RestoreGuardTTL.Milliseconds())
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]RestoreResult, len(cmds))
+	for i, c := range cmds {
+		n, err := c.(*redis.Cmd).Int()
+		if err != nil {
+			return nil, unavailable("stock: restore many", err)
+		}
+		out[i] = RestoreResult(n)
+	}
+	return out, nil
+}
+
+// pipelined runs the script calls fill queues and returns their commands.
+// Scripts are idempotent, so after a NOSCRIPT (Redis restarted, failover)
+// they are loaded and the whole pipeline is sent once more.
+func (s *Store) pipelined(ctx context.Context, op string, fill func(redis.Pipeliner)) ([]redis.Cmder, error) {
 	for attempt := 0; ; attempt++ {
 		cmds, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { fill(p); return nil })
 		if err == nil {
-			return nil
+			return cmds, nil
 		}
 		noScript := false
 		for _, c := range cmds {
@@ -75,10 +105,10 @@ func (s *Store) pipelined(ctx context.Context, op string, fill func(redis.Pipeli
 			}
 		}
 		if !noScript || attempt > 0 {
-			return unavailable(op, err)
+			return nil, unavailable(op, err)
 		}
 		if err := LoadScripts(ctx, s.rdb); err != nil {
-			return unavailable(op, err)
+			return nil, unavailable(op, err)
 		}
 	}
 }

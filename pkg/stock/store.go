@@ -129,17 +129,23 @@ type ReleaseOptions struct {
 // Release undoes one reservation at most once; it reports whether this call
 // did it (false: already released or settled).
 func (s *Store) Release(ctx context.Context, itemID int64, requestID string, o ReleaseOptions) (bool, error) {
-	k := KeysOf(itemID)
-	extra, dropIdem := k.Stock, "0"
-	if o.IdempotencyKey != "" {
-		extra, dropIdem = k.Idempotency(o.UserID, o.IdempotencyKey), "1"
-	}
-	n, err := releaseScript.Run(ctx, s.rdb, []string{k.Stock, k.Buyers, k.Reservations, extra},
-		requestID, flag(o.ReturnStock), flag(o.RemoveBuyer), dropIdem).Int()
+	keys, args := releaseCall(itemID, requestID, o)
+	n, err := releaseScript.Run(ctx, s.rdb, keys, args...).Int()
 	if err != nil {
 		return false, unavailable("stock: release", err)
 	}
 	return n == 1, nil
+}
+
+// releaseCall builds release.lua's keys and arguments; see its header.
+func releaseCall(itemID int64, requestID string, o ReleaseOptions) ([]string, []any) {
+	k := KeysOf(itemID)
+	extra, dropIdem := k.Stock, "0" // a key of the same slot, never touched when unused
+	if o.IdempotencyKey != "" {
+		extra, dropIdem = k.Idempotency(o.UserID, o.IdempotencyKey), "1"
+	}
+	return []string{k.Stock, k.Buyers, k.Reservations, extra},
+		[]any{requestID, flag(o.ReturnStock), flag(o.RemoveBuyer), dropIdem}
 }
 
 // Settle drops the reservations of requests that became orders.
