@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/segmentio/kafka-go"
 )
@@ -43,24 +44,47 @@ func EnsureTopics(ctx context.Context, brokers []string, specs []TopicSpec) erro
 	return nil
 }
 
-// Ping checks that a broker answers a metadata request.
+// Ping checks that a broker answers a metadata request, within ctx: the
+// dial honours ctx, and so does the request, whose connection gets ctx's
+// deadline and is cut when ctx is cancelled (kafka-go's Conn has no context
+// of its own, so a SIGSTOPped broker that accepted the connection would
+// otherwise hold the caller and its socket forever). Brokers are tried in
+// turn, so one silent broker can use up the whole of ctx.
 func Ping(ctx context.Context, brokers []string) error {
 	var d kafka.Dialer
 	var errs []error
 	for _, b := range brokers {
-		conn, err := d.DialContext(ctx, "tcp", b)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		_, err = conn.Brokers()
-		conn.Close()
+		err := pingOne(ctx, &d, b)
 		if err == nil {
 			return nil
 		}
 		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
 	}
 	return fmt.Errorf("queue: no broker answered: %w", errors.Join(errs...))
+}
+
+func pingOne(ctx context.Context, d *kafka.Dialer, broker string) error {
+	conn, err := d.DialContext(ctx, "tcp", broker)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	}
+	// A deadline in the past fails the pending read at once.
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	if _, err := conn.Brokers(); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s: %w (%w)", broker, ctx.Err(), err)
+		}
+		return fmt.Errorf("%s: %w", broker, err)
+	}
+	return nil
 }
 
 // Lag returns, per partition of topic, how many messages the group has not
