@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"strconv"
 
@@ -30,7 +31,10 @@ func bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // decodeStrict reads one JSON object into dst: unknown fields, wrong types,
-// trailing data and oversized bodies are 400s.
+// trailing data and oversized bodies are 400s; a body not declared
+// application/json is a 415, so a form or a text/plain post (what a
+// cross-site page can send without a CORS preflight) is never admitted.
+// An empty body is a 400 whatever its type: there is no content to refuse.
 func decodeStrict(c echo.Context, dst any) error {
 	raw, err := io.ReadAll(c.Request().Body)
 	var tooBig *http.MaxBytesError
@@ -39,6 +43,9 @@ func decodeStrict(c echo.Context, dst any) error {
 	}
 	if err != nil {
 		return badRequest("bad_body", "could not read the request body")
+	}
+	if len(raw) > 0 && !declaredJSON(c.Request().Header.Get(echo.HeaderContentType)) {
+		return newErr(http.StatusUnsupportedMediaType, "unsupported_media_type", "the request body must be sent as Content-Type: application/json")
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -49,6 +56,13 @@ func decodeStrict(c echo.Context, dst any) error {
 		return badRequest("invalid_json", "unexpected data after the JSON object")
 	}
 	return nil
+}
+
+// declaredJSON reports whether a Content-Type value is application/json,
+// with or without parameters (charset=utf-8), in any case.
+func declaredJSON(ctype string) bool {
+	mt, _, err := mime.ParseMediaType(ctype)
+	return err == nil && mt == echo.MIMEApplicationJSON
 }
 
 // jsonProblem turns a decoder error into a message safe to show: it names
