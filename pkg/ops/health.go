@@ -3,45 +3,165 @@ package ops
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
 )
 
-// Check reports whether one dependency is reachable.
+// Check reports whether one dependency is reachable. It should honour ctx;
+// readiness answers on time even when it does not.
 type Check func(ctx context.Context) error
 
-// Readiness runs named checks concurrently with a timeout.
+// DefaultReadinessCache is how long one readiness result answers every probe
+// when Readiness.CacheFor is zero.
+const DefaultReadinessCache = time.Second
+
+// Readiness describes a deployable's readiness: named checks, run
+// concurrently, each bounded by Timeout.
 type Readiness struct {
 	Timeout time.Duration
 	Checks  map[string]Check
+	// CacheFor is how long one result answers every probe (0 means
+	// DefaultReadinessCache, negative means never cached), so a burst of
+	// probes costs the dependencies one round of checks, not one per probe.
+	CacheFor time.Duration
 }
 
-// Run returns each check's error text ("" = ok) and whether all passed.
-func (r Readiness) Run(ctx context.Context) (map[string]string, bool) {
-	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
-	defer cancel()
-	out := make(map[string]string, len(r.Checks))
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	ok := true
-	for name, c := range r.Checks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := c(ctx)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				out[name] = err.Error()
-				ok = false
-			} else {
-				out[name] = "ok"
-			}
-		}()
+// prober runs one Readiness for every probe of a handler, singleflight
+// style: at most one round of checks is in flight, and a probe that arrives
+// during it waits for it rather than starting another; at most one run of
+// each check is in flight, and a round joins a run still going from an
+// earlier round. So a check that ignores its context (a driver call with no
+// deadline against a SIGSTOPped server) costs one goroutine, not one per
+// probe, and every probe still answers within the timeout.
+type prober struct {
+	r        Readiness
+	cacheFor time.Duration
+
+	mu       sync.Mutex
+	inflight map[string]*flight
+	round    *round  // the round in flight, nil if none
+	last     *report // the last round's result, nil before the first
+}
+
+// flight is one run of one check; err is set before done is closed.
+type flight struct {
+	done chan struct{}
+	err  error
+}
+
+// round is one collection of every check's result; rep is set before done
+// is closed.
+type round struct {
+	done chan struct{}
+	rep  *report
+}
+
+// report is one round's result. Its map is shared by every probe it answers
+// and never written after the round ends.
+type report struct {
+	checks map[string]string
+	ok     bool
+	at     time.Time
+}
+
+func newProber(r Readiness) *prober {
+	c := r.CacheFor
+	if c == 0 {
+		c = DefaultReadinessCache
 	}
-	wg.Wait()
-	return out, ok
+	return &prober{r: r, cacheFor: c, inflight: map[string]*flight{}}
+}
+
+// run returns each check's result text ("ok" or the error) and whether all
+// passed: the cached result if it is fresh, else the result of the round in
+// flight or of a new one, within r.Timeout whatever the checks do. If ctx
+// ends first it returns nil, false (the caller has gone).
+func (p *prober) run(ctx context.Context) (map[string]string, bool) {
+	p.mu.Lock()
+	if l := p.last; l != nil && p.cacheFor > 0 && time.Since(l.at) < p.cacheFor {
+		p.mu.Unlock()
+		return l.checks, l.ok
+	}
+	rd := p.round
+	if rd == nil {
+		rd = p.startRound(ctx)
+	}
+	p.mu.Unlock()
+	select {
+	case <-rd.done:
+		return rd.rep.checks, rd.rep.ok
+	case <-ctx.Done():
+		return nil, false
+	}
+}
+
+// startRound starts a round, detached from the probe that started it (the
+// probes that join it may outlive that one, and its result is cached), that
+// ends r.Timeout after it starts at the latest. Called with p.mu held.
+func (p *prober) startRound(ctx context.Context) *round {
+	rd := &round{done: make(chan struct{})}
+	p.round = rd
+	ctx = context.WithoutCancel(ctx)
+	flights := make(map[string]*flight, len(p.r.Checks))
+	for name, c := range p.r.Checks {
+		f := p.inflight[name]
+		if f == nil {
+			f = p.startCheck(ctx, name, c)
+		}
+		flights[name] = f
+	}
+	go func() {
+		timer := time.NewTimer(p.r.Timeout)
+		defer timer.Stop()
+		expired := false
+		out := make(map[string]string, len(flights))
+		ok := true
+		for name, f := range flights {
+			if !expired {
+				select {
+				case <-f.done:
+				case <-timer.C:
+					expired = true
+				}
+			}
+			select {
+			case <-f.done:
+				if f.err == nil {
+					out[name] = "ok"
+					continue
+				}
+				out[name] = f.err.Error()
+			default:
+				out[name] = fmt.Sprintf("no answer within %v", p.r.Timeout)
+			}
+			ok = false
+		}
+		rd.rep = &report{checks: out, ok: ok, at: time.Now()}
+		p.mu.Lock()
+		p.last, p.round = rd.rep, nil
+		p.mu.Unlock()
+		close(rd.done)
+	}()
+	return rd
+}
+
+// startCheck runs check c in the background, bounded by r.Timeout. Called
+// with p.mu held.
+func (p *prober) startCheck(ctx context.Context, name string, c Check) *flight {
+	f := &flight{done: make(chan struct{})}
+	p.inflight[name] = f
+	go func() {
+		cctx, cancel := context.WithTimeout(ctx, p.r.Timeout)
+		defer cancel()
+		f.err = c(cctx)
+		close(f.done)
+		p.mu.Lock()
+		delete(p.inflight, name)
+		p.mu.Unlock()
+	}()
+	return f
 }
 
 // LivenessHandler answers 200 while the process runs.
@@ -53,11 +173,15 @@ func LivenessHandler() http.Handler {
 }
 
 // ReadinessHandler answers 200 when every check passes, else 503, with the
-// per-dependency results as JSON.
+// per-dependency results as JSON, within r.Timeout; results are cached for
+// r.CacheFor. Build it once per listener: the cache and the in-flight
+// checks belong to the handler.
 func ReadinessHandler(r Readiness) http.Handler {
+	p := newProber(r)
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		res, ok := r.Run(req.Context())
+		res, ok := p.run(req.Context())
 		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
 		status := "ok"
 		if !ok {
 			status = "unavailable"
