@@ -1,7 +1,7 @@
 // Command reaper cancels UNPAID orders after the payment window and gives
 // their stock back to MySQL and Redis exactly once, and voids orphaned Redis
 // reservations through the arbiter. Run as many replicas as you like: they
-// share the work through SKIP LOCKED claims and per-order Redis guards.
+// share the work through SKIP LOCKED claims and per-request Redis guards.
 package main
 
 import (

@@ -56,11 +56,12 @@ func (s *Store) ReleaseMany(ctx context.Context, entries []ReleaseEntry) error {
 	return err
 }
 
-// RestoreEntry is one cancelled order for RestoreMany.
+// RestoreEntry is one cancelled order for RestoreMany and
+// ExpireRestoreGuards.
 type RestoreEntry struct {
-	ItemID  int64
-	OrderID int64
-	Qty     int
+	ItemID    int64
+	RequestID string
+	Qty       int
 }
 
 // RestoreMany gives many cancelled orders' qty back in one round trip, each
@@ -72,7 +73,7 @@ func (s *Store) RestoreMany(ctx context.Context, entries []RestoreEntry) ([]Rest
 	cmds, err := s.pipelined(ctx, "stock: restore many", func(p redis.Pipeliner) {
 		for _, e := range entries {
 			k := KeysOf(e.ItemID)
-			restoreScript.EvalSha(ctx, p, []string{k.Stock, k.RestoreGuard(e.OrderID)}, e.Qty, RestoreGuardTTL.Milliseconds())
+			restoreScript.EvalSha(ctx, p, []string{k.Stock, k.RestoreGuard(e.RequestID)}, e.Qty)
 		}
 	})
 	if err != nil {
@@ -87,6 +88,28 @@ func (s *Store) RestoreMany(ctx context.Context, entries []RestoreEntry) ([]Rest
 		out[i] = RestoreResult(n)
 	}
 	return out, nil
+}
+
+// ExpireRestoreGuards gives the guards of restores that MySQL has marked
+// applied their MarkedGuardTTL, in one round trip. Call it only after the
+// mark committed: an unmarked record may be re-applied at any later time,
+// and its guard must still be there then. A guard this never reaches (the
+// reaper died after the mark) stays without TTL: a few bytes kept, never a
+// wrong answer, since no other request shares its name.
+func (s *Store) ExpireRestoreGuards(ctx context.Context, entries []RestoreEntry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, e := range entries {
+			p.PExpire(ctx, KeysOf(e.ItemID).RestoreGuard(e.RequestID), MarkedGuardTTL)
+		}
+		return nil
+	})
+	if err != nil {
+		return unavailable("stock: expire restore guards", err)
+	}
+	return nil
 }
 
 // pipelined runs the script calls fill queues and returns their commands.

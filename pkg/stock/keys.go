@@ -42,9 +42,12 @@ func (k Keys) UserRate(userID int64) string {
 	return fmt.Sprintf("%srl:%d", prefix(k.ItemID), userID)
 }
 
-// RestoreGuard marks that a cancelled order's qty came back to Redis.
-func (k Keys) RestoreGuard(orderID int64) string {
-	return fmt.Sprintf("%srestored:%d", prefix(k.ItemID), orderID)
+// RestoreGuard marks that the qty of the cancelled order of requestID came
+// back to Redis. It is named by request id, never by the AUTO_INCREMENT order
+// id: a MySQL restored or reset without Redis hands old order ids out again,
+// and an old guard must not swallow a new order's restore.
+func (k Keys) RestoreGuard(requestID string) string {
+	return prefix(k.ItemID) + "restored:" + requestID
 }
 
 // Status is the cached buyer-visible status of one request.

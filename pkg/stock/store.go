@@ -11,9 +11,13 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// RestoreGuardTTL is how long a restore guard is kept: far longer than any
-// reaper retry loop can take to re-apply a restore.
-const RestoreGuardTTL = 7 * 24 * time.Hour
+// MarkedGuardTTL is how long a restore guard is kept once MySQL marked its
+// record applied (ExpireRestoreGuards). Until then it has no TTL. It must
+// exceed the longest time a reaper may take between reading a record as
+// pending and its restore reaching Redis (one read and one restore call,
+// each bounded by the store timeout, seconds): a slower replica that read
+// the record before another one marked it still finds the guard.
+const MarkedGuardTTL = time.Hour
 
 // Store runs the stock operations on Redis (a single node or a Cluster).
 type Store struct {
@@ -173,11 +177,11 @@ const (
 	RestoreNoStock RestoreResult = -1 // Redis has no state for the item; warm rebuilds it from MySQL
 )
 
-// Restore gives a cancelled order's qty back to Redis exactly once.
-func (s *Store) Restore(ctx context.Context, itemID, orderID int64, qty int) (RestoreResult, error) {
+// Restore gives the qty of requestID's cancelled order back to Redis exactly
+// once. Its guard has no TTL until ExpireRestoreGuards, after the mark.
+func (s *Store) Restore(ctx context.Context, itemID int64, requestID string, qty int) (RestoreResult, error) {
 	k := KeysOf(itemID)
-	n, err := restoreScript.Run(ctx, s.rdb, []string{k.Stock, k.RestoreGuard(orderID)},
-		qty, RestoreGuardTTL.Milliseconds()).Int()
+	n, err := restoreScript.Run(ctx, s.rdb, []string{k.Stock, k.RestoreGuard(requestID)}, qty).Int()
 	if err != nil {
 		return 0, unavailable("stock: restore", err)
 	}
@@ -315,9 +319,10 @@ type Snapshot struct {
 	PerUserLimit int
 	// Buyers are the users holding an order (any status) for the item.
 	Buyers []int64
-	// UnappliedRestores are orders whose MySQL restore Redis has not seen:
-	// Stock already counts them, so their guards are set.
-	UnappliedRestores []int64
+	// UnappliedRestores are the request ids of cancelled orders whose MySQL
+	// restore Redis has not seen: Stock already counts them, so their guards
+	// are set (with no TTL: their records are unmarked).
+	UnappliedRestores []string
 	// MetaOnly refreshes the sale window and limit but keeps stock and buyers.
 	MetaOnly bool
 }
@@ -328,11 +333,11 @@ type Snapshot struct {
 func (s *Store) Warm(ctx context.Context, snap Snapshot) error {
 	k := KeysOf(snap.ItemID)
 	keys := []string{k.Stock, k.Meta, k.Buyers, k.Reservations}
-	for _, id := range snap.UnappliedRestores {
-		keys = append(keys, k.RestoreGuard(id))
+	for _, rid := range snap.UnappliedRestores {
+		keys = append(keys, k.RestoreGuard(rid))
 	}
 	args := []any{snap.Stock, snap.StartsAt.UnixMilli(), snap.EndsAt.UnixMilli(), snap.PerUserLimit,
-		RestoreGuardTTL.Milliseconds(), flag(snap.MetaOnly)}
+		0, flag(snap.MetaOnly)}
 	for _, b := range snap.Buyers {
 		args = append(args, b)
 	}

@@ -68,21 +68,23 @@ func countOrdersOf(ctx context.Context, q Querier, itemID int64) (int64, error) 
 	return n, nil
 }
 
-// UnappliedRestoresOf returns the orders of item whose stock came back in
-// MySQL but not yet in Redis (stock_restores.redis_applied_at IS NULL). A warm
-// copies MySQL stock, which already counts them, so it must mark them applied
-// in Redis or the reaper would give their qty back a second time (I5).
-// The reaper owns stock_restores; this only reads it.
-func UnappliedRestoresOf(ctx context.Context, q Querier, itemID int64) ([]int64, error) {
+// UnappliedRestoresOf returns the request ids of the cancelled orders of item
+// whose stock came back in MySQL but not yet in Redis
+// (stock_restores.redis_applied_at IS NULL). A warm copies MySQL stock, which
+// already counts them, so it must set their restore guards in Redis (named by
+// request id, as the reaper's) or the reaper would give their qty back a
+// second time (I5). The reaper owns stock_restores; this only reads it.
+func UnappliedRestoresOf(ctx context.Context, q Querier, itemID int64) ([]string, error) {
 	rows, err := q.QueryContext(ctx,
-		"SELECT order_id FROM stock_restores WHERE item_id = ? AND redis_applied_at IS NULL", itemID)
+		"SELECT o.request_id FROM stock_restores r JOIN orders o ON o.id = r.order_id"+
+			" WHERE r.item_id = ? AND r.redis_applied_at IS NULL", itemID)
 	if err != nil {
 		return nil, fmt.Errorf("store: unapplied restores of %d: %w", itemID, err)
 	}
 	defer rows.Close()
-	var ids []int64
+	var ids []string
 	for rows.Next() {
-		var id int64
+		var id string
 		if err := rows.Scan(&id); err != nil {
 			return nil, fmt.Errorf("store: unapplied restores of %d: %w", itemID, err)
 		}

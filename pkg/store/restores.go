@@ -34,7 +34,8 @@ func PendingRestores(ctx context.Context, q Querier, afterOrderID int64, limit i
 
 // MarkRestoresApplied records that Redis got these orders' qty back. Marking
 // twice (two replicas re-applying the same restore) is harmless: the Redis
-// side is guarded per order, and the first mark's time is kept.
+// side is guarded per request, and the first mark's time is kept. Only after
+// it committed may the Redis guards get a TTL (stock.ExpireRestoreGuards).
 func MarkRestoresApplied(ctx context.Context, q Querier, orderIDs []int64) error {
 	if len(orderIDs) == 0 {
 		return nil

@@ -6,7 +6,9 @@
 --           not seen: the snapshot already counts them, so they must not be
 --           applied again.
 -- ARGV[1] stock  ARGV[2] start_ms  ARGV[3] end_ms  ARGV[4] limit
--- ARGV[5] guard ttl (ms)  ARGV[6] "1" = meta only (stock and buyers kept)
+-- ARGV[5] unused: the guards get no TTL, since their records are unmarked
+--         (the reaper gives a guard its TTL after marking the record)
+-- ARGV[6] "1" = meta only (stock and buyers kept)
 -- ARGV[7..] buyer user ids
 -- Returns {"ok", pending} or {"pending", n}.
 local pending = redis.call("HLEN", KEYS[4])
@@ -23,6 +25,6 @@ for i = 7, #ARGV, 500 do
   redis.call("SADD", KEYS[3], unpack(ARGV, i, last))
 end
 for i = 5, #KEYS do
-  redis.call("SET", KEYS[i], "1", "PX", ARGV[5])
+  redis.call("SET", KEYS[i], "1")
 end
 return {"ok", "0"}
