@@ -38,7 +38,7 @@ func MeasureLua(ctx context.Context, rdb redis.UniversalClient, concurrency int,
 		k := stock.KeysOf(item)
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		_ = rdb.Del(dctx, k.Stock, k.Meta, k.Buyers, k.Reservations).Err()
+		_ = rdb.Del(dctx, k.Stock, k.Meta, k.Holders, k.Reservations).Err()
 	}()
 	rctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()

@@ -15,7 +15,7 @@ import (
 // metadata go through it.
 type FaultDialer struct {
 	mu      sync.Mutex
-	mode    int // 0 ok, 1 refuse, 2 stall
+	mode    int // 0 ok, 1 refuse, 2 stall, 3 stall replies only
 	changed chan struct{}
 	conns   map[*faultConn]struct{}
 	d       net.Dialer
@@ -71,6 +71,11 @@ func (f *FaultDialer) Cut() { f.set(1) }
 // timeouts, an ambiguous failure.
 func (f *FaultDialer) Stall() { f.set(2) }
 
+// LoseReplies lets every write through but makes every read hang: the
+// server runs each command and its reply is lost, the most ambiguous
+// failure a client can see (a slow server, a half-dead link).
+func (f *FaultDialer) LoseReplies() { f.set(3) }
+
 // Restore heals the dialer.
 func (f *FaultDialer) Restore() { f.set(0) }
 
@@ -94,11 +99,12 @@ func (c *faultConn) closedCh() chan struct{} {
 	return c.closed
 }
 
-// hold blocks while the dialer is stalled, until restore, close or deadline.
-func (c *faultConn) hold(deadline func() time.Time) error {
+// hold blocks while the dialer stalls this direction (reads stall in modes
+// 2 and 3, writes in mode 2), until restore, close or deadline.
+func (c *faultConn) hold(read bool, deadline func() time.Time) error {
 	for {
 		mode, changed := c.f.state()
-		if mode != 2 {
+		if mode != 2 && !(read && mode == 3) {
 			return nil
 		}
 		var timer <-chan time.Time
@@ -118,14 +124,14 @@ func (c *faultConn) hold(deadline func() time.Time) error {
 }
 
 func (c *faultConn) Read(b []byte) (int, error) {
-	if err := c.hold(func() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.rdl }); err != nil {
+	if err := c.hold(true, func() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.rdl }); err != nil {
 		return 0, err
 	}
 	return c.Conn.Read(b)
 }
 
 func (c *faultConn) Write(b []byte) (int, error) {
-	if err := c.hold(func() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.wdl }); err != nil {
+	if err := c.hold(false, func() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.wdl }); err != nil {
 		return 0, err
 	}
 	return c.Conn.Write(b)

@@ -105,8 +105,12 @@ func (c *Catalog) warm(ctx context.Context, tx *sql.Tx, it store.Item, metaOnly 
 		PerUserLimit: it.PerUserLimit, MetaOnly: metaOnly}
 	if !metaOnly {
 		var err error
-		if snap.Buyers, err = store.BuyersOf(ctx, tx, it.ID); err != nil {
+		holdings, err := store.BuyersOf(ctx, tx, it.ID)
+		if err != nil {
 			return err
+		}
+		for _, h := range holdings {
+			snap.Buyers = append(snap.Buyers, stock.Holder{UserID: h.UserID, RequestID: h.RequestID})
 		}
 		if snap.UnappliedRestores, err = store.UnappliedRestoresOf(ctx, tx, it.ID); err != nil {
 			return err

@@ -116,7 +116,7 @@ func TestDuplicateBuyer(t *testing.T) {
 	ctx := context.Background()
 	first := e.admit([]int64{7, 8})
 	// Redis forgets the buyers; they are admitted a second time.
-	if err := e.st.Client().SRem(ctx, stock.KeysOf(e.item).Buyers, 7, 8).Err(); err != nil {
+	if err := e.st.Client().HDel(ctx, stock.KeysOf(e.item).Holders, "7", "8").Err(); err != nil {
 		t.Fatal(err)
 	}
 	second := e.admit([]int64{7, 8})

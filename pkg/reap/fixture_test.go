@@ -78,7 +78,7 @@ func (e *env) newItem(total int64, orders []order) item {
 	if err != nil {
 		e.t.Fatalf("fixture: insert item: %v", err)
 	}
-	buyers := make([]int64, 0, len(orders))
+	buyers := make([]stock.Holder, 0, len(orders))
 	for start := 0; start < len(orders); start += 2000 {
 		end := min(start+2000, len(orders))
 		var sb strings.Builder
@@ -93,7 +93,7 @@ func (e *env) newItem(total int64, orders []order) item {
 			rid := fmt.Sprintf("r-%d-%d", it.ID, i)
 			it.Requests = append(it.Requests, rid)
 			args = append(args, rid, o.UserID, it.ID, o.Qty, o.ExpiresIn.Microseconds())
-			buyers = append(buyers, o.UserID)
+			buyers = append(buyers, stock.Holder{UserID: o.UserID, RequestID: rid})
 		}
 		if _, err := e.db.ExecContext(ctx, sb.String(), args...); err != nil {
 			e.t.Fatalf("fixture: insert orders: %v", err)

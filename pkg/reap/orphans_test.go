@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -37,7 +38,7 @@ func (e *env) admit(ctx context.Context, itemID, user int64, qty int, at time.Ti
 
 func (e *env) isBuyer(ctx context.Context, itemID, user int64) bool {
 	e.t.Helper()
-	ok, err := e.rdb.SIsMember(ctx, stock.KeysOf(itemID).Buyers, user).Result()
+	ok, err := e.rdb.HExists(ctx, stock.KeysOf(itemID).Holders, strconv.FormatInt(user, 10)).Result()
 	if err != nil {
 		e.t.Fatal(err)
 	}

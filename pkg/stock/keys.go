@@ -11,10 +11,13 @@ import "fmt"
 
 // Keys names the Redis keys of one item.
 type Keys struct {
-	ItemID       int64
-	Stock        string // string: units Redis may still admit
-	Meta         string // hash: start_ms, end_ms, limit
-	Buyers       string // set: user ids holding (or having held) this item
+	ItemID int64
+	Stock  string // string: units Redis may still admit
+	Meta   string // hash: start_ms, end_ms, limit
+	// Holders is a hash: user id -> the request id by which the user holds
+	// (or held) this item. It is the buyer mark (one order per buyer), and it
+	// lets a buyer who lost an answer find the request they hold.
+	Holders      string
 	Reservations string // hash: request id -> "user:qty:reserved_ms"
 }
 
@@ -25,7 +28,7 @@ func KeysOf(id int64) Keys {
 		ItemID:       id,
 		Stock:        p + "stock",
 		Meta:         p + "meta",
-		Buyers:       p + "buyers",
+		Holders:      p + "holders",
 		Reservations: p + "resv",
 	}
 }

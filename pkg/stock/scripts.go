@@ -28,9 +28,10 @@ var (
 	restoreScript   = mustScript("restore.lua")
 	statusPutScript = mustScript("status_put.lua")
 	warmScript      = mustScript("warm.lua")
+	ackScript       = mustScript("ack.lua")
 )
 
-var allScripts = []*redis.Script{admitScript, releaseScript, settleScript, restoreScript, statusPutScript, warmScript}
+var allScripts = []*redis.Script{admitScript, releaseScript, settleScript, restoreScript, statusPutScript, warmScript, ackScript}
 
 // LoadScripts loads every script once at start-up so the first requests do
 // not pay for EVAL. It is an optimisation: NOSCRIPT is handled on every call.

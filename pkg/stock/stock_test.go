@@ -130,7 +130,7 @@ func TestIdempotencyReplayAdmitsOnce(t *testing.T) {
 			switch r := admit(t, s, item, 42, 1, "same-key"); r.Code {
 			case stock.Admitted:
 				admitted.Add(1)
-			case stock.Replay:
+			case stock.ReplayUnacked: // nobody acked the first publish in this test
 				replays.Add(1)
 			default:
 				t.Errorf("unexpected %+v", r)
@@ -203,7 +203,7 @@ func TestWarmRefusesWhilePendingAndGuardsRestores(t *testing.T) {
 	admit(t, s, item, 1, 1, "")
 	now := time.Now()
 	snap := stock.Snapshot{ItemID: item, Stock: 10, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), PerUserLimit: 1,
-		Buyers: []int64{5, 6}, UnappliedRestores: []string{"r-77"}}
+		Buyers: []stock.Holder{{UserID: 5, RequestID: "r-5"}, {UserID: 6, RequestID: "r-6"}}, UnappliedRestores: []string{"r-77"}}
 	if err := s.Warm(ctx, snap); !errors.Is(err, stock.ErrPending) {
 		t.Fatalf("warm with pending reservation: %v", err)
 	}

@@ -39,14 +39,20 @@ type AdmitCode string
 
 // Admission verdicts; see lua/admit.lua.
 const (
-	Admitted    AdmitCode = "ok"
-	Replay      AdmitCode = "replay"
-	Unknown     AdmitCode = "unknown"
-	NotActive   AdmitCode = "not_active"
-	OverLimit   AdmitCode = "over_limit"
-	RateLimited AdmitCode = "rate_limited"
-	Already     AdmitCode = "already"
-	SoldOut     AdmitCode = "sold_out"
+	Admitted AdmitCode = "ok"
+	Replay   AdmitCode = "replay"
+	// ReplayUnacked: the Idempotency-Key's first request is reserved but
+	// nobody recorded that Kafka acknowledged it (still publishing, or its
+	// ingress died): not a 202.
+	ReplayUnacked AdmitCode = "replay_unacked"
+	Unknown       AdmitCode = "unknown"
+	NotActive     AdmitCode = "not_active"
+	OverLimit     AdmitCode = "over_limit"
+	RateLimited   AdmitCode = "rate_limited"
+	Already       AdmitCode = "already"
+	SoldOut       AdmitCode = "sold_out"
+	// Late: the script ran after AdmitRequest.Deadline and did nothing.
+	Late AdmitCode = "late"
 )
 
 // AdmitRequest is one buyer's attempt.
@@ -58,6 +64,9 @@ type AdmitRequest struct {
 	// Now is informational: the script judges the sale window and stamps the
 	// reservation with the Redis server's TIME.
 	Now time.Time
+	// Deadline, when set, is when the caller stops waiting for the reply;
+	// a copy of the call that runs later does nothing (Late).
+	Deadline time.Time
 	// UserRatePerSec is the per-user limit for this item (0 = off).
 	UserRatePerSec int
 	// IdempotencyKey is the client's Idempotency-Key ("" = none).
@@ -70,7 +79,8 @@ type AdmitResult struct {
 	Code AdmitCode
 	// StockLeft is set for Admitted and SoldOut.
 	StockLeft int64
-	// RequestID is the first request's id for Replay.
+	// RequestID is the first request's id for Replay and ReplayUnacked, and
+	// the request by which the buyer holds the item for Already.
 	RequestID string
 	// RetryAfter is set for RateLimited.
 	RetryAfter time.Duration
@@ -78,7 +88,9 @@ type AdmitResult struct {
 	Limit int
 }
 
-// Admit runs the admission script: one round trip.
+// Admit runs the admission script: one round trip. The script is idempotent
+// per r.RequestID, so the client's retry of a command whose reply was lost
+// answers Admitted again without taking stock twice.
 func (s *Store) Admit(ctx context.Context, r AdmitRequest) (AdmitResult, error) {
 	k := KeysOf(r.ItemID)
 	idemKey, hasIdem := k.Stock, "0" // a key of the same slot, never read when unused
@@ -90,8 +102,8 @@ func (s *Store) Admit(ctx context.Context, r AdmitRequest) (AdmitResult, error) 
 		rateKey = k.UserRate(r.UserID)
 	}
 	res, err := admitScript.Run(ctx, s.rdb,
-		[]string{k.Stock, k.Meta, k.Buyers, k.Reservations, idemKey, rateKey},
-		r.UserID, r.Qty, r.RequestID, r.Now.UnixMilli(), r.UserRatePerSec,
+		[]string{k.Stock, k.Meta, k.Holders, k.Reservations, idemKey, rateKey},
+		r.UserID, r.Qty, r.RequestID, deadlineMs(r.Deadline), r.UserRatePerSec,
 		r.IdempotencyTTL.Milliseconds(), hasIdem,
 	).StringSlice()
 	if err != nil {
@@ -104,18 +116,25 @@ func (s *Store) Admit(ctx context.Context, r AdmitRequest) (AdmitResult, error) 
 	switch out.Code {
 	case Admitted, SoldOut:
 		out.StockLeft, _ = strconv.ParseInt(res[1], 10, 64)
-	case Replay:
+	case Replay, ReplayUnacked, Already:
 		out.RequestID = res[1]
 	case RateLimited:
 		ms, _ := strconv.ParseInt(res[1], 10, 64)
 		out.RetryAfter = time.Duration(max(ms, 1)) * time.Millisecond
 	case OverLimit:
 		out.Limit, _ = strconv.Atoi(res[1])
-	case Unknown, NotActive, Already:
+	case Unknown, NotActive, Late:
 	default:
 		return AdmitResult{}, fmt.Errorf("stock: admit: unknown verdict %q", res[0])
 	}
 	return out, nil
+}
+
+func deadlineMs(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
 }
 
 // ReleaseOptions says what a release gives back.
@@ -148,7 +167,7 @@ func releaseCall(itemID int64, requestID string, o ReleaseOptions) ([]string, []
 	if o.IdempotencyKey != "" {
 		extra, dropIdem = k.Idempotency(o.UserID, o.IdempotencyKey), "1"
 	}
-	return []string{k.Stock, k.Buyers, k.Reservations, extra},
+	return []string{k.Stock, k.Holders, k.Reservations, extra},
 		[]any{requestID, flag(o.ReturnStock), flag(o.RemoveBuyer), dropIdem}
 }
 
@@ -250,14 +269,19 @@ func (s *Store) ScanReservations(ctx context.Context, itemID int64, fn func(Rese
 
 // State is an item's Redis state, for audits and the public view.
 type State struct {
-	Warmed       bool
-	Stock        int64
-	Buyers       int64
-	Pending      int64 // reservations
-	PendingQty   int64
-	StartsAt     time.Time
-	EndsAt       time.Time
-	PerUserLimit int
+	Warmed     bool
+	Stock      int64
+	Buyers     int64
+	Pending    int64 // reservations
+	PendingQty int64
+	// OldestReservedAt is when the oldest pending reservation was made, by
+	// Redis' clock (zero with none): the orphan sweep voids it once it is
+	// older than the grace, so its age says how close buyers are to losing
+	// a 202 to a stuck pipeline.
+	OldestReservedAt time.Time
+	StartsAt         time.Time
+	EndsAt           time.Time
+	PerUserLimit     int
 }
 
 // Stock returns the Redis stock of an item and whether the item is warmed.
@@ -279,7 +303,7 @@ func (s *Store) ReadState(ctx context.Context, itemID int64) (State, error) {
 	pipe := s.rdb.Pipeline()
 	stockCmd := pipe.Get(ctx, k.Stock)
 	metaCmd := pipe.HMGet(ctx, k.Meta, "start_ms", "end_ms", "limit")
-	buyersCmd := pipe.SCard(ctx, k.Buyers)
+	buyersCmd := pipe.HLen(ctx, k.Holders)
 	pendCmd := pipe.HLen(ctx, k.Reservations)
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return State{}, unavailable("stock: read state", err)
@@ -301,6 +325,9 @@ func (s *Store) ReadState(ctx context.Context, itemID int64) (State, error) {
 	if st.Pending > 0 {
 		err := s.ScanReservations(ctx, itemID, func(r Reservation) error {
 			st.PendingQty += int64(r.Qty)
+			if st.OldestReservedAt.IsZero() || r.ReservedAt.Before(st.OldestReservedAt) {
+				st.OldestReservedAt = r.ReservedAt
+			}
 			return nil
 		})
 		if err != nil {
@@ -317,8 +344,9 @@ type Snapshot struct {
 	StartsAt     time.Time
 	EndsAt       time.Time
 	PerUserLimit int
-	// Buyers are the users holding an order (any status) for the item.
-	Buyers []int64
+	// Buyers are the users holding an order (any status) for the item, with
+	// the request id of that order.
+	Buyers []Holder
 	// UnappliedRestores are the request ids of cancelled orders whose MySQL
 	// restore Redis has not seen: Stock already counts them, so their guards
 	// are set (with no TTL: their records are unmarked).
@@ -332,14 +360,14 @@ type Snapshot struct {
 // item's stock key, when there is nothing left to protect).
 func (s *Store) Warm(ctx context.Context, snap Snapshot) error {
 	k := KeysOf(snap.ItemID)
-	keys := []string{k.Stock, k.Meta, k.Buyers, k.Reservations}
+	keys := []string{k.Stock, k.Meta, k.Holders, k.Reservations}
 	for _, rid := range snap.UnappliedRestores {
 		keys = append(keys, k.RestoreGuard(rid))
 	}
 	args := []any{snap.Stock, snap.StartsAt.UnixMilli(), snap.EndsAt.UnixMilli(), snap.PerUserLimit,
 		0, flag(snap.MetaOnly)}
 	for _, b := range snap.Buyers {
-		args = append(args, b)
+		args = append(args, b.UserID, b.RequestID)
 	}
 	res, err := warmScript.Run(ctx, s.rdb, keys, args...).StringSlice()
 	if err != nil {
@@ -358,31 +386,41 @@ func flag(b bool) string {
 	return "0"
 }
 
-// ErrTooMany is returned by Buyers when the set is larger than asked for.
-var ErrTooMany = errors.New("stock: set larger than the limit")
+// Holder is one buyer mark: the user and the request by which they hold
+// the item.
+type Holder struct {
+	UserID    int64
+	RequestID string
+}
 
-// Buyers returns the item's buyer marks (users holding a reservation or an
-// order), or ErrTooMany when there are more than limit.
-func (s *Store) Buyers(ctx context.Context, itemID int64, limit int64) ([]int64, error) {
-	key := KeysOf(itemID).Buyers
-	n, err := s.rdb.SCard(ctx, key).Result()
+// HeldBy returns the request id by which user holds the item in Redis, if
+// any, and whether Redis has the item at all (a warmed item's buyer marks
+// are complete: warm copies every order holder from MySQL, and every
+// admission adds its own). One round trip.
+func (s *Store) HeldBy(ctx context.Context, itemID, userID int64) (rid string, held, warmed bool, err error) {
+	k := KeysOf(itemID)
+	var hget *redis.StringCmd
+	var exists *redis.IntCmd
+	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		hget = p.HGet(ctx, k.Holders, strconv.FormatInt(userID, 10))
+		exists = p.Exists(ctx, k.Stock)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return "", false, false, unavailable("stock: held by", err)
+	}
+	rid, herr := hget.Result()
+	return rid, herr == nil, exists.Val() == 1, nil
+}
+
+// Ack records on a keyed request's Idempotency-Key answer that Kafka
+// acknowledged its message, so a replay of the key may answer 202. It
+// reports false when the key no longer names requestID (expired, or
+// released after an abort).
+func (s *Store) Ack(ctx context.Context, itemID, userID int64, idempotencyKey, requestID string) (bool, error) {
+	n, err := ackScript.Run(ctx, s.rdb, []string{KeysOf(itemID).Idempotency(userID, idempotencyKey)}, requestID).Int()
 	if err != nil {
-		return nil, unavailable("stock: buyers", err)
+		return false, unavailable("stock: ack", err)
 	}
-	if n > limit {
-		return nil, fmt.Errorf("%w: %d buyers of item %d", ErrTooMany, n, itemID)
-	}
-	members, err := s.rdb.SMembers(ctx, key).Result()
-	if err != nil {
-		return nil, unavailable("stock: buyers", err)
-	}
-	out := make([]int64, 0, len(members))
-	for _, m := range members {
-		id, err := strconv.ParseInt(m, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("stock: malformed buyer %q of item %d", m, itemID)
-		}
-		out = append(out, id)
-	}
-	return out, nil
+	return n == 1, nil
 }

@@ -75,21 +75,28 @@ func ListItemIDs(ctx context.Context, q Querier) ([]int64, error) {
 	return ids, rows.Err()
 }
 
-// BuyersOf returns the users holding an order (any status) for item: the
-// buyer marks Redis must carry.
-func BuyersOf(ctx context.Context, q Querier, itemID int64) ([]int64, error) {
-	rows, err := q.QueryContext(ctx, "SELECT user_id FROM orders WHERE item_id = ?", itemID)
+// Holding is one buyer's order of an item, by request id: what Redis' buyer
+// mark (user id -> request id) must carry.
+type Holding struct {
+	UserID    int64
+	RequestID string
+}
+
+// BuyersOf returns the users holding an order (any status) for item, with
+// the request of that order: the buyer marks Redis must carry.
+func BuyersOf(ctx context.Context, q Querier, itemID int64) ([]Holding, error) {
+	rows, err := q.QueryContext(ctx, "SELECT user_id, request_id FROM orders WHERE item_id = ?", itemID)
 	if err != nil {
 		return nil, fmt.Errorf("store: buyers of %d: %w", itemID, err)
 	}
 	defer rows.Close()
-	var ids []int64
+	var out []Holding
 	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
+		var h Holding
+		if err := rows.Scan(&h.UserID, &h.RequestID); err != nil {
 			return nil, fmt.Errorf("store: buyers of %d: %w", itemID, err)
 		}
-		ids = append(ids, id)
+		out = append(out, h)
 	}
-	return ids, rows.Err()
+	return out, rows.Err()
 }

@@ -1,28 +1,62 @@
 -- admit.lua: the admission decision, atomically, in one round trip.
--- KEYS[1] stock   KEYS[2] meta   KEYS[3] buyers   KEYS[4] reservations
+-- KEYS[1] stock   KEYS[2] meta   KEYS[3] holders (hash user id -> request id)
+-- KEYS[4] reservations
 -- KEYS[5] idempotency key (only read/written when ARGV[7] == "1")
 -- KEYS[6] per-user rate window (only used when ARGV[5] > 0)
--- ARGV[1] user id   ARGV[2] qty   ARGV[3] request id   ARGV[4] unused (was the host's now)
+-- ARGV[1] user id   ARGV[2] qty   ARGV[3] request id
+-- ARGV[4] deadline, unix ms by the ingress host's clock (0 = none): past it
+--         the caller has given up waiting for this reply
+
 -- ARGV[5] per-user limit per second (0 = off)   ARGV[6] idempotency ttl (ms)
 -- ARGV[7] "1" when an Idempotency-Key was sent
 -- Returns {code, detail}:
 --   {"ok", stock_left}          admitted: stock taken, buyer marked, reserved
---   {"replay", request_id}      the Idempotency-Key was admitted before
+--                               (also when this very request id was admitted
+--                               before: a client retry after a lost reply)
+--   {"late", ""}                arrived after its deadline: nothing done
+--   {"replay", request_id}      the Idempotency-Key's first request was
+--                               published (acknowledged by Kafka)
+--   {"replay_unacked", request_id}  the Idempotency-Key's first request is
+--                               reserved but its publish was never confirmed
 --   {"unknown", ""}             item not warmed (or Redis lost its data)
 --   {"not_active", ""}          outside the sale window
 --   {"over_limit", limit}       qty above the per-user limit
 --   {"rate_limited", retry_ms}  per-user window exceeded
---   {"already", ""}             this user already holds this item
+--   {"already", request_id}     this user holds this item, by request_id
 --   {"sold_out", stock_left}    not enough stock left
+--
+-- Idempotent per request id: running it twice with the same ARGV[3] (go-redis
+-- resends a command after a read timeout) answers "ok" both times and takes
+-- stock once.
 local qty = tonumber(ARGV[2])
+local rid = ARGV[3]
 -- The sale window and the reservation's age are judged by Redis' own clock,
 -- one clock for every ingress replica and for the reaper's orphan sweep, so
 -- a skewed ingress host can neither open a sale early nor age a reservation.
 local t = redis.call("TIME")
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local held = redis.call("HGET", KEYS[3], ARGV[1])
+if held == rid then
+  if redis.call("HEXISTS", KEYS[4], rid) == 1 then
+    return {"ok", tostring(redis.call("GET", KEYS[1]) or "0")}
+  end
+  return {"replay", rid}
+end
+-- A copy of the command that reaches Redis after the caller gave up (a
+-- client retry, bytes left in a dead connection's buffer) must not reserve:
+-- the caller has already decided the request ABORTED and released whatever
+-- it could see. NTP keeps the two clocks far closer than the store timeout.
+local deadline = tonumber(ARGV[4])
+if deadline > 0 and now > deadline then return {"late", ""} end
 if ARGV[7] == "1" then
   local prev = redis.call("GET", KEYS[5])
-  if prev then return {"replay", prev} end
+  if prev then
+    -- "<request id>" until the publish was acknowledged, then "<request id>:a"
+    -- (ack.lua).
+    local first, acked = string.match(prev, "^([^:]+)(:?a?)$")
+    if acked == ":a" then return {"replay", first} end
+    return {"replay_unacked", first or prev}
+  end
 end
 local meta = redis.call("HMGET", KEYS[2], "start_ms", "end_ms", "limit")
 if not meta[1] then return {"unknown", ""} end
@@ -34,13 +68,13 @@ if rl > 0 then
   if n == 1 then redis.call("PEXPIRE", KEYS[6], 1000) end
   if n > rl then return {"rate_limited", tostring(redis.call("PTTL", KEYS[6]))} end
 end
-if redis.call("SISMEMBER", KEYS[3], ARGV[1]) == 1 then return {"already", ""} end
+if held then return {"already", held} end
 local stock = tonumber(redis.call("GET", KEYS[1]) or "0")
 if stock < qty then return {"sold_out", tostring(stock)} end
 local left = redis.call("DECRBY", KEYS[1], qty)
-redis.call("SADD", KEYS[3], ARGV[1])
-redis.call("HSET", KEYS[4], ARGV[3], ARGV[1] .. ":" .. ARGV[2] .. ":" .. tostring(now))
+redis.call("HSET", KEYS[3], ARGV[1], rid)
+redis.call("HSET", KEYS[4], rid, ARGV[1] .. ":" .. ARGV[2] .. ":" .. tostring(now))
 if ARGV[7] == "1" then
-  redis.call("SET", KEYS[5], ARGV[3], "PX", ARGV[6])
+  redis.call("SET", KEYS[5], rid, "PX", ARGV[6])
 end
 return {"ok", tostring(left)}

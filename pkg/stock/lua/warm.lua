@@ -1,7 +1,7 @@
 -- warm.lua: (re)build an item's Redis state from a MySQL snapshot.
 -- Refuses while reservations are pending, unless the stock key is gone
 -- (Redis lost its data, so there is nothing pending to protect).
--- KEYS[1] stock  KEYS[2] meta  KEYS[3] buyers  KEYS[4] reservations
+-- KEYS[1] stock  KEYS[2] meta  KEYS[3] holders (hash)  KEYS[4] reservations
 -- KEYS[5..] restore guards of orders whose restore MySQL holds but Redis has
 --           not seen: the snapshot already counts them, so they must not be
 --           applied again.
@@ -9,7 +9,7 @@
 -- ARGV[5] unused: the guards get no TTL, since their records are unmarked
 --         (the reaper gives a guard its TTL after marking the record)
 -- ARGV[6] "1" = meta only (stock and buyers kept)
--- ARGV[7..] buyer user ids
+-- ARGV[7..] pairs: buyer user id, the request id of the order they hold
 -- Returns {"ok", pending} or {"pending", n}.
 local pending = redis.call("HLEN", KEYS[4])
 if ARGV[6] ~= "1" and pending > 0 and redis.call("EXISTS", KEYS[1]) == 1 then
@@ -20,9 +20,9 @@ if ARGV[6] == "1" then return {"ok", tostring(pending)} end
 redis.call("SET", KEYS[1], ARGV[1])
 redis.call("DEL", KEYS[3])
 redis.call("DEL", KEYS[4])
-for i = 7, #ARGV, 500 do
-  local last = math.min(i + 499, #ARGV)
-  redis.call("SADD", KEYS[3], unpack(ARGV, i, last))
+for i = 7, #ARGV, 1000 do
+  local last = math.min(i + 999, #ARGV)
+  redis.call("HSET", KEYS[3], unpack(ARGV, i, last))
 end
 for i = 5, #KEYS do
   redis.call("SET", KEYS[i], "1")

@@ -1,0 +1,114 @@
+package stock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/reqid"
+	"github.com/flashsale-dev/flashsale/pkg/stock"
+)
+
+// A client that resends the admission script after a lost reply (go-redis
+// retries a command after a read timeout) must get its own reservation back,
+// not "already" for it, and take the stock once.
+func TestAdmitIdempotentPerRequestID(t *testing.T) {
+	t.Parallel()
+	s := stock.New(testenv.Redis(t))
+	ctx := context.Background()
+	item := warmItem(t, s, 5, 1)
+	for _, key := range []string{"", "k-1"} {
+		user := int64(len(key) + 1)
+		req := stock.AdmitRequest{ItemID: item, UserID: user, Qty: 1, RequestID: reqid.New(item, time.Now()),
+			IdempotencyKey: key, IdempotencyTTL: time.Minute}
+		for i := range 3 {
+			r, err := s.Admit(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Code != stock.Admitted {
+				t.Fatalf("key %q: attempt %d of the same request id answered %+v, want ok", key, i+1, r)
+			}
+		}
+	}
+	st, err := s.ReadState(ctx, item)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Stock != 3 || st.Pending != 2 || st.Buyers != 2 {
+		t.Fatalf("after 3 sends of 2 requests: %+v, want stock 3, 2 pending, 2 buyers", st)
+	}
+}
+
+// "already" names the request that holds the item, so the buyer can poll it.
+func TestAlreadyNamesTheHoldingRequest(t *testing.T) {
+	t.Parallel()
+	s := stock.New(testenv.Redis(t))
+	ctx := context.Background()
+	item := warmItem(t, s, 5, 1)
+	first := stock.AdmitRequest{ItemID: item, UserID: 9, Qty: 1, RequestID: reqid.New(item, time.Now())}
+	if r, err := s.Admit(ctx, first); err != nil || r.Code != stock.Admitted {
+		t.Fatalf("first: %+v %v", r, err)
+	}
+	r := admit(t, s, item, 9, 1, "")
+	if r.Code != stock.Already || r.RequestID != first.RequestID {
+		t.Fatalf("second attempt: %+v, want already naming %s", r, first.RequestID)
+	}
+	rid, held, warmed, err := s.HeldBy(ctx, item, 9)
+	if err != nil || !held || !warmed || rid != first.RequestID {
+		t.Fatalf("HeldBy: %q %v %v %v", rid, held, warmed, err)
+	}
+	if _, held, _, _ := s.HeldBy(ctx, item, 10); held {
+		t.Fatal("user 10 holds nothing")
+	}
+}
+
+// A copy of the call that reaches Redis after the caller gave up does
+// nothing, so the caller's release after its deadline is final.
+func TestAdmitAfterDeadlineDoesNothing(t *testing.T) {
+	t.Parallel()
+	s := stock.New(testenv.Redis(t))
+	ctx := context.Background()
+	item := warmItem(t, s, 5, 1)
+	r, err := s.Admit(ctx, stock.AdmitRequest{ItemID: item, UserID: 1, Qty: 1, RequestID: reqid.New(item, time.Now()),
+		Deadline: time.Now().Add(-time.Second)})
+	if err != nil || r.Code != stock.Late {
+		t.Fatalf("late copy: %+v %v", r, err)
+	}
+	if st, _ := s.ReadState(ctx, item); st.Stock != 5 || st.Pending != 0 || st.Buyers != 0 {
+		t.Fatalf("late copy changed state: %+v", st)
+	}
+}
+
+// A replay answers "replay" only after the first request's publish was
+// acknowledged (Ack); before that it says "replay_unacked".
+func TestReplayOnlyAfterAck(t *testing.T) {
+	t.Parallel()
+	s := stock.New(testenv.Redis(t))
+	ctx := context.Background()
+	item := warmItem(t, s, 5, 1)
+	first := stock.AdmitRequest{ItemID: item, UserID: 3, Qty: 1, RequestID: reqid.New(item, time.Now()),
+		IdempotencyKey: "k", IdempotencyTTL: time.Minute}
+	if r, err := s.Admit(ctx, first); err != nil || r.Code != stock.Admitted {
+		t.Fatalf("first: %+v %v", r, err)
+	}
+	if r := admit(t, s, item, 3, 1, "k"); r.Code != stock.ReplayUnacked || r.RequestID != first.RequestID {
+		t.Fatalf("replay before the ack: %+v", r)
+	}
+	for range 2 { // idempotent
+		if ok, err := s.Ack(ctx, item, 3, "k", first.RequestID); err != nil || !ok {
+			t.Fatalf("ack: %v %v", ok, err)
+		}
+	}
+	if ok, _ := s.Ack(ctx, item, 3, "k", "someone-else"); ok {
+		t.Fatal("ack of another request id must not mark the key")
+	}
+	if r := admit(t, s, item, 3, 1, "k"); r.Code != stock.Replay || r.RequestID != first.RequestID {
+		t.Fatalf("replay after the ack: %+v", r)
+	}
+	ttl, err := s.Client().PTTL(ctx, stock.KeysOf(item).Idempotency(3, "k")).Result()
+	if err != nil || ttl <= 0 {
+		t.Fatalf("the ack must keep the key's TTL: %v %v", ttl, err)
+	}
+}
