@@ -22,7 +22,25 @@ func sign(t *testing.T, method jwt.SigningMethod, key any, c jwt.MapClaims) stri
 func TestVerify(t *testing.T) {
 	t.Parallel()
 	v := NewVerifier(secret)
+	iat := time.Now().Unix()
 	exp := time.Now().Add(time.Hour).Unix()
+	// claims returns a well-formed payload with the given changes; a nil
+	// value deletes the claim.
+	claims := func(kv ...any) jwt.MapClaims {
+		c := jwt.MapClaims{"sub": "1", "exp": exp, "iat": iat, "aud": DefaultAudience}
+		for i := 0; i < len(kv); i += 2 {
+			if kv[i+1] == nil {
+				delete(c, kv[i].(string))
+			} else {
+				c[kv[i].(string)] = kv[i+1]
+			}
+		}
+		return c
+	}
+	hs := func(c jwt.MapClaims) string { return "Bearer " + sign(t, jwt.SigningMethodHS256, []byte(secret), c) }
+	if _, err := v.FromHeader(hs(claims())); err != nil {
+		t.Fatalf("well-formed token refused: %v", err)
+	}
 	good, err := Sign(secret, 42, "", time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -35,30 +53,77 @@ func TestVerify(t *testing.T) {
 	if p, err := v.Verify(admin); err != nil || !p.Admin {
 		t.Fatalf("admin token: %+v %v", p, err)
 	}
-	none := sign(t, jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, jwt.MapClaims{"sub": "1", "exp": exp})
-	hs512 := sign(t, jwt.SigningMethodHS512, []byte(secret), jwt.MapClaims{"sub": "1", "exp": exp})
+	none := sign(t, jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, jwt.MapClaims{"sub": "1", "exp": exp, "iat": iat, "aud": DefaultAudience})
 	bad := map[string]string{
-		"alg none":      "Bearer " + none,
-		"alg HS512":     "Bearer " + hs512,
-		"wrong secret":  "Bearer " + sign(t, jwt.SigningMethodHS256, []byte("another-secret-0123456789"), jwt.MapClaims{"sub": "1", "exp": exp}),
-		"expired":       "Bearer " + sign(t, jwt.SigningMethodHS256, []byte(secret), jwt.MapClaims{"sub": "1", "exp": time.Now().Add(-time.Hour).Unix()}),
-		"no exp":        "Bearer " + sign(t, jwt.SigningMethodHS256, []byte(secret), jwt.MapClaims{"sub": "1"}),
-		"sub text":      "Bearer " + sign(t, jwt.SigningMethodHS256, []byte(secret), jwt.MapClaims{"sub": "bob", "exp": exp}),
-		"sub number":    "Bearer " + sign(t, jwt.SigningMethodHS256, []byte(secret), jwt.MapClaims{"sub": 5, "exp": exp}),
-		"sub overflow":  "Bearer " + sign(t, jwt.SigningMethodHS256, []byte(secret), jwt.MapClaims{"sub": "9223372036854775808", "exp": exp}),
-		"sub negative":  "Bearer " + sign(t, jwt.SigningMethodHS256, []byte(secret), jwt.MapClaims{"sub": "-3", "exp": exp}),
-		"sub zero":      "Bearer " + sign(t, jwt.SigningMethodHS256, []byte(secret), jwt.MapClaims{"sub": "0", "exp": exp}),
-		"sub plus":      "Bearer " + sign(t, jwt.SigningMethodHS256, []byte(secret), jwt.MapClaims{"sub": "+3", "exp": exp}),
-		"no sub":        "Bearer " + sign(t, jwt.SigningMethodHS256, []byte(secret), jwt.MapClaims{"exp": exp}),
-		"basic scheme":  "Basic " + good,
-		"empty":         "",
-		"bearer only":   "Bearer ",
-		"garbage":       "Bearer a.b.c",
-		"tampered body": "Bearer " + good[:len(good)-2] + "xx",
+		"alg none":          "Bearer " + none,
+		"alg HS512":         "Bearer " + sign(t, jwt.SigningMethodHS512, []byte(secret), claims()),
+		"wrong secret":      "Bearer " + sign(t, jwt.SigningMethodHS256, []byte("another-secret-0123456789"), claims()),
+		"expired":           hs(claims("exp", time.Now().Add(-time.Hour).Unix(), "iat", time.Now().Add(-2*time.Hour).Unix())),
+		"no exp":            hs(claims("exp", nil)),
+		"sub text":          hs(claims("sub", "bob")),
+		"sub number":        hs(claims("sub", 5)),
+		"sub overflow":      hs(claims("sub", "9223372036854775808")),
+		"sub negative":      hs(claims("sub", "-3")),
+		"sub zero":          hs(claims("sub", "0")),
+		"sub plus":          hs(claims("sub", "+3")),
+		"sub leading zero":  hs(claims("sub", "007")),
+		"no sub":            hs(claims("sub", nil)),
+		"no aud":            hs(claims("aud", nil)),
+		"wrong aud":         hs(claims("aud", "another-service")),
+		"wrong aud list":    hs(claims("aud", []string{"a", "b"})),
+		"no iat":            hs(claims("iat", nil)),
+		"iat in the future": hs(claims("iat", time.Now().Add(time.Hour).Unix(), "exp", time.Now().Add(2*time.Hour).Unix())),
+		"lifetime over cap": hs(claims("exp", time.Now().Add(DefaultMaxTTL+time.Hour).Unix())),
+		"year-long token":   hs(claims("iat", time.Now().Add(-time.Hour).Unix(), "exp", time.Now().Add(365*24*time.Hour).Unix())),
+		"basic scheme":      "Basic " + good,
+		"empty":             "",
+		"bearer only":       "Bearer ",
+		"garbage":           "Bearer a.b.c",
+		"tampered body":     "Bearer " + good[:len(good)-2] + "xx",
 	}
 	for name, h := range bad {
 		if _, err := v.FromHeader(h); !errors.Is(err, ErrUnauthenticated) {
 			t.Errorf("%s: err = %v, want ErrUnauthenticated", name, err)
 		}
+	}
+}
+
+// TestPolicy: a configured issuer is required, a configured audience and
+// lifetime cap replace the defaults, and Sign issues tokens that pass the
+// policy it is given (the default one without options).
+func TestPolicy(t *testing.T) {
+	t.Parallel()
+	opts := []Option{WithAudience("shop-eu"), WithIssuer("https://id.example"), WithMaxTTL(time.Hour)}
+	v := NewVerifier(secret, opts...)
+	tok, err := Sign(secret, 9, "", 30*time.Minute, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := v.Verify(tok); err != nil || p.UserID != 9 {
+		t.Fatalf("token signed for the policy: %+v %v", p, err)
+	}
+	def, err := Sign(secret, 9, "", 30*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewVerifier(secret).Verify(def); err != nil {
+		t.Fatalf("default Sign refused by the default verifier: %v", err)
+	}
+	if _, err := v.Verify(def); !errors.Is(err, ErrUnauthenticated) {
+		t.Errorf("token without the issuer and audience: err = %v, want refused", err)
+	}
+	otherIss, _ := Sign(secret, 9, "", 30*time.Minute, WithAudience("shop-eu"), WithIssuer("https://evil.example"))
+	if _, err := v.Verify(otherIss); !errors.Is(err, ErrUnauthenticated) {
+		t.Errorf("token of another issuer: err = %v, want refused", err)
+	}
+	long, _ := Sign(secret, 9, "", 2*time.Hour, WithAudience("shop-eu"), WithIssuer("https://id.example"))
+	if _, err := v.Verify(long); !errors.Is(err, ErrUnauthenticated) {
+		t.Errorf("2h token with a 1h cap: err = %v, want refused", err)
+	}
+	if _, err := Sign(secret, 9, "", 2*time.Hour, opts...); err == nil {
+		t.Errorf("Sign issued a token its own policy refuses")
+	}
+	if _, err := Sign(secret, 9, "", DefaultMaxTTL+time.Minute); err == nil {
+		t.Errorf("Sign issued a token over the default lifetime cap")
 	}
 }

@@ -75,3 +75,51 @@ func TestNamesCoverEveryComponent(t *testing.T) {
 		}
 	}
 }
+
+// TestShippedSecretsRefused: every JWT secret the repository ever shipped as
+// a default (compose.yaml, deploy/local/stack.sh) is public, so anyone could
+// mint admin tokens with it; the ingress must refuse to start with one.
+func TestShippedSecretsRefused(t *testing.T) {
+	for _, s := range []string{
+		"change-me-in-production-0123456789",    // compose.yaml until issue 11
+		"local-dev-secret-change-me-0123456789", // deploy/local/stack.sh until issue 11
+		"please-CHANGEME-0123456789abcdef",      // any placeholder of that kind
+	} {
+		_, _, err := parse(t, map[string]string{"FLASHSALE_JWT_SECRET": s})
+		if err == nil || !strings.Contains(err.Error(), "FLASHSALE_JWT_SECRET") {
+			t.Errorf("secret %q: err = %v, want it refused naming FLASHSALE_JWT_SECRET", s, err)
+		}
+		if err != nil && strings.Contains(err.Error(), s) {
+			t.Errorf("the refused secret leaked into the error: %v", err)
+		}
+	}
+}
+
+// TestTokenPolicySettings: audience, issuer and lifetime cap are settings
+// with safe defaults, and bad values name the setting.
+func TestTokenPolicySettings(t *testing.T) {
+	_, in, err := parse(t, map[string]string{"FLASHSALE_JWT_SECRET": "0123456789abcdef"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.JWTAudience != "flashsale" || in.JWTIssuer != "" || in.JWTMaxTTL != 24*time.Hour {
+		t.Fatalf("defaults: audience %q issuer %q max ttl %v", in.JWTAudience, in.JWTIssuer, in.JWTMaxTTL)
+	}
+	_, in, err = parse(t, map[string]string{"FLASHSALE_JWT_SECRET": "0123456789abcdef",
+		"FLASHSALE_JWT_AUDIENCE": "shop", "FLASHSALE_JWT_ISSUER": "https://id.example", "FLASHSALE_JWT_MAX_TTL": "1h"})
+	if err != nil || in.JWTAudience != "shop" || in.JWTIssuer != "https://id.example" || in.JWTMaxTTL != time.Hour {
+		t.Fatalf("set: %+v %v", in, err)
+	}
+	for env, want := range map[string]string{
+		"FLASHSALE_JWT_AUDIENCE=":    "FLASHSALE_JWT_AUDIENCE",
+		"FLASHSALE_JWT_MAX_TTL=0s":   "FLASHSALE_JWT_MAX_TTL",
+		"FLASHSALE_JWT_MAX_TTL=-1h":  "FLASHSALE_JWT_MAX_TTL",
+		"FLASHSALE_JWT_MAX_TTL=week": "FLASHSALE_JWT_MAX_TTL",
+	} {
+		k, v, _ := strings.Cut(env, "=")
+		_, _, err := parse(t, map[string]string{"FLASHSALE_JWT_SECRET": "0123456789abcdef", k: v})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want it to name %s", env, err, want)
+		}
+	}
+}

@@ -12,6 +12,14 @@ type Ingress struct {
 	HTTPAddr string
 	// JWTSecret is the HS256 key for buyer and admin tokens. Never logged.
 	JWTSecret string
+	// JWTAudience is the "aud" every token must carry, so a token minted for
+	// another service that shares the secret is refused.
+	JWTAudience string
+	// JWTIssuer, when set, is the "iss" every token must carry.
+	JWTIssuer string
+	// JWTMaxTTL caps a token's lifetime (exp - iat; iat is then required), so
+	// a leaked or carelessly minted token cannot work for months.
+	JWTMaxTTL time.Duration
 	// PublishTimeout bounds one synchronous Kafka publish; past it the request
 	// is aborted through the arbiter and the buyer gets 503.
 	PublishTimeout time.Duration
@@ -34,6 +42,9 @@ type Ingress struct {
 func (c *Ingress) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.HTTPAddr, "http-addr", "127.0.0.1:8080", "ingress listen address host:port")
 	fs.StringVar(&c.JWTSecret, "jwt-secret", "", "HS256 secret for bearer tokens, at least 16 bytes")
+	fs.StringVar(&c.JWTAudience, "jwt-audience", "flashsale", "the aud claim every bearer token must carry")
+	fs.StringVar(&c.JWTIssuer, "jwt-issuer", "", "the iss claim every bearer token must carry, empty to not check it")
+	fs.DurationVar(&c.JWTMaxTTL, "jwt-max-ttl", 24*time.Hour, "longest accepted token lifetime exp - iat, a Go duration such as 24h")
 	fs.DurationVar(&c.PublishTimeout, "publish-timeout", 3*time.Second, "Kafka publish timeout, a Go duration such as 3s")
 	fs.DurationVar(&c.SoldOutTTL, "soldout-ttl", 500*time.Millisecond, "how long a sold-out item is answered from memory, a Go duration up to 10s")
 	fs.IntVar(&c.UserRateLimit, "user-rate-limit", 5, "order attempts per user per item per second, 0 to switch off")
@@ -50,6 +61,15 @@ func (c *Ingress) Validate() error {
 	}
 	if len(c.JWTSecret) < 16 {
 		return fmt.Errorf("FLASHSALE_JWT_SECRET: missing or shorter than 16 bytes (expected a random secret of at least 16 bytes)")
+	}
+	if publicJWTSecret(c.JWTSecret) {
+		return fmt.Errorf("FLASHSALE_JWT_SECRET: a default shipped in the repository or a placeholder, so anyone can mint tokens with it (expected a random secret, e.g. openssl rand -hex 32)")
+	}
+	if c.JWTAudience == "" {
+		return fmt.Errorf("FLASHSALE_JWT_AUDIENCE: empty (expected the aud claim tokens carry, e.g. flashsale)")
+	}
+	if c.JWTMaxTTL < time.Minute {
+		return fmt.Errorf("FLASHSALE_JWT_MAX_TTL: %v (expected a duration of at least 1m)", c.JWTMaxTTL)
 	}
 	if c.PublishTimeout <= 0 {
 		return fmt.Errorf("FLASHSALE_PUBLISH_TIMEOUT: %v (expected a positive duration)", c.PublishTimeout)

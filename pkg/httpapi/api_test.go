@@ -11,6 +11,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/auth"
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 )
 
@@ -22,6 +23,12 @@ func TestBadInputs(t *testing.T) {
 	h.putItem(item, 50, 2)
 	user := h.as(3)
 	sign := func(c jwt.MapClaims, key []byte) map[string]string {
+		// Well-formed but for the one flaw each case names.
+		for k, v := range map[string]any{"aud": auth.DefaultAudience, "iat": time.Now().Add(-2 * time.Hour).Unix()} {
+			if _, set := c[k]; !set {
+				c[k] = v
+			}
+		}
 		tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(key)
 		if err != nil {
 			t.Fatal(err)
@@ -68,6 +75,9 @@ func TestBadInputs(t *testing.T) {
 		{"token without exp", "POST", "/api/v1/orders", ok, sign(jwt.MapClaims{"sub": "3"}, []byte(testSecret)), 401},
 		{"non-numeric sub", "POST", "/api/v1/orders", ok, sign(jwt.MapClaims{"sub": "alice", "exp": exp}, []byte(testSecret)), 401},
 		{"overflowing sub", "POST", "/api/v1/orders", ok, sign(jwt.MapClaims{"sub": "99999999999999999999", "exp": exp}, []byte(testSecret)), 401},
+		{"wrong audience", "POST", "/api/v1/orders", ok, sign(jwt.MapClaims{"sub": "3", "exp": exp, "aud": "another-service"}, []byte(testSecret)), 401},
+		{"lifetime over the cap", "POST", "/api/v1/orders", ok, sign(jwt.MapClaims{"sub": "3", "exp": time.Now().Add(30 * 24 * time.Hour).Unix()}, []byte(testSecret)), 401},
+		{"well-formed token", "POST", "/api/v1/orders", fmt.Sprintf(`{"item_id":%d,"qty":0}`, item), sign(jwt.MapClaims{"sub": "3", "exp": exp}, []byte(testSecret)), 400},
 		{"item id text", "GET", "/api/v1/items/abc", "", nil, 400},
 		{"item id overflow", "GET", "/api/v1/items/9223372036854775808", "", nil, 400},
 		{"item id zero", "GET", "/api/v1/items/0", "", nil, 400},

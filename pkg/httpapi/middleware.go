@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/flashsale-dev/flashsale/pkg/auth"
+	"github.com/flashsale-dev/flashsale/pkg/config"
 )
 
 const principalKey = "principal"
@@ -51,6 +52,13 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return nil
 	}
+}
+
+// newVerifier checks tokens with the configured secret, audience, issuer and
+// lifetime cap (zero values keep pkg/auth's defaults).
+func newVerifier(in config.Ingress) *auth.Verifier {
+	return auth.NewVerifier(in.JWTSecret, auth.WithAudience(in.JWTAudience),
+		auth.WithIssuer(in.JWTIssuer), auth.WithMaxTTL(in.JWTMaxTTL))
 }
 
 // requireUser verifies the bearer token; 401 otherwise.

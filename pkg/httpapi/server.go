@@ -91,7 +91,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, db: d.DB, st: d.Stock, log: d.Log, openAPI: d.OpenAPI,
-		verifier: auth.NewVerifier(cfg.Ingress.JWTSecret),
+		verifier: newVerifier(cfg.Ingress),
 		items:    newItemCache(time.Second),
 		m:        NewMetrics(d.Registerer),
 	}
