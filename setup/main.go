@@ -32,9 +32,7 @@ func main() {
 	}
 	var common config.Common
 	var setup config.Setup
-	var wait time.Duration
 	fs := flag.NewFlagSet("setup", flag.ContinueOnError)
-	fs.DurationVar(&wait, "wait", 60*time.Second, "how long to wait for MySQL and Kafka to come up")
 	if err := config.Parse(fs, os.Args[1:], &common, &setup); err != nil {
 		fmt.Fprintln(os.Stderr, "setup:", err)
 		os.Exit(2)
@@ -42,14 +40,14 @@ func main() {
 	log := ops.NewLogger("setup", common.LogLevel)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, common, setup, wait, log); err != nil {
+	if err := run(ctx, common, setup, log); err != nil {
 		log.Error("setup failed", "err", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, c config.Common, s config.Setup, wait time.Duration, log *slog.Logger) error {
-	ctx, cancel := context.WithTimeout(ctx, wait)
+func run(ctx context.Context, c config.Common, s config.Setup, log *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(ctx, s.Wait)
 	defer cancel()
 	if err := retry(ctx, log, "mysql", retryableMySQL, func() error {
 		db, err := store.Open(ctx, c.DSN(), 2, c.StoreTimeout)

@@ -55,6 +55,9 @@ func Parse(fs *flag.FlagSet, args []string, components ...Registerer) error {
 			return fmt.Errorf("%w: %v", ErrInvalid, err)
 		}
 	}
+	if err := validateAcross(components); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
 	return nil
 }
 
