@@ -131,3 +131,20 @@ func TestPrometheusScrapesWhatComposeRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestComposeRequiresJWTSecret: compose must refuse to start without a JWT
+// secret of the operator's (the ${VAR:?message} form), never fall back to a
+// default: a default in a public repository lets anyone mint admin tokens.
+func TestComposeRequiresJWTSecret(t *testing.T) {
+	c := loadCompose(t)
+	required := regexp.MustCompile(`^\$\{FLASHSALE_JWT_SECRET:\?[^}$]+\}$`) // no $ in the message: compose would parse it
+	v, ok := c.Services["ingress"].Environment["FLASHSALE_JWT_SECRET"]
+	if !ok || !required.MatchString(v) {
+		t.Errorf("ingress FLASHSALE_JWT_SECRET = %q, want ${FLASHSALE_JWT_SECRET:?<why it is needed>}", v)
+	}
+	for name, s := range c.Services {
+		if v, ok := s.Environment["FLASHSALE_JWT_SECRET"]; ok && !required.MatchString(v) {
+			t.Errorf("service %s: FLASHSALE_JWT_SECRET = %q has a default or a literal", name, v)
+		}
+	}
+}

@@ -5,7 +5,8 @@
 #   stack.sh up                 install what is missing, start what is not running
 #   stack.sh down               stop what this script started (by pid file only)
 #   stack.sh status             one line per service
-#   stack.sh env                the FLASHSALE_* settings as export lines
+#   stack.sh env                the FLASHSALE_* settings as export lines, with
+#                               the stack's random JWT secret ($STATE/jwt-secret)
 #   stack.sh stop|start SVC     stop or start one service (kafka, mysql, redis)
 #   stack.sh wipe-redis         stop Redis, delete its data, start it empty
 #                               (the "Redis lost everything" fault)
@@ -52,6 +53,23 @@ wait_for() { # service check-command...
     ((SECONDS < deadline)) || die "$svc not up after ${WAIT_SECS}s (log: $STATE/$svc.log)"
     sleep 0.3
   done
+}
+
+# The stack's own JWT secret: random, made once, kept in the state directory
+# (mode 600) so every `env` prints the same one. No default ships in the
+# repository: anyone who read it could mint admin tokens. ln makes the first
+# writer win when two callers race.
+jwt_secret() {
+  local f=$STATE/jwt-secret tmp
+  if [[ ! -s $f ]]; then
+    mkdir -p "$STATE"
+    tmp=$(mktemp "$STATE/.jwt-secret.XXXXXX")
+    od -An -tx1 -N32 /dev/urandom | tr -d ' \n' >"$tmp"
+    ln "$tmp" "$f" 2>/dev/null || true
+    rm -f "$tmp"
+  fi
+  [[ -s $f ]] || die "could not make $f"
+  cat "$f"
 }
 
 # ---------------------------------------------------------------- install
@@ -298,7 +316,7 @@ env)
 export FLASHSALE_MYSQL_DSN='$MYSQL_USER:$MYSQL_PASS@tcp(127.0.0.1:$MYSQL_PORT)/$MYSQL_DB'
 export FLASHSALE_REDIS_ADDR='127.0.0.1:$REDIS_PORT'
 export FLASHSALE_KAFKA_BROKERS='127.0.0.1:$KAFKA_PORT'
-export FLASHSALE_JWT_SECRET='${FLASHSALE_JWT_SECRET:-local-dev-secret-change-me-0123456789}'
+export FLASHSALE_JWT_SECRET='${FLASHSALE_JWT_SECRET:-$(jwt_secret)}'
 export FLASHSALE_STACK='$REPO/deploy/local/stack.sh'
 EOF
   ;;
