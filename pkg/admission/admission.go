@@ -7,7 +7,6 @@ package admission
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/segmentio/kafka-go"
 	"golang.org/x/time/rate"
 
+	"github.com/flashsale-dev/flashsale/pkg/orderstatus"
 	"github.com/flashsale-dev/flashsale/pkg/queue"
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
@@ -54,6 +54,7 @@ type Service struct {
 	limiter  *rate.Limiter // nil = off
 	soldOut  *soldOutCache
 	inflight sync.Map // request id -> *flight, for concurrent replays
+	retries  *retryQueue
 	m        *Metrics
 	log      *slog.Logger
 	now      func() time.Time
@@ -70,6 +71,7 @@ type flight struct {
 // New returns a Service.
 func New(cfg Config, st *stock.Store, db *sql.DB, pub Publisher, m *Metrics, log *slog.Logger) *Service {
 	s := &Service{cfg: cfg, stock: st, db: db, pub: pub, soldOut: newSoldOutCache(cfg.SoldOutTTL), m: m, log: log, now: time.Now}
+	s.retries = &retryQueue{run: s.compensate, log: log}
 	if cfg.AdmissionRPS > 0 {
 		s.limiter = rate.NewLimiter(rate.Limit(cfg.AdmissionRPS), max(1, cfg.AdmissionRPS/20))
 	}
@@ -85,9 +87,9 @@ func (s *Service) Admit(ctx context.Context, r Request) Result {
 
 func (s *Service) admit(ctx context.Context, r Request) Result {
 	now := s.now()
-	// A keyed request of a buyer skips the memory flag: it may be the replay
-	// of an admission, whose first answer (a 202) only Redis knows.
-	if s.soldOut.Hit(r.ItemID, r.UserID, r.IdempotencyKey != "", now) {
+	// A keyed request may be the replay of an admission, whose first answer
+	// (a 202) only Redis knows: it skips the memory flag.
+	if r.IdempotencyKey == "" && s.soldOut.Hit(r.ItemID, now) {
 		s.m.soldOutHits.Inc()
 		return Result{Outcome: SoldOutMem}
 	}
@@ -106,24 +108,33 @@ func (s *Service) admit(ctx context.Context, r Request) Result {
 }
 
 func (s *Service) reserveAndPublish(ctx context.Context, r Request, rid string, now time.Time) Result {
-	rctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
+	deadline := now.Add(s.cfg.StoreTimeout)
+	rctx, cancel := context.WithDeadline(ctx, deadline)
 	ar, err := s.stock.Admit(rctx, stock.AdmitRequest{
-		ItemID: r.ItemID, UserID: r.UserID, Qty: r.Qty, RequestID: rid, Now: now,
+		ItemID: r.ItemID, UserID: r.UserID, Qty: r.Qty, RequestID: rid, Now: now, Deadline: deadline,
 		UserRatePerSec: s.cfg.UserRateLimit, IdempotencyKey: r.IdempotencyKey, IdempotencyTTL: s.cfg.IdempotencyTTL,
 	})
 	cancel()
-	if err != nil {
+	if err != nil && stock.NotSent(err) {
 		s.log.WarnContext(ctx, "admission: redis unavailable", "item_id", r.ItemID, "err", err)
 		return Result{Outcome: Unavailable}
+	}
+	if err != nil || ar.Code == stock.Late {
+		// The script may have run and reserved, and only its reply was lost
+		// (or this is a late copy of a call that may have run in time).
+		s.log.WarnContext(ctx, "admission: redis did not confirm the admission; aborting", "request_id", rid, "item_id", r.ItemID, "err", err)
+		return s.abortUnconfirmed(ctx, r, rid, deadline)
 	}
 	switch ar.Code {
 	case stock.Admitted:
 		return s.publish(ctx, r, rid, now)
 	case stock.Replay:
-		return s.replay(ctx, ar.RequestID)
+		return s.replay(ctx, ar.RequestID, true)
+	case stock.ReplayUnacked:
+		return s.replay(ctx, ar.RequestID, false)
 	case stock.SoldOut:
-		if ar.StockLeft <= 0 && s.soldOut.NeedsMark(r.ItemID, now) {
-			s.soldOut.Mark(r.ItemID, now, s.buyersSnapshot(ctx, r.ItemID))
+		if ar.StockLeft <= 0 {
+			s.soldOut.Mark(r.ItemID, now)
 		}
 		return Result{Outcome: SoldOut}
 	case stock.Unknown:
@@ -135,24 +146,31 @@ func (s *Service) reserveAndPublish(ctx context.Context, r Request, rid string, 
 	case stock.RateLimited:
 		return Result{Outcome: RateLimited, RetryAfter: ar.RetryAfter}
 	case stock.Already:
-		return Result{Outcome: Already}
+		return Result{Outcome: Already, RequestID: ar.RequestID}
 	}
 	s.log.ErrorContext(ctx, "admission: unexpected verdict", "code", string(ar.Code))
 	return Result{Outcome: Unavailable}
 }
 
-// replay answers a repeated Idempotency-Key with the first request's answer:
-// if the first request is still being published by this process, wait for it.
-func (s *Service) replay(ctx context.Context, first string) Result {
+// replay answers a repeated Idempotency-Key with the first request's answer.
+// If the first request is still being published by this process, it waits
+// for it. Otherwise a 202 is given only when the first request's publish was
+// recorded as acknowledged (acked); an unacknowledged one is being published
+// by another replica, or its ingress died before publishing, and the buyer
+// is told the outcome is unknown, with the request id to poll.
+func (s *Service) replay(ctx context.Context, first string, acked bool) Result {
 	v, ok := s.inflight.Load(first)
 	if !ok {
-		return Result{Outcome: Replayed, RequestID: first}
+		if acked {
+			return Result{Outcome: Replayed, RequestID: first}
+		}
+		return Result{Outcome: Unconfirmed, RequestID: first}
 	}
 	f := v.(*flight)
 	select {
 	case <-f.done:
 	case <-ctx.Done():
-		return Result{Outcome: Unavailable}
+		return Result{Outcome: Unconfirmed, RequestID: first}
 	}
 	if f.res.OK() {
 		return Result{Outcome: Replayed, RequestID: first}
@@ -174,6 +192,7 @@ func (s *Service) publish(ctx context.Context, r Request, rid string, now time.T
 		s.m.publishDuration.Observe(time.Since(start).Seconds())
 	}
 	if err == nil {
+		s.ack(ctx, r, rid)
 		return Result{Outcome: Accepted, RequestID: rid}
 	}
 	s.m.publishFailures.Inc()
@@ -181,12 +200,36 @@ func (s *Service) publish(ctx context.Context, r Request, rid string, now time.T
 	return s.abort(ctx, r, rid)
 }
 
+// ack records on a keyed request's Idempotency-Key that its message is
+// durable, so replays on any replica may answer 202. A failure costs only
+// replays: they answer outcome_unknown (poll the request) instead of 202.
+func (s *Service) ack(ctx context.Context, r Request, rid string) {
+	if r.IdempotencyKey == "" {
+		return
+	}
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.StoreTimeout)
+	defer cancel()
+	if _, err := s.stock.Ack(actx, r.ItemID, r.UserID, r.IdempotencyKey, rid); err != nil {
+		s.log.WarnContext(ctx, "admission: publish ack not recorded; replays will answer outcome_unknown", "request_id", rid, "err", err)
+	}
+}
+
 // abort decides the request ABORTED through the arbiter and, only if that
 // decision won, gives the reservation back in Redis (once: the reservation
 // itself is the guard). If the consumer decided first (the publish did get
 // through), the stock is left alone and the buyer gets the 202 the order
-// deserves. If MySQL is unreachable the reservation stays for the reaper's
-// orphan sweep: without a decision nobody may release it.
+// deserves.
+//
+// It is called both when Kafka did not acknowledge and when Redis did not
+// confirm the admission script (which may or may not have reserved): in
+// both cases no message was acknowledged, so ABORTED is a safe decision, and
+// a message kafka-go still delivers later is dropped by the consumer.
+//
+// The buyer is told "nothing reserved" only when that is known: the release
+// returned. Otherwise (MySQL unreachable, so nothing is decided; or Redis
+// still failing, so the hold may remain for a while) the answer is
+// outcome_unknown with the request id, and the hold is released later by
+// the background retry or the reaper's orphan sweep.
 func (s *Service) abort(ctx context.Context, r Request, rid string) Result {
 	ctx = context.WithoutCancel(ctx)
 	dctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
@@ -197,7 +240,7 @@ func (s *Service) abort(ctx context.Context, r Request, rid string) Result {
 	cancel()
 	if err != nil {
 		s.log.ErrorContext(ctx, "admission: arbiter unreachable; reservation left for the orphan sweep", "request_id", rid, "err", err)
-		return Result{Outcome: Orphaned}
+		return Result{Outcome: Unconfirmed, RequestID: rid}
 	}
 	if !won {
 		s.log.InfoContext(ctx, "admission: request decided before abort", "request_id", rid, "outcome", string(existing.Outcome))
@@ -206,48 +249,46 @@ func (s *Service) abort(ctx context.Context, r Request, rid string) Result {
 		}
 		return Result{Outcome: PublishFailed}
 	}
-	s.release(ctx, r, rid)
+	c := compensation{item: r.ItemID, rid: rid, view: orderstatus.FromDecision(store.Decision{
+		RequestID: rid, ItemID: r.ItemID, UserID: r.UserID, Qty: r.Qty, Outcome: store.Aborted, Reason: store.ReasonPublishFailed}),
+		opts: stock.ReleaseOptions{ReturnStock: true, RemoveBuyer: true, UserID: r.UserID, IdempotencyKey: r.IdempotencyKey}}
+	if err := s.compensate(ctx, c); err != nil {
+		s.log.WarnContext(ctx, "admission: release of aborted reservation failed; retrying in the background", "request_id", rid, "err", err)
+		s.retries.add(c)
+		return Result{Outcome: Unconfirmed, RequestID: rid}
+	}
 	return Result{Outcome: PublishFailed}
 }
 
-// release gives an ABORTED reservation back: stock, buyer mark and the
-// Idempotency-Key answer, so the buyer may simply retry. One retry covers a
-// blip; past that the reaper finds the decided reservation.
-func (s *Service) release(ctx context.Context, r Request, rid string) {
-	opts := stock.ReleaseOptions{ReturnStock: true, RemoveBuyer: true, UserID: r.UserID, IdempotencyKey: r.IdempotencyKey}
-	var err error
-	for range 2 {
-		rctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
-		_, err = s.stock.Release(rctx, r.ItemID, rid, opts)
-		cancel()
-		if err == nil {
-			s.soldOut.Forget(r.ItemID)
-			return
-		}
-		if !errors.Is(err, stock.ErrUnavailable) {
-			break
-		}
+// abortUnconfirmed aborts a request whose admission script Redis did not
+// confirm. The release waits until the script's deadline has passed: a copy
+// of the call still on its way to Redis then does nothing (admit.lua answers
+// "late"), so a release that finds no reservation means none will appear.
+func (s *Service) abortUnconfirmed(ctx context.Context, r Request, rid string, deadline time.Time) Result {
+	if d := time.Until(deadline); d > 0 {
+		time.Sleep(d)
 	}
-	s.log.ErrorContext(ctx, "admission: release of aborted reservation failed", "request_id", rid, "err", err)
+	res := s.abort(ctx, r, rid)
+	if res.Outcome == PublishFailed {
+		// Nothing is reserved: the same answer as Redis being unreachable.
+		return Result{Outcome: Unavailable}
+	}
+	return res
 }
 
-// maxBuyerSnapshot bounds the buyer set copied into memory; a bigger sale
-// keeps the flag for unkeyed requests only.
-const maxBuyerSnapshot = 200_000
-
-// buyersSnapshot reads the item's buyer set for the sold-out flag; nil when
-// it is too big or unreadable (keyed requests then keep going to Redis).
-func (s *Service) buyersSnapshot(ctx context.Context, item int64) map[int64]struct{} {
-	bctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
+// compensate gives an ABORTED reservation back: the buyer's cached status
+// first (so a poll never shows PENDING for a decided request once the hold
+// is gone), then stock, buyer mark and the Idempotency-Key answer, so the
+// buyer may simply retry. Both steps are idempotent.
+func (s *Service) compensate(ctx context.Context, c compensation) error {
+	rctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
 	defer cancel()
-	ids, err := s.stock.Buyers(bctx, item, maxBuyerSnapshot)
-	if err != nil {
-		s.log.DebugContext(ctx, "admission: no buyer snapshot for the sold-out flag", "item_id", item, "err", err)
-		return nil
+	if err := orderstatus.Put(rctx, s.stock, c.view); err != nil {
+		return err
 	}
-	m := make(map[int64]struct{}, len(ids))
-	for _, id := range ids {
-		m[id] = struct{}{}
+	if _, err := s.stock.Release(rctx, c.item, c.rid, c.opts); err != nil {
+		return err
 	}
-	return m
+	s.soldOut.Forget(c.item)
+	return nil
 }

@@ -14,23 +14,29 @@ const (
 	NotActive   Outcome = "not_active"   // outside the sale window: 409
 	OverLimit   Outcome = "over_limit"   // qty above the per-user limit: 400
 	RateLimited Outcome = "rate_limited" // per-user window: 429
-	Already     Outcome = "already"      // the user holds this item: 409
+	Already     Outcome = "already"      // the user holds this item (RequestID says by which request): 409
 	SoldOut     Outcome = "sold_out"     // from Redis: 410
 	SoldOutMem  Outcome = "sold_out_mem" // from the in-memory flag: 410
 	Shed        Outcome = "shed"         // in-process limiter: 503
-	Unavailable Outcome = "unavailable"  // Redis unreachable: 503, nothing reserved
+	// Unavailable: Redis could not be reached, or it did not confirm and the
+	// request was then decided ABORTED and released: 503, and it is known
+	// that nothing is reserved.
+	Unavailable Outcome = "unavailable"
 	// PublishFailed: Kafka did not acknowledge; the arbiter says ABORTED and
-	// the reservation was released. 503.
+	// the reservation was released. 503, nothing reserved.
 	PublishFailed Outcome = "publish_failed"
-	// Orphaned: Kafka and MySQL both failed; the reservation is left for the
-	// reaper's orphan sweep. 503.
-	Orphaned Outcome = "orphaned"
+	// Unconfirmed: the outcome is not known yet (a reply was lost and the
+	// compensation could not be confirmed, or the first request of a replayed
+	// Idempotency-Key was never confirmed published). 503 carrying RequestID:
+	// polling it gives the final answer, and the buyer is never told that
+	// nothing was reserved.
+	Unconfirmed Outcome = "outcome_unknown"
 )
 
 // Result is the answer to one attempt.
 type Result struct {
 	Outcome Outcome
-	// RequestID is set for Accepted and Replayed.
+	// RequestID is set for Accepted, Replayed, Already and Unconfirmed.
 	RequestID string
 	// RetryAfter is set for RateLimited and Shed.
 	RetryAfter time.Duration

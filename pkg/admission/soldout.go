@@ -2,6 +2,7 @@ package admission
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -10,31 +11,27 @@ import (
 // unpaid order is cancelled or a reservation is voided; the TTL bounds how
 // long a buyer can be told "sold out" after that.
 //
-// A request carrying an Idempotency-Key may be the replay of an admitted
-// request, whose answer is its first 202, not "sold out". Every admitted
-// request's user is in the item's buyer set, so the flag keeps a snapshot of
-// that set taken when Redis said "sold out" (no admission can happen while
-// nothing is left): a keyed request from a user outside the snapshot cannot
-// be the replay of an admission and is answered from memory too. Keyed
-// requests of buyers still go to Redis for their first answer.
+// Only requests without an Idempotency-Key are answered from it. A keyed
+// request may be the replay of an admitted request, whose answer is its first
+// 202, and only Redis knows that: keyed requests always go to Redis (one O(1)
+// script call). An earlier version kept a snapshot of the item's whole buyer
+// set to answer keyed non-buyers from memory, but every replica re-read up to
+// 200,000 members every TTL at the moment of sell-out, blocking Redis, and
+// the snapshot was wrong as soon as stock came back and someone bought it.
+//
+// The map holds one small entry per item flagged within the last TTL: Mark
+// prunes expired entries, so it stays bounded by the items on sale.
 type soldOutCache struct {
-	ttl   time.Duration
-	items sync.Map // int64 -> *soldOut
-	// fetching marks items whose buyer snapshot is being read, so a burst of
-	// sold-out answers reads it once, not once per request.
-	fetching sync.Map // int64 -> struct{}
-}
-
-type soldOut struct {
-	until  int64              // unix nanos
-	buyers map[int64]struct{} // nil: no snapshot, keyed requests go to Redis
+	ttl       time.Duration
+	items     sync.Map // int64 item -> int64 until (unix nanos)
+	lastPrune atomic.Int64
 }
 
 func newSoldOutCache(ttl time.Duration) *soldOutCache { return &soldOutCache{ttl: ttl} }
 
-// Hit reports whether the attempt of user (keyed: it carries an
-// Idempotency-Key) may be answered "sold out" from memory at now.
-func (c *soldOutCache) Hit(item, user int64, keyed bool, now time.Time) bool {
+// Hit reports whether an unkeyed attempt on item may be answered "sold out"
+// from memory at now.
+func (c *soldOutCache) Hit(item int64, now time.Time) bool {
 	if c.ttl <= 0 {
 		return false
 	}
@@ -42,41 +39,40 @@ func (c *soldOutCache) Hit(item, user int64, keyed bool, now time.Time) bool {
 	if !ok {
 		return false
 	}
-	e := v.(*soldOut)
-	if now.UnixNano() >= e.until {
+	if now.UnixNano() >= v.(int64) {
 		c.items.CompareAndDelete(item, v)
 		return false
 	}
-	if !keyed {
-		return true
-	}
-	if e.buyers == nil {
-		return false
-	}
-	_, buyer := e.buyers[user]
-	return !buyer
+	return true
 }
 
-// NeedsMark reports whether this caller should record a fresh flag: the
-// item has no fresh flag and nobody else is reading its buyers. A true
-// answer must be followed by Mark.
-func (c *soldOutCache) NeedsMark(item int64, now time.Time) bool {
+// Mark records that Redis said item is sold out at now. A fresh flag is not
+// extended: the TTL counts from the verdict that set it.
+func (c *soldOutCache) Mark(item int64, now time.Time) {
 	if c.ttl <= 0 {
-		return false
+		return
 	}
-	if v, ok := c.items.Load(item); ok && now.UnixNano() < v.(*soldOut).until {
-		return false
+	n := now.UnixNano()
+	if v, ok := c.items.Load(item); ok && n < v.(int64) {
+		return
 	}
-	_, busy := c.fetching.LoadOrStore(item, struct{}{})
-	return !busy
-}
-
-// Mark records that Redis said item is sold out at now, with the buyers
-// snapshot (nil when it could not be read).
-func (c *soldOutCache) Mark(item int64, now time.Time, buyers map[int64]struct{}) {
-	c.items.Store(item, &soldOut{until: now.Add(c.ttl).UnixNano(), buyers: buyers})
-	c.fetching.Delete(item)
+	c.items.Store(item, n+c.ttl.Nanoseconds())
+	if last := c.lastPrune.Load(); n-last >= c.ttl.Nanoseconds() && c.lastPrune.CompareAndSwap(last, n) {
+		c.items.Range(func(k, v any) bool {
+			if n >= v.(int64) {
+				c.items.CompareAndDelete(k, v)
+			}
+			return true
+		})
+	}
 }
 
 // Forget drops the flag when this process gave stock back.
 func (c *soldOutCache) Forget(item int64) { c.items.Delete(item) }
+
+// size counts the entries (tests).
+func (c *soldOutCache) size() int {
+	n := 0
+	c.items.Range(func(any, any) bool { n++; return true })
+	return n
+}

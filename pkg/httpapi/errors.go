@@ -11,9 +11,13 @@ import (
 
 // apiError is every error answer: {"error": code, "message": text}.
 type apiError struct {
-	Status     int           `json:"-"`
-	Code       string        `json:"error"`
-	Message    string        `json:"message"`
+	Status  int    `json:"-"`
+	Code    string `json:"error"`
+	Message string `json:"message"`
+	// RequestID names the request the answer is about, when there is one
+	// the buyer can poll: the held request of a 409 already_purchased, the
+	// undecided request of a 503 outcome_unknown.
+	RequestID  string        `json:"request_id,omitempty"`
 	RetryAfter time.Duration `json:"-"`
 }
 

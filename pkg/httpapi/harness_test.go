@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
@@ -52,6 +54,9 @@ type harnessOpts struct {
 	rdb          redis.UniversalClient
 	storeTimeout time.Duration
 	partitions   int
+	// mysqlFaults, when set, makes every MySQL connection of the server go
+	// through it, so a test can cut the arbiter.
+	mysqlFaults *testenv.FaultDialer
 }
 
 func testIngress() config.Ingress {
@@ -63,7 +68,10 @@ func testIngress() config.Ingress {
 
 func newHarness(t testing.TB, o harnessOpts) *harness {
 	t.Helper()
-	db, _ := testenv.MySQL(t)
+	db, dsn := testenv.MySQL(t)
+	if o.mysqlFaults != nil {
+		db = faultyMySQL(t, dsn, o.mysqlFaults)
+	}
 	rdb := o.rdb
 	if rdb == nil {
 		rdb = testenv.Redis(t)
@@ -97,6 +105,28 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	}
 	return &harness{t: t, srv: srv, db: db, rdb: rdb, st: st, brokers: brokers, topic: topic, group: group,
 		writer: w, reg: reg, tokens: map[string]string{}}
+}
+
+// faultyMySQL opens a pool on dsn whose connections go through fd.
+func faultyMySQL(t testing.TB, dsn string, fd *testenv.FaultDialer) *sql.DB {
+	t.Helper()
+	netName := "fault-" + testenv.Suffix()
+	mysql.RegisterDialContext(netName, func(ctx context.Context, addr string) (net.Conn, error) {
+		return fd.DialContext(ctx, "tcp", addr)
+	})
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Net = netName
+	cfg.Timeout = time.Second
+	cfg.ReadTimeout, cfg.WriteTimeout = 2*time.Second, 2*time.Second
+	db, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }
 
 // token returns a bearer token of user (role "" or "admin").

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -59,9 +60,14 @@ func admissionError(r admission.Result) error {
 	case admission.RateLimited:
 		return &apiError{Status: http.StatusTooManyRequests, Code: "rate_limited", Message: "too many attempts; retry later", RetryAfter: r.RetryAfter}
 	case admission.Already:
-		return newErr(http.StatusConflict, "already_purchased", "you already hold this item")
+		e := newErr(http.StatusConflict, "already_purchased", "you already hold this item; request_id is the request that holds it")
+		e.RequestID = r.RequestID
+		return e
 	case admission.SoldOut, admission.SoldOutMem:
 		return newErr(http.StatusGone, "sold_out", "sold out")
+	case admission.Unconfirmed:
+		return &apiError{Status: http.StatusServiceUnavailable, Code: "outcome_unknown", RequestID: r.RequestID, RetryAfter: time.Second,
+			Message: "the outcome of this request is not known yet; poll GET /api/v1/orders/{request_id} for its final status before ordering again"}
 	}
 	return unavailable("the order could not be taken; nothing was reserved, please retry")
 }

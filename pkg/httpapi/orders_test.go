@@ -168,7 +168,8 @@ func TestIdempotentReplayAfterAnswer(t *testing.T) {
 	if first.Code != 202 || again.Code != 202 || first.json(t)["request_id"] != again.json(t)["request_id"] {
 		t.Fatalf("first %d %s, replay %d %s", first.Code, first.Body, again.Code, again.Body)
 	}
-	if r := h.order(7, item, 1, "other"); r.Code != http.StatusConflict || r.json(t)["error"] != "already_purchased" {
+	if r := h.order(7, item, 1, "other"); r.Code != http.StatusConflict || r.json(t)["error"] != "already_purchased" ||
+		r.json(t)["request_id"] != first.json(t)["request_id"] {
 		t.Fatalf("new key of a buyer: %d %s", r.Code, r.Body)
 	}
 	if r := h.order(8, item, 1, "abc"); r.Code != 202 || r.json(t)["request_id"] == first.json(t)["request_id"] {
@@ -179,9 +180,10 @@ func TestIdempotentReplayAfterAnswer(t *testing.T) {
 	}
 }
 
-// TestSoldOutFlagKeepsReplays: once an item is sold out, keyed requests of
-// non-buyers are answered from memory, but a buyer's replay of an admitted
-// Idempotency-Key still gets its first answer (the 202), not "sold out".
+// TestSoldOutFlagKeepsReplays: once an item is sold out, unkeyed requests
+// are answered from memory, keyed ones go to Redis (one of them may be the
+// replay of an admitted request), and a buyer's replay of an admitted
+// Idempotency-Key gets its first answer (the 202), not "sold out".
 func TestSoldOutFlagKeepsReplays(t *testing.T) {
 	h := newHarness(t, harnessOpts{partitions: 1, ingress: func(in *config.Ingress) { in.SoldOutTTL = 5 * time.Second }})
 	item := testenv.ItemID()
@@ -194,11 +196,17 @@ func TestSoldOutFlagKeepsReplays(t *testing.T) {
 		t.Fatalf("second buyer: %d %s", r.Code, r.Body)
 	}
 	hits := testenv.Metric(t, h.reg, "flashsale_soldout_cache_hits_total")
+	if r := h.order(9, item, 1, ""); r.Code != http.StatusGone {
+		t.Fatalf("unkeyed: %d %s", r.Code, r.Body)
+	}
+	if got := testenv.Metric(t, h.reg, "flashsale_soldout_cache_hits_total"); got != hits+1 {
+		t.Fatalf("unkeyed request was not answered from memory (hits %v -> %v)", hits, got)
+	}
 	if r := h.order(9, item, 1, "k9"); r.Code != http.StatusGone {
 		t.Fatalf("keyed non-buyer: %d %s", r.Code, r.Body)
 	}
 	if got := testenv.Metric(t, h.reg, "flashsale_soldout_cache_hits_total"); got != hits+1 {
-		t.Fatalf("keyed non-buyer was not answered from memory (hits %v -> %v)", hits, got)
+		t.Fatalf("keyed request answered from memory (hits %v -> %v): it may be a replay", hits, got)
 	}
 	again := h.order(7, item, 1, "k7")
 	if again.Code != http.StatusAccepted || again.json(t)["request_id"] != first.json(t)["request_id"] {

@@ -142,6 +142,7 @@ func (s *Server) routes(ipx echo.IPExtractor, reg *prometheus.Registry) *echo.Ec
 	}
 	api.GET("/items/:id", s.getItem)
 	api.POST("/orders", s.postOrder, s.requireUser)
+	api.GET("/orders", s.heldOrder, s.requireUser)
 	api.GET("/orders/:request_id", s.getOrder, s.requireUser)
 	api.POST("/orders/:request_id/pay", s.payOrder, s.requireUser)
 

@@ -18,6 +18,11 @@ func NewClient(addrs []string, timeout time.Duration, poolSize int) redis.Univer
 		PoolSize:     poolSize,
 		PoolTimeout:  timeout,
 		MaxRetries:   1,
+		// One dial per attempt. go-redis' default (5 dials, 100 ms apart)
+		// turns a refused connection, which certainly sent nothing and is
+		// answered "unavailable", into half a second of waiting that runs
+		// past the caller's deadline and becomes an ambiguous timeout.
+		DialerRetries: 1,
 		// Cluster mode only when there are several seeds, so a single
 		// non-cluster Redis is never asked CLUSTER SLOTS.
 		IsClusterMode: len(addrs) > 1,

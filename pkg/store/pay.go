@@ -56,3 +56,20 @@ func OrderOfRequest(ctx context.Context, q Querier, requestID string) (Order, er
 	o.Status = OrderStatus(status)
 	return o, nil
 }
+
+// OrderOfBuyer reads the order userID holds for itemID (any status: there is
+// at most one, UNIQUE (user_id, item_id)); ErrNotFound if none.
+func OrderOfBuyer(ctx context.Context, q Querier, userID, itemID int64) (Order, error) {
+	var o Order
+	var status string
+	err := q.QueryRowContext(ctx, "SELECT "+payOrderCols+" FROM orders WHERE user_id = ? AND item_id = ?", userID, itemID).Scan(
+		&o.ID, &o.RequestID, &o.UserID, &o.ItemID, &o.Qty, &o.PriceCents, &status, &o.CreatedAt, &o.ExpiresAt, &o.PaidAt, &o.CancelledAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return o, ErrNotFound
+	}
+	if err != nil {
+		return o, fmt.Errorf("store: order of user %d item %d: %w", userID, itemID, err)
+	}
+	o.Status = OrderStatus(status)
+	return o, nil
+}
