@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
@@ -44,30 +47,55 @@ func (s *Server) getItem(c echo.Context) error {
 		StockLeft: max(left, 0), StartsAt: it.StartsAt.UTC(), EndsAt: it.EndsAt.UTC()})
 }
 
+// loadItem returns item id from the cache, or from MySQL through one query
+// shared by every concurrent caller (singleflight): a sale page refreshed by
+// everyone at once, or a client hammering an unknown id, costs MySQL one
+// query per id and TTL. "No such item" is cached too, briefly.
 func (s *Server) loadItem(ctx context.Context, id int64) (store.Item, error) {
-	if it, ok := s.items.get(id, time.Now()); ok {
+	now := time.Now()
+	if it, ok := s.items.get(id, now); ok {
 		return it, nil
 	}
-	dctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
-	defer cancel()
-	it, err := store.GetItem(dctx, s.db, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return it, notFound("no such item")
+	if s.items.missing.has(id, now) {
+		return store.Item{}, notFound("no such item")
 	}
-	if err != nil {
-		s.log.WarnContext(ctx, "item: mysql unavailable", "err", err)
-		return it, unavailable("item temporarily unavailable")
+	ch := s.items.flights.DoChan(strconv.FormatInt(id, 10), func() (any, error) {
+		return s.items.fetch(ctx, id, func(ctx context.Context) (store.Item, error) {
+			dctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
+			defer cancel()
+			return store.GetItem(dctx, s.db, id)
+		})
+	})
+	var res singleflight.Result
+	select {
+	case res = <-ch:
+	case <-ctx.Done():
+		return store.Item{}, unavailable("item temporarily unavailable")
 	}
-	s.items.put(it, time.Now())
-	return it, nil
+	if errors.Is(res.Err, store.ErrNotFound) {
+		return store.Item{}, notFound("no such item")
+	}
+	if res.Err != nil {
+		s.log.WarnContext(ctx, "item: mysql unavailable", "err", res.Err)
+		return store.Item{}, unavailable("item temporarily unavailable")
+	}
+	return res.Val.(store.Item), nil
 }
 
-// itemCache keeps item rows for a short TTL; admin updates are visible after
-// it. Only existing items are cached, so the map is bounded by the catalog.
+// itemCache keeps item rows for a short TTL, and for as long the ids MySQL
+// does not have; admin updates are visible after it (at once on the replica
+// that made them). Found items are bounded by the catalog, missing ids by
+// the negative cache's size.
 type itemCache struct {
-	ttl time.Duration
-	mu  sync.RWMutex
-	m   map[int64]cachedItem
+	ttl     time.Duration
+	missing *negCache[int64]
+	flights singleflight.Group
+	// gen counts forgets: a load that started before one must not cache
+	// what it read (it may predate the update).
+	gen atomic.Uint64
+
+	mu sync.RWMutex
+	m  map[int64]cachedItem
 }
 
 type cachedItem struct {
@@ -75,8 +103,11 @@ type cachedItem struct {
 	expires time.Time
 }
 
+// maxMissingItems bounds the unknown item ids remembered.
+const maxMissingItems = 10000
+
 func newItemCache(ttl time.Duration) *itemCache {
-	return &itemCache{ttl: ttl, m: map[int64]cachedItem{}}
+	return &itemCache{ttl: ttl, missing: newNegCache[int64](ttl, maxMissingItems), m: map[int64]cachedItem{}}
 }
 
 func (c *itemCache) get(id int64, now time.Time) (store.Item, bool) {
@@ -86,14 +117,33 @@ func (c *itemCache) get(id int64, now time.Time) (store.Item, bool) {
 	return e.it, ok && now.Before(e.expires)
 }
 
-func (c *itemCache) put(it store.Item, now time.Time) {
+// fetch runs load detached from the caller that started the flight (the
+// others share its result, and would otherwise all fail when that one
+// client hangs up) and caches what it finds, or that there is nothing, for a
+// TTL counted from when it asked: nothing written after the query started
+// stays hidden longer than the TTL.
+func (c *itemCache) fetch(ctx context.Context, id int64, load func(context.Context) (store.Item, error)) (store.Item, error) {
+	gen, asked := c.gen.Load(), time.Now()
+	it, err := load(context.WithoutCancel(ctx))
 	c.mu.Lock()
-	c.m[it.ID] = cachedItem{it: it, expires: now.Add(c.ttl)}
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	if c.gen.Load() != gen {
+		return it, err
+	}
+	switch {
+	case err == nil:
+		c.m[it.ID] = cachedItem{it: it, expires: asked.Add(c.ttl)}
+	case errors.Is(err, store.ErrNotFound):
+		c.missing.add(id, asked)
+	}
+	return it, err
 }
 
+// forget drops what is known of id, found or missing: it was just written.
 func (c *itemCache) forget(id int64) {
 	c.mu.Lock()
+	c.gen.Add(1)
 	delete(c.m, id)
+	c.missing.forget(id)
 	c.mu.Unlock()
 }

@@ -63,6 +63,7 @@ type Server struct {
 	admission *admission.Service
 	catalog   *catalog.Catalog
 	items     *itemCache
+	reqs      *requestCache
 	ipl       *ipLimiter // nil = off
 	m         *Metrics
 	log       *slog.Logger
@@ -93,6 +94,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 		cfg: cfg, db: d.DB, st: d.Stock, log: d.Log, openAPI: d.OpenAPI,
 		verifier: newVerifier(cfg.Ingress),
 		items:    newItemCache(time.Second),
+		reqs:     newRequestCache(),
 		m:        NewMetrics(d.Registerer),
 	}
 	s.admission = admission.New(admission.Config{

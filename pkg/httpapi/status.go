@@ -3,6 +3,9 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"time"
+
+	"golang.org/x/sync/singleflight"
 
 	"github.com/flashsale-dev/flashsale/pkg/orderstatus"
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
@@ -53,10 +56,32 @@ func (s *Server) requestView(ctx context.Context, rid string, user int64) (order
 	return owned(v, v.UserID, user)
 }
 
+// viewFromMySQL reads rid's decision from MySQL, one query shared by the
+// concurrent polls of rid; "no such request" is remembered for
+// unknownRequestTTL (see requestCache).
 func (s *Server) viewFromMySQL(ctx context.Context, rid string) (orderstatus.View, error) {
-	dctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
-	defer cancel()
-	st, err := store.RequestStatus(dctx, s.db, rid)
+	if s.reqs.missing.has(rid, time.Now()) {
+		return orderstatus.View{}, notFound("no such request")
+	}
+	ch := s.reqs.flights.DoChan(rid, func() (any, error) {
+		// Detached: the polls that share this read outlive the one that
+		// started it if that client hangs up.
+		asked := time.Now()
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.StoreTimeout)
+		defer cancel()
+		st, err := store.RequestStatus(dctx, s.db, rid)
+		if errors.Is(err, store.ErrNotFound) {
+			s.reqs.missing.add(rid, asked)
+		}
+		return st, err
+	})
+	var res singleflight.Result
+	select {
+	case res = <-ch:
+	case <-ctx.Done():
+		return orderstatus.View{}, unavailable("status temporarily unavailable")
+	}
+	err := res.Err
 	if errors.Is(err, store.ErrNotFound) {
 		return orderstatus.View{}, notFound("no such request")
 	}
@@ -64,6 +89,7 @@ func (s *Server) viewFromMySQL(ctx context.Context, rid string) (orderstatus.Vie
 		s.log.WarnContext(ctx, "status: mysql unavailable", "err", err)
 		return orderstatus.View{}, unavailable("status temporarily unavailable")
 	}
+	st := res.Val.(store.RequestState)
 	switch {
 	case st.Order != nil:
 		return orderstatus.FromOrder(*st.Order), nil

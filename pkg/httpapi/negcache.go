@@ -1,0 +1,79 @@
+package httpapi
+
+import (
+	"sync"
+	"time"
+)
+
+// negCache remembers, for a short TTL, keys MySQL said do not exist (unknown
+// item ids, unknown request ids), so a client hammering one unknown id costs
+// MySQL one query per TTL rather than one per request. It is bounded: past
+// max entries the oldest is forgotten, which only costs a query. Entries
+// expire in about insertion order (one TTL for all), so a FIFO finds the
+// expired ones in amortised O(1).
+type negCache[K comparable] struct {
+	ttl time.Duration
+	max int
+
+	mu    sync.Mutex
+	until map[K]time.Time
+	fifo  []negEntry[K]
+}
+
+type negEntry[K comparable] struct {
+	key   K
+	until time.Time
+}
+
+func newNegCache[K comparable](ttl time.Duration, max int) *negCache[K] {
+	return &negCache[K]{ttl: ttl, max: max, until: map[K]time.Time{}}
+}
+
+// has reports whether k was found missing less than a TTL before now.
+func (c *negCache[K]) has(k K, now time.Time) bool {
+	c.mu.Lock()
+	u, ok := c.until[k]
+	c.mu.Unlock()
+	return ok && now.Before(u)
+}
+
+// add records that k was missing when asked at now (the time the query
+// started, so a row committed after it is hidden for at most the TTL).
+func (c *negCache[K]) add(k K, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for len(c.fifo) > 0 && (!now.Before(c.fifo[0].until) || len(c.fifo) >= c.max) {
+		c.pop()
+	}
+	u := now.Add(c.ttl)
+	c.until[k] = u
+	c.fifo = append(c.fifo, negEntry[K]{key: k, until: u})
+}
+
+// forget drops k (it was just created).
+func (c *negCache[K]) forget(k K) {
+	c.mu.Lock()
+	delete(c.until, k)
+	c.mu.Unlock()
+}
+
+// pop removes the oldest FIFO entry, and its key unless the key was added
+// again since. Called with c.mu held.
+func (c *negCache[K]) pop() {
+	e := c.fifo[0]
+	c.fifo[0] = negEntry[K]{}
+	c.fifo = c.fifo[1:]
+	if u, ok := c.until[e.key]; ok && u.Equal(e.until) {
+		delete(c.until, e.key)
+	}
+	if len(c.fifo) == 0 {
+		c.fifo = nil // let the backing array go
+	}
+}
+
+// len is the number of keys held (expired ones included until popped).
+func (c *negCache[K]) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.until)
+}
