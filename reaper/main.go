@@ -58,7 +58,9 @@ func run(ctx context.Context, c config.Common, rc config.Reaper, log *slog.Logge
 
 	reg := ops.NewRegistry()
 	ops.ServePprof(ctx, c.PprofAddr, log)
-	r := reap.New(db, stock.New(rdb), log, reap.NewMetrics(reg), reap.Config{
+	rm := reap.NewMetrics(reg)
+	rm.OrphanGrace.Set(rc.OrphanGrace.Seconds())
+	r := reap.New(db, stock.New(rdb), log, rm, reap.Config{
 		Interval: rc.Interval, BatchSize: rc.BatchSize, OrphanGrace: rc.OrphanGrace, StoreTimeout: c.StoreTimeout,
 	})
 	if err := r.CheckClock(ctx); err != nil {

@@ -14,6 +14,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
@@ -30,9 +31,13 @@ type Report struct {
 	// PendingQty their units.
 	Pending    int64 `json:"pending"`
 	PendingQty int64 `json:"pending_qty"`
-	Unpaid     int64 `json:"unpaid"`
-	Paid       int64 `json:"paid"`
-	Cancelled  int64 `json:"cancelled"`
+	// OldestReservedAt is when the oldest pending reservation was made, by
+	// Redis' clock; absent with none. The orphan sweep voids a reservation
+	// older than FLASHSALE_ORPHAN_GRACE.
+	OldestReservedAt time.Time `json:"oldest_reserved_at,omitzero"`
+	Unpaid           int64     `json:"unpaid"`
+	Paid             int64     `json:"paid"`
+	Cancelled        int64     `json:"cancelled"`
 	// Rejected counts requests decided REJECTED, ABORTED or VOIDED.
 	Rejected   int64    `json:"rejected"`
 	OK         bool     `json:"ok"`
@@ -75,6 +80,7 @@ func Item(ctx context.Context, db *sql.DB, st *stock.Store, itemID int64) (Repor
 	}
 	rep.ItemID, rep.Total, rep.DBStock = itemID, n.item.TotalStock, n.item.Stock
 	rep.RedisStock, rep.Pending, rep.PendingQty = n.redis.Stock, n.redis.Pending, n.redis.PendingQty
+	rep.OldestReservedAt = n.redis.OldestReservedAt
 	rep.Violations = check(n, rep)
 	rep.OK = len(rep.Violations) == 0
 	return rep, nil

@@ -1,62 +1,31 @@
 // Package auditor runs the invariant audit (pkg/audit) periodically over the
 // recent items and exports the result as gauges, so Prometheus can alert on
-// stock drift between MySQL and Redis (I3) or any violated invariant without
-// anybody calling the admin endpoint.
+// stock drift between MySQL and Redis (I3), any violated invariant, or a
+// reservation waiting so long for its outcome that the orphan sweep will
+// soon void it, without anybody calling the admin endpoint.
 //
 // The item id is a label here: a flash sale has a handful of items, and the
 // auditor watches at most MaxItems of them (the most recent ids), so the
-// label's cardinality stays bounded.
+// label's cardinality stays bounded; an item that leaves that set loses its
+// series.
 package auditor
 
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
+	"sync"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/flashsale-dev/flashsale/pkg/audit"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
+	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
 // MaxItems bounds how many items (most recent ids first) one pass audits.
 const MaxItems = 50
-
-// Metrics are the auditor's gauges.
-type Metrics struct {
-	stock      *prometheus.GaugeVec
-	pending    *prometheus.GaugeVec
-	drift      *prometheus.GaugeVec
-	orders     *prometheus.GaugeVec
-	violations *prometheus.GaugeVec
-	lastRun    prometheus.Gauge
-	failures   prometheus.Counter
-}
-
-// NewMetrics registers the auditor's metrics on reg.
-func NewMetrics(reg prometheus.Registerer) *Metrics {
-	f := promauto.With(reg)
-	return &Metrics{
-		stock: f.NewGaugeVec(prometheus.GaugeOpts{Name: "flashsale_stock_units",
-			Help: "Units an item still has to sell, per store (mysql, redis)."}, []string{"item", "store"}),
-		pending: f.NewGaugeVec(prometheus.GaugeOpts{Name: "flashsale_stock_pending_units",
-			Help: "Units reserved in Redis whose request has no outcome yet."}, []string{"item"}),
-		drift: f.NewGaugeVec(prometheus.GaugeOpts{Name: "flashsale_stock_drift_units",
-			Help: "Redis stock plus pending reservations minus MySQL stock; 0 when the stores agree (I3)."}, []string{"item"}),
-		orders: f.NewGaugeVec(prometheus.GaugeOpts{Name: "flashsale_orders_units",
-			Help: "Units in orders per status (UNPAID, PAID, CANCELLED)."}, []string{"item", "status"}),
-		violations: f.NewGaugeVec(prometheus.GaugeOpts{Name: "flashsale_audit_violations",
-			Help: "Invariant violations (I1-I7) found by the last audit of the item."}, []string{"item"}),
-		lastRun: f.NewGauge(prometheus.GaugeOpts{Name: "flashsale_audit_last_success_timestamp_seconds",
-			Help: "Unix time of the last audit pass that read every item."}),
-		failures: f.NewCounter(prometheus.CounterOpts{Name: "flashsale_audit_failures_total",
-			Help: "Audit passes that failed to read MySQL or Redis."}),
-	}
-}
 
 // Auditor audits the recent items every Interval.
 type Auditor struct {
@@ -65,6 +34,9 @@ type Auditor struct {
 	Interval time.Duration
 	Metrics  *Metrics
 	Log      *slog.Logger
+
+	mu      sync.Mutex         // one pass at a time
+	watched map[int64]struct{} // items the last pass listed
 }
 
 // Run audits until ctx is done.
@@ -86,47 +58,84 @@ func (a *Auditor) Run(ctx context.Context) error {
 	}
 }
 
-// Pass audits each recent item once and updates the gauges.
+// Pass audits each recent item once and updates the gauges. An item whose
+// audit fails is counted, logged and skipped (it keeps its previous values,
+// and the pass is not recorded as a success); the other items are still
+// audited, and the error names every item that failed.
 func (a *Auditor) Pass(ctx context.Context) error {
-	rows, err := a.DB.QueryContext(ctx, "SELECT id FROM items ORDER BY id DESC LIMIT ?", MaxItems)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ids, err := a.recentItems(ctx)
 	if err != nil {
-		return fmt.Errorf("auditor: list items: %w", err)
+		return err
 	}
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return fmt.Errorf("auditor: list items: %w", err)
-		}
-		ids = append(ids, id)
+	a.watch(ids)
+	// One reading of Redis' clock ages every reservation of the pass: the
+	// same clock admit.lua stamps them with and the orphan sweep judges by.
+	now, err := a.Stock.Client().Time(ctx).Result()
+	if err != nil {
+		return fmt.Errorf("auditor: redis TIME: %w: %w", stock.ErrUnavailable, err)
 	}
-	if err := rows.Close(); err != nil {
-		return fmt.Errorf("auditor: list items: %w", err)
-	}
+	var failed []error
 	for _, id := range ids {
+		if err := ctx.Err(); err != nil {
+			failed = append(failed, err)
+			break
+		}
 		rep, err := audit.Item(ctx, a.DB, a.Stock, id)
 		if err != nil {
-			return fmt.Errorf("auditor: item %d: %w", id, err)
+			a.Metrics.itemFailures.Inc()
+			a.Log.Warn("audit of item failed; skipped", "item", id, "err", err)
+			if errors.Is(err, store.ErrNotFound) {
+				a.Metrics.forget(id)
+			}
+			failed = append(failed, fmt.Errorf("item %d: %w", id, err))
+			continue
 		}
-		a.record(rep)
+		a.Metrics.record(rep, now)
 		if !rep.OK {
 			a.Log.Warn("invariant violated", "item", id, "violations", rep.Violations)
 		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("auditor: %d of %d items not audited: %w", len(failed), len(ids), errors.Join(failed...))
 	}
 	a.Metrics.lastRun.SetToCurrentTime()
 	return nil
 }
 
-func (a *Auditor) record(r audit.Report) {
-	item := strconv.FormatInt(r.ItemID, 10)
-	m := a.Metrics
-	m.stock.WithLabelValues(item, "mysql").Set(float64(r.DBStock))
-	m.stock.WithLabelValues(item, "redis").Set(float64(r.RedisStock))
-	m.pending.WithLabelValues(item).Set(float64(r.PendingQty))
-	m.drift.WithLabelValues(item).Set(float64(r.RedisStock + r.PendingQty - r.DBStock))
-	m.orders.WithLabelValues(item, "UNPAID").Set(float64(r.Unpaid))
-	m.orders.WithLabelValues(item, "PAID").Set(float64(r.Paid))
-	m.orders.WithLabelValues(item, "CANCELLED").Set(float64(r.Cancelled))
-	m.violations.WithLabelValues(item).Set(float64(len(r.Violations)))
+// recentItems lists the MaxItems most recent item ids.
+func (a *Auditor) recentItems(ctx context.Context) ([]int64, error) {
+	rows, err := a.DB.QueryContext(ctx, "SELECT id FROM items ORDER BY id DESC LIMIT ?", MaxItems)
+	if err != nil {
+		return nil, fmt.Errorf("auditor: list items: %w", err)
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("auditor: list items: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("auditor: list items: %w", err)
+	}
+	return ids, nil
+}
+
+// watch makes ids the watched set and forgets the series of every item
+// that left it.
+func (a *Auditor) watch(ids []int64) {
+	next := make(map[int64]struct{}, len(ids))
+	for _, id := range ids {
+		next[id] = struct{}{}
+	}
+	for id := range a.watched {
+		if _, ok := next[id]; !ok {
+			a.Metrics.forget(id)
+		}
+	}
+	a.watched = next
 }

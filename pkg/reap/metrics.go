@@ -16,6 +16,9 @@ type Metrics struct {
 	PassDuration  prometheus.Histogram
 	LastSuccess   prometheus.Gauge
 	PassFailures  prometheus.Counter
+	// OrphanGrace is the configured grace, exported so an alert can compare
+	// reservation ages with it instead of repeating the number.
+	OrphanGrace prometheus.Gauge
 }
 
 // NewMetrics registers the reaper's series on reg (built in main, or one per
@@ -53,6 +56,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		PassFailures: f.NewCounter(prometheus.CounterOpts{
 			Name: "flashsale_reaper_pass_failures_total",
 			Help: "Passes that ended with an error (MySQL or Redis unreachable, ...); they are retried next interval.",
+		}),
+		OrphanGrace: f.NewGauge(prometheus.GaugeOpts{
+			Name: "flashsale_orphan_grace_seconds",
+			Help: "FLASHSALE_ORPHAN_GRACE of this reaper: a reservation older than this with no outcome is voided.",
 		}),
 	}
 }
