@@ -41,6 +41,9 @@ type Config struct {
 	// DrainTimeout bounds finishing the batch in hand after shutdown starts;
 	// default 10s. Set it below the process' ShutdownTimeout.
 	DrainTimeout time.Duration
+	// LagInterval is how often the group's committed lag is polled from the
+	// broker, and the bound of one poll; default 5s.
+	LagInterval time.Duration
 	// Dialer is the Kafka dialer (tests inject faults); nil = kafka-go default.
 	Dialer *kafka.Dialer
 	// HeartbeatInterval, SessionTimeout and RebalanceTimeout tune the group
@@ -82,6 +85,7 @@ func (c *Config) withDefaults() (Config, error) {
 	def(&out.PaymentWindow, 15*time.Minute)
 	def(&out.StoreTimeout, 2*time.Second)
 	def(&out.DrainTimeout, 10*time.Second)
+	def(&out.LagInterval, 5*time.Second)
 	if out.MinBackoff > out.MaxBackoff {
 		out.MinBackoff = out.MaxBackoff
 	}

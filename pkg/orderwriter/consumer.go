@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -82,6 +81,19 @@ func (c *Consumer) Run(ctx context.Context) error {
 	statsDone := make(chan struct{})
 	go c.statsLoop(ctx, statsDone)
 	defer func() { <-statsDone }()
+	// The lag watch has its own context and ticker: it must keep reading
+	// the broker while a round is stuck, and stop when Run returns.
+	lagCtx, stopLag := context.WithCancel(ctx)
+	lagDone := make(chan struct{})
+	go func() {
+		defer close(lagDone)
+		w := &lagWatch{interval: c.cfg.LagInterval, m: c.m, log: c.log,
+			poll: func(ctx context.Context) (map[int]int64, error) {
+				return queue.Lag(ctx, c.cfg.Brokers, c.cfg.GroupID, c.cfg.Topic)
+			}}
+		w.run(lagCtx)
+	}()
+	defer func() { stopLag(); <-lagDone }()
 
 	bo := backoff{min: c.cfg.MinBackoff, max: c.cfg.MaxBackoff}
 	for {
@@ -181,7 +193,7 @@ func (c *Consumer) round(ctx context.Context, batch []*entry) {
 	}
 	for p, es := range offs.parts {
 		last := es[len(es)-1].msg
-		c.m.Lag.WithLabelValues(strconv.Itoa(p)).Set(float64(max(0, last.HighWaterMark-last.Offset-1)))
+		c.m.fetchLag.set(p, float64(max(0, last.HighWaterMark-last.Offset-1)))
 	}
 	c.m.BatchDuration.Observe(time.Since(start).Seconds())
 }

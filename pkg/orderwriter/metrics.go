@@ -13,9 +13,14 @@ type Metrics struct {
 	Outcomes      *prometheus.CounterVec
 	DLQ           prometheus.Counter
 	Rebalances    prometheus.Counter
-	Lag           *prometheus.GaugeVec
 	Retries       *prometheus.CounterVec
 	CommitErrors  prometheus.Counter
+	// GroupLag is the whole group's lag from committed offsets, polled on
+	// a timer: it grows while a round is stuck, when nothing else moves.
+	GroupLag        *prometheus.GaugeVec
+	LagPollFailures prometheus.Counter
+	// fetchLag is this member's lag as of its last fetched messages.
+	fetchLag *partitionGauge
 }
 
 // NewMetrics registers the consumer's metrics on reg (a registry built in
@@ -45,10 +50,18 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "flashsale_consumer_rebalances_total",
 			Help: "Consumer-group rebalances seen by this member (from the reader's stats).",
 		}),
-		Lag: f.NewGaugeVec(prometheus.GaugeOpts{
+		fetchLag: newPartitionGauge(f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "flashsale_consumer_lag",
-			Help: "Messages behind the partition's high watermark, as of the last fetched message.",
+			Help: "Messages behind the partition's high watermark, as of the last message this member fetched from it; set when a round ends, dropped for a partition not fetched for a minute (moved to another member, or idle). For alerts use flashsale_consumer_group_lag.",
+		}, []string{"partition"})),
+		GroupLag: f.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "flashsale_consumer_group_lag",
+			Help: "Messages of the partition the group has not committed (high watermark - committed offset), polled from the broker every few seconds whatever the writes do. Every member exports the same group-wide series: aggregate with max by (partition).",
 		}, []string{"partition"}),
+		LagPollFailures: f.NewCounter(prometheus.CounterOpts{
+			Name: "flashsale_consumer_group_lag_poll_failures_total",
+			Help: "Polls of the group's committed lag that failed or timed out (the last values stay a few polls, then are dropped).",
+		}),
 		Retries: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "flashsale_consumer_retries_total",
 			Help: "Retried attempts, by kind: transient (MySQL outage, deadlock), race (unique-key race), failure (other errors), redis, dlq.",
