@@ -84,8 +84,9 @@ func namesIn(expr string) []string {
 	return metricRef.FindAllString(quoted.ReplaceAllString(expr, `""`), -1)
 }
 
-// TestDashboardAndRulesUseExportedMetrics fails on a panel or an alert that
-// could never show data because no deployable exports its metric.
+// TestDashboardAndRulesUseExportedMetrics fails on a panel, an alert or a
+// metric README's "Operating it" names that could never show data because no
+// deployable exports its metric.
 func TestDashboardAndRulesUseExportedMetrics(t *testing.T) {
 	have := exported(t)
 	var exprs []string
@@ -125,6 +126,20 @@ func TestDashboardAndRulesUseExportedMetrics(t *testing.T) {
 	if len(exprs) < 10 {
 		t.Fatalf("found only %d expressions: the parsers are broken", len(exprs))
 	}
+	// What README's "Operating it" tells operators to watch must exist too.
+	readme := string(must(os.ReadFile("../README.md")))
+	start := strings.Index(readme, "## Operating it")
+	if start < 0 {
+		t.Fatal(`README has no "## Operating it" section`)
+	}
+	section := readme[start+len("## Operating it"):]
+	if end := strings.Index(section, "\n## "); end >= 0 {
+		section = section[:end]
+	}
+	if names := metricRef.FindAllString(section, -1); len(names) < 10 {
+		t.Fatalf("found only %d metric names in README's Operating it: the parser is broken", len(names))
+	}
+	exprs = append(exprs, section)
 	missing := map[string]bool{}
 	for _, e := range exprs {
 		for _, n := range namesIn(e) {
