@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"syscall"
 	"testing"
 	"time"
 
@@ -64,6 +65,25 @@ func (r *PrivateRedis) Stop() {
 		_ = r.cmd.Process.Kill()
 		_, _ = r.cmd.Process.Wait()
 		r.cmd = nil
+	}
+}
+
+// Pause SIGSTOPs the server: its port still accepts connections (the
+// kernel completes the handshake) but nothing answers, like a Redis stuck in
+// a long command or a fork, or a black-holed network. Resume undoes it; Stop
+// kills a paused server too.
+func (r *PrivateRedis) Pause() { r.signal(syscall.SIGSTOP) }
+
+// Resume SIGCONTs a paused server.
+func (r *PrivateRedis) Resume() { r.signal(syscall.SIGCONT) }
+
+func (r *PrivateRedis) signal(sig syscall.Signal) {
+	r.t.Helper()
+	if r.cmd == nil || r.cmd.Process == nil {
+		r.t.Fatalf("testenv: %s is not running", r)
+	}
+	if err := r.cmd.Process.Signal(sig); err != nil {
+		r.t.Fatalf("testenv: %v to %s: %v", sig, r, err)
 	}
 }
 

@@ -186,3 +186,101 @@ func TestRedisDown(t *testing.T) {
 		t.Fatalf("arbiter rows %d (%v): nothing may be decided for unreserved requests", n, err)
 	}
 }
+
+// TestRedisStalled: with the (private) Redis SIGSTOPped — its port accepts
+// connections but nothing answers, unlike a refused connection — orders and
+// status polls get a fast 503 (each Redis call bounded by the store timeout,
+// not by a socket timeout or a retry), nothing is admitted, and once Redis
+// answers again the pipeline recovers and every hold taken by a stalled
+// call is given back.
+func TestRedisStalled(t *testing.T) {
+	pr := testenv.StartPrivateRedis(t)
+	const storeTimeout = 500 * time.Millisecond
+	// An order may wait for two Redis calls: the admission script, and the
+	// release of what it may have reserved (its reply was lost). A status
+	// poll waits for one.
+	const orderBound, pollBound = 2*storeTimeout + 300*time.Millisecond, storeTimeout + 300*time.Millisecond
+	h := newHarness(t, harnessOpts{partitions: 1, rdb: pr.Client(storeTimeout), storeTimeout: storeTimeout,
+		ingress: func(in *config.Ingress) { in.IPRateLimit = 1000 }})
+	item := testenv.ItemID()
+	const total = 10
+	h.putItem(item, total, 1)
+	r := h.order(1, item, 1, "")
+	if r.Code != http.StatusAccepted {
+		t.Fatalf("healthy order: %d %s", r.Code, r.Body)
+	}
+	rid := r.json(t)["request_id"].(string)
+
+	pr.Pause()
+	resumed := false
+	defer func() {
+		if !resumed {
+			pr.Resume()
+		}
+	}()
+	check := func(what string, r resp, d, bound time.Duration) {
+		t.Helper()
+		code, _ := r.json(t)["error"].(string)
+		if r.Code != http.StatusServiceUnavailable || (code != "unavailable" && code != "outcome_unknown") {
+			t.Errorf("%s with redis stalled: %d %s, want 503", what, r.Code, r.Body)
+		}
+		if d > bound {
+			t.Errorf("%s: 503 took %v with redis stalled; store timeout %v, bound %v", what, d.Round(time.Millisecond), storeTimeout, bound)
+		}
+	}
+	var slowest time.Duration
+	for user := int64(2); user < 6; user++ {
+		start := time.Now()
+		r := h.order(user, item, 1, fmt.Sprintf("stalled-%d", user))
+		d := time.Since(start)
+		slowest = max(slowest, d)
+		check(fmt.Sprintf("order of user %d", user), r, d, orderBound)
+	}
+	// A burst at once: the calls must not queue behind each other.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	burstStart := time.Now()
+	for user := int64(10); user < 30; user++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			r := h.order(user, item, 1, "")
+			d := time.Since(start)
+			mu.Lock()
+			defer mu.Unlock()
+			slowest = max(slowest, d)
+			check(fmt.Sprintf("burst order of user %d", user), r, d, orderBound)
+		}()
+	}
+	wg.Wait()
+	burst := time.Since(burstStart)
+	var slowestPoll time.Duration
+	for range 3 {
+		start := time.Now()
+		r := h.do(http.MethodGet, "/api/v1/orders/"+rid, "", h.as(1))
+		d := time.Since(start)
+		slowestPoll = max(slowestPoll, d)
+		check("status poll", r, d, pollBound)
+	}
+	t.Logf("redis stalled, store timeout %v: slowest order 503 %v, burst of 20 %v, slowest poll 503 %v",
+		storeTimeout, slowest.Round(time.Millisecond), burst.Round(time.Millisecond), slowestPoll.Round(time.Millisecond))
+
+	pr.Resume()
+	resumed = true
+	recovered := time.Now()
+	next := int64(100)
+	testenv.Eventually(t, 15*time.Second, 100*time.Millisecond, func() bool {
+		next++
+		return h.order(next, item, 1, "").Code == http.StatusAccepted
+	}, "orders did not recover after redis resumed")
+	t.Logf("first 202 %v after redis resumed", time.Since(recovered).Round(time.Millisecond))
+	// Calls written to the stalled server run when it resumes; none may
+	// reserve, and every hold a stalled admission took comes back.
+	testenv.Eventually(t, 15*time.Second, 100*time.Millisecond, func() bool {
+		return h.redisStock(item) == total-2
+	}, "redis stock did not come back to %d - 2 accepted (now %d)", total, h.redisStock(item))
+	if msgs := h.readTopic(); len(msgs) != 2 {
+		t.Errorf("%d messages in Kafka, want the 2 orders accepted outside the stall", len(msgs))
+	}
+}
