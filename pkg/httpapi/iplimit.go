@@ -17,6 +17,10 @@ import (
 //
 // After a failure the limiter stays open for a second without asking Redis,
 // so an outage costs the request one timeout (the admission's), not two.
+// Its own timeout (a quarter of the store timeout) holds against a stalled
+// Redis only because stock.NewClient sets ContextTimeoutEnabled: without it
+// go-redis bounds the socket by the client's read timeout, not by ctx
+// (TestIPLimiterBoundWhenRedisStalls).
 type ipLimiter struct {
 	rdb       redis.UniversalClient
 	perSec    int64
