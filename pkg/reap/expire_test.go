@@ -2,9 +2,11 @@ package reap_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -158,9 +160,17 @@ func TestPayAndCancelRaceAtDeadline(t *testing.T) {
 // Three replicas over 1,000 expired orders at once: SKIP LOCKED hands each
 // order to exactly one of them; every order is cancelled once and restored
 // once in each store.
+//
+// That the work is shared is asserted, not assumed: each replica's first
+// batch waits after its commit until all three have committed one (so the
+// three must be claiming at the same time, and each cancels some orders);
+// and while another transaction holds the 100 oldest orders locked (a
+// replica in the middle of its claim), the replicas skip them and cancel all
+// the others instead of waiting.
 func TestReplicasShareWorkExactlyOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	ctx := testCtx(t, 3*time.Minute)
 	orders := make([]order, 1000)
 	var qty int64
 	for i := range orders {
@@ -168,12 +178,54 @@ func TestReplicasShareWorkExactlyOnce(t *testing.T) {
 		qty += int64(orders[i].Qty)
 	}
 	it := e.newItem(qty+7, orders)
-	var rs []*reap.Reaper
-	r1, g1 := e.newReaper(reap.Config{BatchSize: 40})
-	r2, g2 := e.newReaper(reap.Config{BatchSize: 40})
-	r3, g3 := e.newReaper(reap.Config{BatchSize: 40})
-	rs = append(rs, r1, r2, r3)
 
+	const held = 100
+	holder, err := e.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback()
+	rows, err := holder.QueryContext(ctx, "SELECT id FROM orders WHERE item_id = ? AND status = 'UNPAID' ORDER BY expires_at LIMIT ? FOR UPDATE", it.ID, held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		t.Fatal(err)
+	}
+
+	var rs []*reap.Reaper
+	var regs []*prometheus.Registry
+	var arrived atomic.Int32
+	allIn := make(chan struct{})
+	for range 3 {
+		r, g := e.newReaper(reap.Config{BatchSize: 40})
+		var first sync.Once
+		r.AfterCommit = func(ctx context.Context, _ []store.Order) error {
+			first.Do(func() {
+				if arrived.Add(1) == 3 {
+					close(allIn)
+				}
+				select {
+				case <-allIn:
+				case <-ctx.Done():
+				case <-time.After(20 * time.Second):
+					t.Errorf("a replica waited 20s after its first batch for the others to commit one: the replicas do not work at the same time")
+				}
+			})
+			return nil
+		}
+		rs, regs = append(rs, r), append(regs, g)
+	}
+
+	runUntil(t, 2*time.Minute, func() bool {
+		return e.count("SELECT COUNT(*) FROM orders WHERE item_id = ? AND status = 'UNPAID'", it.ID) == held &&
+			e.count("SELECT COUNT(*) FROM stock_restores WHERE redis_applied_at IS NULL") == 0
+	}, rs...)
+	if err := holder.Rollback(); err != nil {
+		t.Fatal(err)
+	}
 	runUntil(t, 2*time.Minute, func() bool {
 		return e.count("SELECT COUNT(*) FROM orders WHERE item_id = ? AND status = 'UNPAID'", it.ID) == 0 &&
 			e.count("SELECT COUNT(*) FROM stock_restores WHERE redis_applied_at IS NULL") == 0
@@ -196,8 +248,11 @@ func TestReplicasShareWorkExactlyOnce(t *testing.T) {
 	}
 	var cancels, redisRestores float64
 	var per []float64
-	for _, g := range []*prometheus.Registry{g1, g2, g3} {
+	for i, g := range regs {
 		c := metric(t, g, "flashsale_reaper_cancellations_total")
+		if c == 0 {
+			t.Errorf("replica %d cancelled nothing: the work was not shared", i)
+		}
 		per = append(per, c)
 		cancels += c
 		redisRestores += metric(t, g, "flashsale_reaper_restores_total", "store", "redis")

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -196,6 +197,11 @@ func TestOrphanSweepFinishesOtherDecisions(t *testing.T) {
 // same time: for each request exactly one outcome wins the arbiter, and both
 // stores' stock is exact — the ORDERED ones keep their stock taken, the
 // VOIDED ones give it back once — with no reservation left behind.
+//
+// The race must really happen, or the test proves nothing: the writers start
+// only once the sweep is voiding, both sides must win some requests, every
+// voided request's writer must have met the VOIDED decision (and dropped its
+// message), and the sweep must still be voiding after the first writer won.
 func TestOrphanSweepRacesConsumer(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -215,11 +221,19 @@ func TestOrphanSweepRacesConsumer(t *testing.T) {
 	// after-commit Settle; a lost race (duplicate decision) is retried and
 	// then finds the VOIDED decision and drops the message.
 	w := &orderwriter.ItemWriter{DB: e.db, PaymentWindow: time.Hour, TxTimeout: 10 * time.Second}
+	sweepCtx, stop := context.WithCancel(ctx)
+	sweepDone := make(chan error, 1)
+	go func() { sweepDone <- r.Run(sweepCtx) }()
+	testenv.Eventually(t, 30*time.Second, time.Millisecond, func() bool {
+		return e.count("SELECT COUNT(*) FROM request_outcomes WHERE item_id = ? AND outcome = 'VOIDED'", it.ID) > 0
+	}, "the sweep voided nothing: no race to test")
+
 	var wg sync.WaitGroup
 	ordered := make([]bool, n)
+	var dropped atomic.Int64
 	for i, m := range msgs {
 		wg.Go(func() {
-			time.Sleep(time.Duration(rand.IntN(60)) * time.Millisecond)
+			time.Sleep(time.Duration(rand.IntN(120)) * time.Millisecond)
 			for attempt := 0; ; attempt++ {
 				res, err := w.WriteItem(ctx, it.ID, []queue.OrderMessage{m})
 				if err != nil {
@@ -235,13 +249,11 @@ func TestOrphanSweepRacesConsumer(t *testing.T) {
 						t.Error(err)
 					}
 				}
+				dropped.Add(int64(res.Dropped))
 				return
 			}
 		})
 	}
-	sweepCtx, stop := context.WithCancel(ctx)
-	sweepDone := make(chan error, 1)
-	go func() { sweepDone <- r.Run(sweepCtx) }()
 	wg.Wait()
 	stop()
 	<-sweepDone
@@ -295,5 +307,19 @@ func TestOrphanSweepRacesConsumer(t *testing.T) {
 		t.Errorf("Redis stock = %d, want %d", got, want)
 	}
 	e.auditOK(it.ID)
-	t.Logf("ordered %d, voided %d", nOrdered, nVoided)
+	if nOrdered == 0 || nVoided == 0 {
+		t.Errorf("ordered %d, voided %d: one side won everything, the race did not happen", nOrdered, nVoided)
+	}
+	if got := dropped.Load(); got != int64(nVoided) {
+		t.Errorf("writers dropped %d messages as already decided, want one per voided request (%d)", got, nVoided)
+	}
+	var firstOrdered, lastVoided time.Time
+	if err := e.db.QueryRowContext(ctx, "SELECT MIN(CASE WHEN outcome = 'ORDERED' THEN decided_at END), MAX(CASE WHEN outcome = 'VOIDED' THEN decided_at END)"+
+		" FROM request_outcomes WHERE item_id = ?", it.ID).Scan(&firstOrdered, &lastVoided); err != nil {
+		t.Fatal(err)
+	}
+	if !lastVoided.After(firstOrdered) {
+		t.Errorf("last void at %v, first order at %v: the sweep had stopped before the writers won anything, no race", lastVoided, firstOrdered)
+	}
+	t.Logf("ordered %d, voided %d; the sweep voided until %v after the first order", nOrdered, nVoided, lastVoided.Sub(firstOrdered))
 }
