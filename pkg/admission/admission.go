@@ -71,7 +71,9 @@ type flight struct {
 // New returns a Service.
 func New(cfg Config, st *stock.Store, db *sql.DB, pub Publisher, m *Metrics, log *slog.Logger) *Service {
 	s := &Service{cfg: cfg, stock: st, db: db, pub: pub, soldOut: newSoldOutCache(cfg.SoldOutTTL), m: m, log: log, now: time.Now}
-	s.retries = &retryQueue{run: s.compensate, log: log}
+	s.retries = &retryQueue{run: func(ctx context.Context, c compensation) error {
+		return s.compensate(ctx, c, s.cfg.StoreTimeout)
+	}, log: log}
 	if cfg.AdmissionRPS > 0 {
 		s.limiter = rate.NewLimiter(rate.Limit(cfg.AdmissionRPS), max(1, cfg.AdmissionRPS/20))
 	}
@@ -197,7 +199,7 @@ func (s *Service) publish(ctx context.Context, r Request, rid string, now time.T
 	}
 	s.m.publishFailures.Inc()
 	s.log.WarnContext(ctx, "admission: publish failed; aborting", "request_id", rid, "item_id", r.ItemID, "err", err)
-	return s.abort(ctx, r, rid)
+	return s.abort(ctx, r, rid, s.cfg.StoreTimeout)
 }
 
 // ack records on a keyed request's Idempotency-Key that its message is
@@ -230,7 +232,7 @@ func (s *Service) ack(ctx context.Context, r Request, rid string) {
 // still failing, so the hold may remain for a while) the answer is
 // outcome_unknown with the request id, and the hold is released later by
 // the background retry or the reaper's orphan sweep.
-func (s *Service) abort(ctx context.Context, r Request, rid string) Result {
+func (s *Service) abort(ctx context.Context, r Request, rid string, releaseTimeout time.Duration) Result {
 	ctx = context.WithoutCancel(ctx)
 	dctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
 	won, existing, err := store.Decide(dctx, s.db, store.Decision{
@@ -252,7 +254,7 @@ func (s *Service) abort(ctx context.Context, r Request, rid string) Result {
 	c := compensation{item: r.ItemID, rid: rid, view: orderstatus.FromDecision(store.Decision{
 		RequestID: rid, ItemID: r.ItemID, UserID: r.UserID, Qty: r.Qty, Outcome: store.Aborted, Reason: store.ReasonPublishFailed}),
 		opts: stock.ReleaseOptions{ReturnStock: true, RemoveBuyer: true, UserID: r.UserID, IdempotencyKey: r.IdempotencyKey}}
-	if err := s.compensate(ctx, c); err != nil {
+	if err := s.compensate(ctx, c, releaseTimeout); err != nil {
 		s.log.WarnContext(ctx, "admission: release of aborted reservation failed; retrying in the background", "request_id", rid, "err", err)
 		s.retries.add(c)
 		return Result{Outcome: Unconfirmed, RequestID: rid}
@@ -268,7 +270,10 @@ func (s *Service) abortUnconfirmed(ctx context.Context, r Request, rid string, d
 	if d := time.Until(deadline); d > 0 {
 		time.Sleep(d)
 	}
-	res := s.abort(ctx, r, rid)
+	// Redis just failed to answer within the store timeout: give the
+	// synchronous release a quarter of it, so a stalled Redis costs the
+	// buyer little more than one timeout; the background retry takes over.
+	res := s.abort(ctx, r, rid, s.cfg.StoreTimeout/4)
 	if res.Outcome == PublishFailed {
 		// Nothing is reserved: the same answer as Redis being unreachable.
 		return Result{Outcome: Unavailable}
@@ -280,8 +285,8 @@ func (s *Service) abortUnconfirmed(ctx context.Context, r Request, rid string, d
 // first (so a poll never shows PENDING for a decided request once the hold
 // is gone), then stock, buyer mark and the Idempotency-Key answer, so the
 // buyer may simply retry. Both steps are idempotent.
-func (s *Service) compensate(ctx context.Context, c compensation) error {
-	rctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
+func (s *Service) compensate(ctx context.Context, c compensation, timeout time.Duration) error {
+	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := orderstatus.Put(rctx, s.stock, c.view); err != nil {
 		return err
