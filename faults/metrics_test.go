@@ -31,7 +31,7 @@ func TestMetricsAgreeWithDatabase(t *testing.T) {
 	w.wait()
 	r := p.settle("no fault: metrics against the database", start, w)
 
-	ingress := scrape(t, p.base+"/metrics")
+	ingress := scrape(t, strings.TrimSuffix(p.ingress.health, "/healthz")+"/metrics")
 	var consumers, reapers []map[string]float64
 	for _, c := range p.consumers {
 		consumers = append(consumers, scrape(t, strings.TrimSuffix(c.health, "/healthz")+"/metrics"))

@@ -103,12 +103,14 @@ func newPipeline(t *testing.T, cfg settings) *pipeline {
 		}
 		return m
 	}
-	addr := freeAddr(t)
+	addr, opsAddr := freeAddr(t), freeAddr(t)
 	p.base = "http://" + addr
+	// health is on the ops port (/readyz, /metrics live there); the ingress
+	// binds both ports before it serves either.
 	p.ingress = newProc(t, "ingress", "ingress", with(map[string]string{
-		"HTTP_ADDR": addr, "JWT_SECRET": jwtSecret, "PUBLISH_TIMEOUT": cfg.PublishTimeout.String(),
+		"HTTP_ADDR": addr, "METRICS_ADDR": opsAddr, "JWT_SECRET": jwtSecret, "PUBLISH_TIMEOUT": cfg.PublishTimeout.String(),
 		"USER_RATE_LIMIT": "0", "IP_RATE_LIMIT": "0",
-	}), p.base+"/healthz")
+	}), "http://"+opsAddr+"/healthz")
 	for i := range cfg.Consumers {
 		a := freeAddr(t)
 		p.consumers = append(p.consumers, newProc(t, fmt.Sprintf("consumer-%d", i), "consumer", with(map[string]string{

@@ -73,9 +73,34 @@ func run(ctx context.Context, c config.Common, in config.Ingress, log *slog.Logg
 	}
 	hs := &http.Server{Handler: srv.Echo(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 		WriteTimeout: in.PublishTimeout + 2*c.StoreTimeout + 5*time.Second, IdleTimeout: 2 * time.Minute}
+	opsSrv := &http.Server{Handler: srv.Ops(), ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 10 * time.Second}
+	// Both ports are bound before either serves: when one answers, the
+	// other does too, and a taken port stops the ingress at once.
+	apiLn, err := ops.Listen(in.HTTPAddr)
+	if err != nil {
+		_ = writer.Close()
+		return err
+	}
+	opsLn, err := ops.Listen(in.MetricsAddr)
+	if err != nil {
+		_ = apiLn.Close()
+		_ = writer.Close()
+		return err
+	}
+	// The two listeners stop together: an ingress nobody can probe or
+	// scrape is worse than none.
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	opsErr := make(chan error, 1)
+	go func() {
+		opsErr <- ops.ServeListener(sctx, opsSrv, opsLn, c.ShutdownTimeout/4, log.With("component", "ops"))
+		cancel()
+	}()
 	// Serve stops accepting on ctx.Done and waits for in-flight requests, so
 	// every publish they started has finished before the writer is closed.
-	serveErr := ops.Serve(ctx, hs, in.HTTPAddr, c.ShutdownTimeout, log)
+	serveErr := ops.ServeListener(sctx, hs, apiLn, c.ShutdownTimeout, log)
+	cancel()
+	serveErr = errors.Join(serveErr, <-opsErr)
 	if err := writer.Close(); err != nil {
 		serveErr = errors.Join(serveErr, fmt.Errorf("ingress: close kafka writer: %w", err))
 	}

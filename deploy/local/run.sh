@@ -25,6 +25,7 @@ export FLASHSALE_REAP_INTERVAL=${FLASHSALE_REAP_INTERVAL:-1s}
 export FLASHSALE_IP_RATE_LIMIT=${FLASHSALE_IP_RATE_LIMIT:-0}
 
 INGRESS_ADDR=127.0.0.1:8080
+INGRESS_OPS_ADDR=127.0.0.1:9103
 PROM_ADDR=127.0.0.1:9090
 
 alive() { [[ -f $STATE/$1.pid ]] && kill -0 "$(cat "$STATE/$1.pid")" 2>/dev/null; }
@@ -61,7 +62,7 @@ if [[ ${1:-} == stop ]]; then
   exit 0
 fi
 
-start ingress "http://$INGRESS_ADDR/readyz" env FLASHSALE_HTTP_ADDR=$INGRESS_ADDR "$BIN/ingress"
+start ingress "http://$INGRESS_OPS_ADDR/readyz" env FLASHSALE_HTTP_ADDR=$INGRESS_ADDR FLASHSALE_METRICS_ADDR=$INGRESS_OPS_ADDR "$BIN/ingress"
 start consumer-1 "http://127.0.0.1:9101/readyz" env FLASHSALE_METRICS_ADDR=127.0.0.1:9101 "$BIN/consumer"
 start consumer-2 "http://127.0.0.1:9111/readyz" env FLASHSALE_METRICS_ADDR=127.0.0.1:9111 "$BIN/consumer"
 start reaper "http://127.0.0.1:9102/readyz" env FLASHSALE_METRICS_ADDR=127.0.0.1:9102 "$BIN/reaper"
@@ -79,7 +80,7 @@ fi
 cat <<EOF
 
 flashsale is running:
-  ingress     http://$INGRESS_ADDR   (API, /metrics, /openapi.yaml)
+  ingress     http://$INGRESS_ADDR   (API, /openapi.yaml)  http://$INGRESS_OPS_ADDR/metrics
   consumers   http://127.0.0.1:9101/metrics  http://127.0.0.1:9111/metrics
   reaper      http://127.0.0.1:9102/metrics
   prometheus  http://$PROM_ADDR     (if installed)

@@ -16,7 +16,13 @@ type SilentServer struct {
 	// Addr is the host:port to dial.
 	Addr string
 	open atomic.Int64
+	stop func()
 }
+
+// Stop closes the listener and every connection (also done when the test
+// ends; call it earlier to release what is blocked on the server, e.g.
+// before closing an httptest.Server whose handlers wait on it).
+func (s *SilentServer) Stop() { s.stop() }
 
 // Open is the number of connections the clients have not closed yet.
 func (s *SilentServer) Open() int64 { return s.open.Load() }
@@ -55,7 +61,7 @@ func Silent(t testing.TB) *SilentServer {
 			}()
 		}
 	}()
-	t.Cleanup(func() {
+	s.stop = sync.OnceFunc(func() {
 		_ = ln.Close()
 		mu.Lock()
 		for _, c := range conns {
@@ -64,5 +70,6 @@ func Silent(t testing.TB) *SilentServer {
 		mu.Unlock()
 		wg.Wait()
 	})
+	t.Cleanup(s.stop)
 	return s
 }

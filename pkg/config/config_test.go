@@ -53,6 +53,7 @@ func TestBadValuesNameTheSetting(t *testing.T) {
 		"FLASHSALE_SOLDOUT_TTL=1h":          "FLASHSALE_SOLDOUT_TTL",
 		"FLASHSALE_TRUSTED_PROXIES=1.2.3.4": "FLASHSALE_TRUSTED_PROXIES",
 		"FLASHSALE_LOG_LEVEL=loud":          "FLASHSALE_LOG_LEVEL",
+		"FLASHSALE_METRICS_ADDR=nohost":     "FLASHSALE_METRICS_ADDR",
 	} {
 		k, v, _ := strings.Cut(env, "=")
 		m := map[string]string{"FLASHSALE_JWT_SECRET": "0123456789abcdef", k: v}

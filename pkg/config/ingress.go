@@ -8,8 +8,12 @@ import (
 
 // Ingress holds the HTTP front door's settings.
 type Ingress struct {
-	// HTTPAddr serves the API, /healthz, /readyz and /metrics.
+	// HTTPAddr serves the API, /healthz and /openapi.yaml.
 	HTTPAddr string
+	// MetricsAddr serves /healthz, /readyz and /metrics on a listener of
+	// their own, so anonymous callers of the public port cannot make the
+	// ingress ping its dependencies or render its metrics.
+	MetricsAddr string
 	// JWTSecret is the HS256 key for buyer and admin tokens. Never logged.
 	JWTSecret string
 	// JWTAudience is the "aud" every token must carry, so a token minted for
@@ -41,6 +45,7 @@ type Ingress struct {
 // RegisterFlags implements Registerer.
 func (c *Ingress) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.HTTPAddr, "http-addr", "127.0.0.1:8080", "ingress listen address host:port")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", "127.0.0.1:9103", "ops listen address host:port for /healthz, /readyz, /metrics (keep it off the public network)")
 	fs.StringVar(&c.JWTSecret, "jwt-secret", "", "HS256 secret for bearer tokens, at least 16 bytes")
 	fs.StringVar(&c.JWTAudience, "jwt-audience", "flashsale", "the aud claim every bearer token must carry")
 	fs.StringVar(&c.JWTIssuer, "jwt-issuer", "", "the iss claim every bearer token must carry, empty to not check it")
@@ -58,6 +63,12 @@ func (c *Ingress) RegisterFlags(fs *flag.FlagSet) {
 func (c *Ingress) Validate() error {
 	if err := hostPorts(c.HTTPAddr); err != nil {
 		return fmt.Errorf("FLASHSALE_HTTP_ADDR: %v (expected host:port)", err)
+	}
+	if err := hostPorts(c.MetricsAddr); err != nil {
+		return fmt.Errorf("FLASHSALE_METRICS_ADDR: %v (expected host:port)", err)
+	}
+	if c.MetricsAddr == c.HTTPAddr {
+		return fmt.Errorf("FLASHSALE_METRICS_ADDR: %s is FLASHSALE_HTTP_ADDR too (expected an ops address of its own)", c.MetricsAddr)
 	}
 	if len(c.JWTSecret) < 16 {
 		return fmt.Errorf("FLASHSALE_JWT_SECRET: missing or shorter than 16 bytes (expected a random secret of at least 16 bytes)")

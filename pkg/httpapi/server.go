@@ -8,12 +8,12 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/flashsale-dev/flashsale/pkg/admission"
 	"github.com/flashsale-dev/flashsale/pkg/auth"
@@ -46,7 +46,8 @@ type Deps struct {
 	DB        *sql.DB
 	Stock     *stock.Store
 	Publisher admission.Publisher
-	// Registry serves /metrics; Registerer (default Registry) gets the metrics.
+	// Registry serves /metrics (on Ops); Registerer (default Registry) gets
+	// the metrics.
 	Registry   *prometheus.Registry
 	Registerer prometheus.Registerer
 	Log        *slog.Logger
@@ -68,7 +69,7 @@ type Server struct {
 	m         *Metrics
 	log       *slog.Logger
 	openAPI   []byte
-	ready     ops.Readiness
+	ops       http.Handler // /healthz, /readyz, /metrics, off the public port
 	e         *echo.Echo
 }
 
@@ -108,19 +109,25 @@ func New(cfg Config, d Deps) (*Server, error) {
 		// never cost a request a whole timeout of its own.
 		s.ipl = &ipLimiter{rdb: d.Stock.Client(), perSec: int64(cfg.Ingress.IPRateLimit), timeout: cfg.StoreTimeout / 4}
 	}
-	s.ready = ops.Readiness{Timeout: cfg.StoreTimeout, Checks: map[string]ops.Check{
+	s.ops = ops.Mux(d.Registry, ops.Readiness{Timeout: cfg.StoreTimeout, Checks: map[string]ops.Check{
 		"redis": func(ctx context.Context) error { return d.Stock.Client().Ping(ctx).Err() },
 		"mysql": func(ctx context.Context) error { return d.DB.PingContext(ctx) },
 		"kafka": func(ctx context.Context) error { return queue.Ping(ctx, cfg.Brokers) },
-	}}
-	s.e = s.routes(ipExtractor(trusted), d.Registry)
+	}})
+	s.e = s.routes(ipExtractor(trusted))
 	return s, nil
 }
 
-// Echo returns the HTTP handler (also for Start and Shutdown).
+// Echo returns the public HTTP handler: the API, /healthz and /openapi.yaml.
 func (s *Server) Echo() *echo.Echo { return s.e }
 
-func (s *Server) routes(ipx echo.IPExtractor, reg *prometheus.Registry) *echo.Echo {
+// Ops returns the ops handler, /healthz, /readyz and /metrics, for a
+// listener of its own (FLASHSALE_METRICS_ADDR): on the public port they
+// would let anonymous callers make the ingress ping MySQL, Redis and Kafka
+// and render every metric, as often as they like.
+func (s *Server) Ops() http.Handler { return s.ops }
+
+func (s *Server) routes(ipx echo.IPExtractor) *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.IPExtractor = ipx
@@ -134,8 +141,6 @@ func (s *Server) routes(ipx echo.IPExtractor, reg *prometheus.Registry) *echo.Ec
 	e.Use(s.requestID, s.observe, bodyLimit)
 
 	e.GET("/healthz", echo.WrapHandler(ops.LivenessHandler()))
-	e.GET("/readyz", echo.WrapHandler(ops.ReadinessHandler(s.ready)))
-	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})))
 	e.GET("/openapi.yaml", s.serveOpenAPI)
 
 	api := e.Group("/api/v1")

@@ -36,11 +36,28 @@ func Mux(reg *prometheus.Registry, ready Readiness) *http.ServeMux {
 // Serve runs srv on addr until ctx is done, then shuts it down within
 // shutdownTimeout, letting in-flight requests finish.
 func Serve(ctx context.Context, srv *http.Server, addr string, shutdownTimeout time.Duration, log *slog.Logger) error {
+	ln, err := Listen(addr)
+	if err != nil {
+		return err
+	}
+	return ServeListener(ctx, srv, ln, shutdownTimeout, log)
+}
+
+// Listen opens addr for ServeListener: a deployable with two listeners
+// binds both before it serves either, so a taken port stops it before it
+// answers anything.
+func Listen(addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("ops: listen %s: %w", addr, err)
+		return nil, fmt.Errorf("ops: listen %s: %w", addr, err)
 	}
-	log.Info("listening", "addr", ln.Addr().String())
+	return ln, nil
+}
+
+// ServeListener is Serve on a listener already open; it closes ln.
+func ServeListener(ctx context.Context, srv *http.Server, ln net.Listener, shutdownTimeout time.Duration, log *slog.Logger) error {
+	addr := ln.Addr().String()
+	log.Info("listening", "addr", addr)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
