@@ -68,15 +68,35 @@ func RunInTx(ctx context.Context, db *sql.DB, iso sql.IsolationLevel, fn func(tx
 
 // MySQL error numbers flashsale reacts to.
 const (
-	erDupEntry        = 1062
-	erLockWaitTimeout = 1205
-	erLockDeadlock    = 1213
-	erQueryInterrupt  = 1317
-	erConCount        = 1040
-	erServerShutdown  = 1053
-	erCheckViolated   = 3819 // MySQL 8
-	erMariaCheck      = 4025 // MariaDB
+	erDupEntry      = 1062
+	erCheckViolated = 3819 // MySQL 8
+	erMariaCheck    = 4025 // MariaDB
 )
+
+// permanentErrors are the server's answers that retrying the same statement
+// can never change: the data does not fit its column or constraint, or the
+// statement itself is wrong (a code bug, or code ahead of its migration).
+// The list is short on purpose; every other server error (read-only during a
+// failover, a killed connection, too many connections, a lock timeout, an
+// error number nobody listed) is transient. See IsTransient.
+var permanentErrors = []uint16{
+	1048, // ER_BAD_NULL_ERROR: column cannot be null
+	1062, // ER_DUP_ENTRY: writers turn their expected races into a retry before classifying
+	1264, // ER_WARN_DATA_OUT_OF_RANGE: out of range value for column
+	1265, // WARN_DATA_TRUNCATED: e.g. a value outside an ENUM
+	1292, // ER_TRUNCATED_WRONG_VALUE: incorrect datetime or number
+	1366, // ER_TRUNCATED_WRONG_VALUE_FOR_FIELD: incorrect integer value
+	1406, // ER_DATA_TOO_LONG
+	1690, // ER_DATA_OUT_OF_RANGE: BIGINT value out of range in an expression
+	erCheckViolated,
+	erMariaCheck,
+	1054, // ER_BAD_FIELD_ERROR: unknown column
+	1064, // ER_PARSE_ERROR: SQL syntax
+	1136, // ER_WRONG_VALUE_COUNT_ON_ROW: column count does not match value count
+	1146, // ER_NO_SUCH_TABLE
+	1149, // ER_SYNTAX_ERROR
+	1390, // ER_PS_MANY_PARAM: too many placeholders (a batch too big for one statement)
+}
 
 // IsDuplicate reports a unique-key violation.
 func IsDuplicate(err error) bool { return mysqlErr(err, erDupEntry) }
@@ -84,25 +104,29 @@ func IsDuplicate(err error) bool { return mysqlErr(err, erDupEntry) }
 // IsCheckViolation reports a CHECK constraint violation (e.g. stock < 0).
 func IsCheckViolation(err error) bool { return mysqlErr(err, erCheckViolated, erMariaCheck) }
 
+// IsPermanent reports an error that retrying the same statement cannot cure:
+// one of permanentErrors, or a statement too large for the connection's
+// packet limit (the driver refuses it before sending; a smaller batch fits).
+func IsPermanent(err error) bool {
+	return mysqlErr(err, permanentErrors...) || errors.Is(err, mysql.ErrPktTooLarge)
+}
+
 // IsTransient reports an error worth retrying the whole transaction for:
-// deadlock, lock wait timeout, an interrupted or killed query, too many
-// connections, a server shutting down, and anything that is not an answer
-// from the server at all (a lost, refused or timed-out connection).
+// everything except the short list of permanent answers (IsPermanent), the
+// caller leaving (context.Canceled) and ErrNotFound.
 //
-// The last case is deliberately broad: an unrecognised client-side error is
-// treated as an outage, because retrying stalls a partition (lag alerts fire,
-// nothing is lost) while calling it permanent would send good orders to the
-// dead-letter queue. A SQL error from the server is an answer and is not
-// retried.
+// It is deliberately broad. A server that is read-only while a primary is
+// switched (1290, 1792, 1836), a connection killed (1927) or refused for its
+// count (1040, 1203), a lock timeout, an error number not listed anywhere,
+// and anything that is not an answer from the server at all (a lost, refused
+// or timed-out connection) are outages: retrying stalls a partition (lag
+// alerts fire, nothing is lost), while calling them permanent would send
+// good orders to the dead-letter queue.
 func IsTransient(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, ErrNotFound) {
 		return false
 	}
-	if mysqlErr(err, erLockDeadlock, erLockWaitTimeout, erQueryInterrupt, erConCount, erServerShutdown) {
-		return true
-	}
-	var me *mysql.MySQLError
-	return !errors.As(err, &me) && !errors.Is(err, ErrNotFound)
+	return !IsPermanent(err)
 }
 
 func mysqlErr(err error, numbers ...uint16) bool {
