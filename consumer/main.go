@@ -64,7 +64,7 @@ func run(common config.Common, cc config.Consumer) error {
 		BatchSize:     cc.BatchSize,
 		BatchWait:     cc.BatchWait,
 		MaxBackoff:    cc.MaxBackoff,
-		MaxAttempts:   cc.MaxAttempts,
+		GiveUpAfter:   cc.GiveUpAfter,
 		PaymentWindow: common.PaymentWindow,
 		StoreTimeout:  common.StoreTimeout,
 		// Leave a quarter of the shutdown budget to commit, leave the group

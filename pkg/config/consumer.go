@@ -16,9 +16,14 @@ type Consumer struct {
 	BatchWait time.Duration
 	// MaxBackoff caps the exponential backoff of transient MySQL errors.
 	MaxBackoff time.Duration
-	// MaxAttempts is how often a failing non-transient message is retried
-	// before it goes to the dead-letter topic.
-	MaxAttempts int
+	// GiveUpAfter is how long an item's messages may keep failing with a
+	// permanent error (data that does not fit, a code bug; see
+	// store.IsPermanent) before the consumer tries them one by one and gives
+	// up on those that still fail: dead-lettered and rejected through the
+	// arbiter (REJECTED unprocessable). Transient errors (an outage, a
+	// read-only failover) never give up. Keep it well below the reaper's
+	// FLASHSALE_ORPHAN_GRACE, or the reaper voids the request first.
+	GiveUpAfter time.Duration
 }
 
 // RegisterFlags implements Registerer.
@@ -27,7 +32,7 @@ func (c *Consumer) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.BatchSize, "batch-size", 500, "most messages per write round, 1 to 5000")
 	fs.DurationVar(&c.BatchWait, "batch-wait", 20*time.Millisecond, "how long a round waits to fill, a Go duration such as 20ms")
 	fs.DurationVar(&c.MaxBackoff, "max-backoff", 5*time.Second, "cap of retry backoff on transient errors, a Go duration")
-	fs.IntVar(&c.MaxAttempts, "max-attempts", 5, "attempts before a failing message goes to the DLQ, at least 1")
+	fs.DurationVar(&c.GiveUpAfter, "give-up-after", 30*time.Second, "how long a message may fail with a permanent error before it is dead-lettered and rejected, a Go duration")
 }
 
 // Validate implements Registerer.
@@ -44,8 +49,8 @@ func (c *Consumer) Validate() error {
 	if c.MaxBackoff <= 0 {
 		return fmt.Errorf("FLASHSALE_MAX_BACKOFF: %v (expected a positive duration)", c.MaxBackoff)
 	}
-	if c.MaxAttempts < 1 {
-		return fmt.Errorf("FLASHSALE_MAX_ATTEMPTS: %d (expected at least 1)", c.MaxAttempts)
+	if c.GiveUpAfter <= 0 {
+		return fmt.Errorf("FLASHSALE_GIVE_UP_AFTER: %v (expected a positive duration)", c.GiveUpAfter)
 	}
 	return nil
 }

@@ -27,6 +27,15 @@ func releaseOptions(reason string) (stock.ReleaseOptions, bool) {
 	case store.ReasonDuplicateBuyer:
 		// The buyer does own an order: keep the mark, return the extra unit.
 		return stock.ReleaseOptions{ReturnStock: true}, true
+	case store.ReasonUnknownItem:
+		// MySQL has no such item, so no stock to match: as for sold_out, an
+		// item Redis alone knows drains instead of admitting more buyers
+		// nobody can serve; the buyer may try again.
+		return stock.ReleaseOptions{RemoveBuyer: true}, true
+	case store.ReasonUnprocessable:
+		// Nothing was ordered and MySQL's stock was never taken: the unit
+		// goes back to the sale and the buyer may try again.
+		return stock.ReleaseOptions{ReturnStock: true, RemoveBuyer: true}, true
 	}
 	return stock.ReleaseOptions{}, false
 }

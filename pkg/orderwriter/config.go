@@ -29,9 +29,10 @@ type Config struct {
 	MaxBackoff time.Duration
 	// MinBackoff is the first retry delay; default 50ms.
 	MinBackoff time.Duration
-	// MaxAttempts bounds retries of non-transient failures before the DLQ;
-	// default 5.
-	MaxAttempts int
+	// GiveUpAfter is how long an item's messages may keep failing with a
+	// permanent error (store.IsPermanent) before the consumer gives up on the
+	// ones that still fail alone; default 30s. Transient errors never give up.
+	GiveUpAfter time.Duration
 	// PaymentWindow is added to the database's NOW(3) for expires_at;
 	// default 15m.
 	PaymentWindow time.Duration
@@ -78,10 +79,10 @@ func (c *Config) withDefaults() (Config, error) {
 		out.GroupID = queue.GroupID
 	}
 	defInt(&out.BatchSize, 500)
-	defInt(&out.MaxAttempts, 5)
 	def(&out.BatchWait, 20*time.Millisecond)
 	def(&out.MaxBackoff, 5*time.Second)
 	def(&out.MinBackoff, 50*time.Millisecond)
+	def(&out.GiveUpAfter, 30*time.Second)
 	def(&out.PaymentWindow, 15*time.Minute)
 	def(&out.StoreTimeout, 2*time.Second)
 	def(&out.DrainTimeout, 10*time.Second)

@@ -198,22 +198,36 @@ func (c *Consumer) round(ctx context.Context, batch []*entry) {
 	c.m.BatchDuration.Observe(time.Since(start).Seconds())
 }
 
-// writeGroup writes one item's messages until they are done, dead-lettered or
-// the round's context ends. Transient MySQL errors and lost races are retried
-// without bound (a DB outage pauses consumption); other errors MaxAttempts
-// times, then each message alone, so one bad message cannot take its
-// neighbours to the DLQ.
+// writeGroup writes one item's messages until they are done, given up or the
+// round's context ends. Lost races and transient errors (store.IsTransient:
+// nearly everything, a read-only or failing-over server included) are
+// retried without bound: an outage pauses consumption, it never rejects a
+// good order. Other errors (data that does not fit, a code bug) are retried
+// with backoff too, until the group has been failing with them for
+// GiveUpAfter; then its messages are written one by one, so one bad message
+// cannot take its neighbours down, and one that still fails alone is given
+// up (giveUp).
 func (c *Consumer) writeGroup(ctx context.Context, item int64, es []*entry, decoded map[*entry]queue.OrderMessage) {
+	c.writeGroupSince(ctx, item, es, decoded, time.Time{})
+}
+
+// writeGroupSince is writeGroup for a group whose permanent failures began
+// at failingSince (zero: none yet). The messages of a split group inherit
+// it: the group has already failed for GiveUpAfter, so a message that fails
+// permanently alone is given up at once.
+func (c *Consumer) writeGroupSince(ctx context.Context, item int64, es []*entry, decoded map[*entry]queue.OrderMessage, failingSince time.Time) {
 	msgs := make([]queue.OrderMessage, len(es))
 	for i, e := range es {
 		msgs[i] = decoded[e]
 	}
 	bo := backoff{min: c.cfg.MinBackoff, max: c.cfg.MaxBackoff}
-	attempts := 0
 	for {
 		res, err := c.items.WriteItem(ctx, item, msgs)
 		if err == nil {
 			c.record(res)
+			if n := res.New[[2]string{string(store.Rejected), store.ReasonUnknownItem}]; n > 0 {
+				c.log.Warn("rejected requests of an item MySQL does not have", "item", item, "requests", n)
+			}
 			if c.applyAfterCommit(ctx, res) == nil {
 				for _, e := range es {
 					e.done = true
@@ -225,35 +239,27 @@ func (c *Consumer) writeGroup(ctx context.Context, item int64, es []*entry, deco
 		switch {
 		case ctx.Err() != nil:
 			return
-		case errors.Is(err, ErrItemMissing):
-			letters := make([]deadLetter, len(es))
-			for i, e := range es {
-				letters[i] = deadLetter{msg: e.msg, cause: err}
-			}
-			if c.deadLetter(ctx, letters) == nil {
-				for _, e := range es {
-					e.done = true
-				}
-			}
-			return
 		case errors.Is(err, errRace):
 			kind = "race"
 		case store.IsTransient(err):
 			kind = "transient"
 		default:
 			kind = "failure"
-			attempts++
-			if attempts >= c.cfg.MaxAttempts {
+			if failingSince.IsZero() {
+				failingSince = time.Now()
+			}
+			if failing := time.Since(failingSince); failing >= c.cfg.GiveUpAfter {
 				if len(es) > 1 {
-					c.log.Warn("item batch keeps failing; writing its messages one by one", "item", item, "err", err)
+					c.log.Warn("item batch keeps failing; writing its messages one by one", "item", item, "messages", len(es), "failing", failing, "err", err)
 					for _, e := range es {
-						c.writeGroup(ctx, item, []*entry{e}, decoded)
+						if ctx.Err() != nil {
+							return
+						}
+						c.writeGroupSince(ctx, item, []*entry{e}, decoded, failingSince)
 					}
 					return
 				}
-				if c.deadLetter(ctx, []deadLetter{{msg: es[0].msg, cause: fmt.Errorf("after %d attempts: %w", attempts, err)}}) == nil {
-					es[0].done = true
-				}
+				c.giveUp(ctx, es[0], msgs[0], fmt.Errorf("failing for %v: %w", failing.Round(time.Millisecond), err))
 				return
 			}
 		}

@@ -2,10 +2,6 @@ package orderwriter
 
 import "errors"
 
-// ErrItemMissing marks messages whose item does not exist in MySQL: retrying
-// can never help, so they go to the dead-letter topic.
-var ErrItemMissing = errors.New("orderwriter: item missing in MySQL")
-
 // errRace is returned by an item transaction that lost a unique-key race
 // (another replica after a rebalance, the reaper voiding, the ingress aborting
 // at the same moment). The transaction is rolled back and retried at once: the

@@ -149,7 +149,7 @@ func (e *env) config() orderwriter.Config {
 	return orderwriter.Config{
 		Brokers: e.brokers, Topic: e.topic, DLQTopic: e.dlq, GroupID: e.group,
 		BatchSize: 100, BatchWait: 20 * time.Millisecond,
-		MinBackoff: 20 * time.Millisecond, MaxBackoff: 300 * time.Millisecond, MaxAttempts: 3,
+		MinBackoff: 20 * time.Millisecond, MaxBackoff: 300 * time.Millisecond, GiveUpAfter: 500 * time.Millisecond,
 		PaymentWindow: 15 * time.Minute, StoreTimeout: 2 * time.Second, DrainTimeout: 10 * time.Second,
 		HeartbeatInterval: 300 * time.Millisecond, SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second,
 	}

@@ -44,8 +44,12 @@ type ItemWriter struct {
 // COMMITTED transaction. READ COMMITTED takes no gap locks, so replicas writing
 // the same item after a rebalance do not deadlock on the orders indexes.
 //
-// Errors: ErrItemMissing (poison), errRace (retry now), store.IsTransient
-// errors (retry with backoff), anything else (a bounded number of retries).
+// Requests of an item MySQL does not have are decided REJECTED unknown_item
+// in the same transaction: no retry can help them, and their buyers must not
+// wait for the orphan grace.
+//
+// Errors: errRace (retry now), store.IsTransient errors (retry with
+// backoff), anything else (retried until the consumer gives up).
 func (w *ItemWriter) WriteItem(ctx context.Context, itemID int64, msgs []queue.OrderMessage) (ItemResult, error) {
 	res, err := w.attempt(ctx, itemID, msgs, false)
 	if errors.Is(err, errShortStock) {
@@ -114,7 +118,7 @@ func (w *ItemWriter) decide(ctx context.Context, tx *sql.Tx, itemID int64, msgs 
 		item, err = store.GetItem(ctx, tx, itemID)
 	}
 	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("%w: item %d", ErrItemMissing, itemID)
+		return rejectAll(ctx, tx, itemID, fresh, replayOrdered, store.ReasonUnknownItem, res)
 	}
 	if err != nil {
 		return err
@@ -190,6 +194,30 @@ func (w *ItemWriter) decide(ctx context.Context, tx *sql.Tx, itemID int64, msgs 
 			return fmt.Errorf("orderwriter: item %d: stock CAS failed under lock", itemID)
 		}
 		return errShortStock
+	}
+	return nil
+}
+
+// rejectAll decides every fresh request REJECTED for reason (the item is not
+// in MySQL) and reads back the orders of replayed ORDERED requests, so the
+// after-commit step still settles them.
+func rejectAll(ctx context.Context, tx *sql.Tx, itemID int64, fresh []queue.OrderMessage, replayOrdered []string, reason string, res *ItemResult) error {
+	decisions := make([]store.Decision, 0, len(fresh))
+	for _, m := range fresh {
+		d := store.Decision{RequestID: m.RequestID, ItemID: itemID, UserID: m.UserID, Qty: m.Qty, Outcome: store.Rejected, Reason: reason}
+		decisions = append(decisions, d)
+		res.Rejected = append(res.Rejected, d)
+		res.New[[2]string{string(d.Outcome), d.Reason}]++
+	}
+	if err := store.InsertDecisions(ctx, tx, decisions); err != nil {
+		if store.IsDuplicate(err) {
+			return fmt.Errorf("%w: %w", errRace, err)
+		}
+		return err
+	}
+	var err error
+	if res.Ordered, err = store.OrdersByRequest(ctx, tx, replayOrdered); err != nil {
+		return err
 	}
 	return nil
 }

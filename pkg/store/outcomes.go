@@ -25,6 +25,12 @@ const (
 	ReasonDuplicateBuyer     = "duplicate_buyer"
 	ReasonPublishFailed      = "publish_failed"
 	ReasonExpiredReservation = "expired_reservation"
+	// ReasonUnknownItem: the message's item does not exist in MySQL (Redis
+	// knew an item MySQL never committed, or lost).
+	ReasonUnknownItem = "unknown_item"
+	// ReasonUnprocessable: the request kept failing with a permanent MySQL
+	// error (store.IsPermanent) and was given up; its message is in the DLQ.
+	ReasonUnprocessable = "unprocessable"
 )
 
 // Decision is one arbiter row.
