@@ -15,6 +15,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
@@ -23,6 +24,12 @@ import (
 // ErrInFlight is returned while requests for the item are still pending
 // (Redis reservations or unconsumed messages): a rebuild now would forget them.
 var ErrInFlight = errors.New("catalog: requests in flight")
+
+// ErrNotWarmed is returned by Put when the item was saved in MySQL but Redis
+// could not be rebuilt from it (the cause is wrapped): buyers see the item's
+// previous Redis state, or 404 for a new item, until POST .../warm (or the
+// same PUT) succeeds.
+var ErrNotWarmed = errors.New("catalog: item saved but Redis not warmed")
 
 // LagFunc returns the orders consumer group's total lag.
 type LagFunc func(ctx context.Context) (int64, error)
@@ -40,15 +47,22 @@ func New(db *sql.DB, st *stock.Store, lag LagFunc) *Catalog {
 }
 
 // Put creates or updates an item (it.TotalStock is the wanted total) and
-// brings Redis in line: a full rebuild when the stock was set or Redis lost
-// the item, otherwise only the sale window and limit. Errors:
-// store.ErrHasOrders, ErrInFlight, stock.ErrUnavailable.
+// then brings Redis in line: a full rebuild when the stock was set or Redis
+// lost the item, otherwise only the sale window and limit. Errors:
+// store.ErrHasOrders, ErrInFlight, stock.ErrUnavailable (nothing changed),
+// ErrNotWarmed (saved, Redis not rebuilt).
 //
-// Redis is written before the MySQL commit, under the row lock, so a refused
-// rebuild rolls MySQL back too. Should the commit itself then fail, Redis is
-// ahead of MySQL until the admin repeats the (idempotent) PUT.
+// MySQL commits first and Redis is warmed after, from the committed row:
+// Redis never knows an item, or a stock, that MySQL does not. A lost commit
+// (client gone, connection dropped at COMMIT) therefore leaves nothing
+// behind. A rebuild that is bound to be refused (reservations pending,
+// messages not yet consumed) is refused before the commit, so it changes
+// nothing; one that fails after it (Redis down, a request admitted in
+// between) leaves Redis as it was, a new item unknown to buyers (404), until
+// a repeated PUT or POST .../warm succeeds.
 func (c *Catalog) Put(ctx context.Context, it store.Item) (store.Item, error) {
 	var out store.Item
+	var full bool
 	err := store.RunInTx(ctx, c.db, sql.LevelDefault, func(tx *sql.Tx) error {
 		ch, err := store.UpsertItem(ctx, tx, it)
 		if err != nil {
@@ -58,16 +72,59 @@ func (c *Catalog) Put(ctx context.Context, it store.Item) (store.Item, error) {
 		if err != nil {
 			return err
 		}
-		full := ch.Created || ch.StockChanged || !warmed
+		full = ch.Created || ch.StockChanged || !warmed
 		if full && !ch.Created {
+			if err := c.checkPending(ctx, it.ID, warmed); err != nil {
+				return err
+			}
 			if err := c.checkLag(ctx); err != nil {
 				return err
 			}
 		}
 		out = ch.Item
-		return c.warm(ctx, tx, ch.Item, !full)
+		return nil
 	})
-	return out, err
+	if err != nil {
+		return store.Item{}, err
+	}
+	// Committed: finish the warm even if the caller leaves now.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), warmTimeout)
+	defer cancel()
+	if err := c.rebuild(wctx, out.ID, !full); err != nil {
+		return out, fmt.Errorf("%w: item %d: %w", ErrNotWarmed, out.ID, err)
+	}
+	return out, nil
+}
+
+// warmTimeout bounds the warm that follows Put's commit.
+const warmTimeout = 10 * time.Second
+
+// checkPending refuses a rebuild of a warmed item while reservations wait
+// for their outcome, as warm.lua would, but before anything is committed.
+func (c *Catalog) checkPending(ctx context.Context, id int64, warmed bool) error {
+	if !warmed {
+		return nil // warm.lua rebuilds an item whose stock Redis lost
+	}
+	st, err := c.st.ReadState(ctx, id)
+	if err != nil {
+		return err
+	}
+	if st.Pending > 0 {
+		return fmt.Errorf("%w: %d reservations of item %d pending", ErrInFlight, st.Pending, id)
+	}
+	return nil
+}
+
+// rebuild writes item id's committed state to Redis, under its row lock so
+// no consumer or reaper stock change commits in between.
+func (c *Catalog) rebuild(ctx context.Context, id int64, metaOnly bool) error {
+	return store.RunInTx(ctx, c.db, sql.LevelDefault, func(tx *sql.Tx) error {
+		it, err := store.GetItemForUpdate(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		return c.warm(ctx, tx, it, metaOnly)
+	})
 }
 
 // Warm rebuilds an item's Redis stock, buyers and sale metadata from MySQL.

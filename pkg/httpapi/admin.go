@@ -77,6 +77,12 @@ func (s *Server) putItem(c echo.Context) error {
 		return err
 	}
 	it, err := s.catalog.Put(c.Request().Context(), in)
+	if errors.Is(err, catalog.ErrNotWarmed) {
+		s.items.forget(id) // MySQL changed
+		s.log.WarnContext(c.Request().Context(), "item saved but not warmed", "item_id", id, "err", err)
+		return &apiError{Status: http.StatusServiceUnavailable, Code: "not_warmed", RetryAfter: time.Second,
+			Message: "the item is saved, but Redis could not be rebuilt from it; repeat the PUT or POST .../warm once requests have settled"}
+	}
 	if err != nil {
 		return s.catalogError(c, err)
 	}
