@@ -62,6 +62,7 @@ func run(ctx context.Context, c config.Common, rc config.Reaper, log *slog.Logge
 	rm.OrphanGrace.Set(rc.OrphanGrace.Seconds())
 	r := reap.New(db, stock.New(rdb), log, rm, reap.Config{
 		Interval: rc.Interval, BatchSize: rc.BatchSize, OrphanGrace: rc.OrphanGrace, StoreTimeout: c.StoreTimeout,
+		SweepUnknownItems: true, // this Redis serves this database alone
 	})
 	if err := r.CheckClock(ctx); err != nil {
 		return err

@@ -20,6 +20,8 @@ import (
 //     back (it would be admitted twice); clear the buyer mark.
 //   - REJECTED duplicate_buyer: the buyer already holds an order, so the mark
 //     stays; this request's qty was never used, so it goes back.
+//   - REJECTED unknown_item: as sold_out (MySQL has no such item);
+//     REJECTED unprocessable: as ABORTED (the consumer gave it up).
 //
 // Release is at most once (the reservation is its guard), so finishing it
 // while the original decider also does is harmless.
@@ -40,6 +42,10 @@ func compensationFor(d store.Decision) (compensation, error) {
 			return compensation{release: stock.ReleaseOptions{RemoveBuyer: true}}, nil
 		case store.ReasonDuplicateBuyer:
 			return compensation{release: stock.ReleaseOptions{ReturnStock: true}}, nil
+		case store.ReasonUnknownItem: // as sold_out: MySQL has no stock for it
+			return compensation{release: stock.ReleaseOptions{RemoveBuyer: true}}, nil
+		case store.ReasonUnprocessable: // nothing was ordered or taken
+			return compensation{release: stock.ReleaseOptions{ReturnStock: true, RemoveBuyer: true}}, nil
 		}
 	}
 	return compensation{}, fmt.Errorf("%w: %s %s/%q", ErrUnknownDecision, d.RequestID, d.Outcome, d.Reason)

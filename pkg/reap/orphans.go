@@ -21,6 +21,12 @@ import (
 // against Redis, which NTP keeps to milliseconds against a grace of minutes.
 // Even an early void would break no invariant (the arbiter makes the
 // consumer drop the message), only disappoint a buyer; the grace guards that.
+//
+// The items are MySQL's, plus (with SweepUnknownItems), every
+// unknownScanEvery, those Redis holds
+// reservations of although MySQL has no such item (an item whose creation
+// never committed, or a database reset under a live Redis): nothing else
+// would ever decide them.
 func (r *Reaper) sweepOrphans(ctx context.Context) error {
 	cctx, cancel := r.callCtx(ctx, 1)
 	items, err := store.ListItemIDs(cctx, r.db)
@@ -28,15 +34,17 @@ func (r *Reaper) sweepOrphans(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if len(items) == 0 {
-		return nil
-	}
 	now, err := r.redisNow(ctx)
 	if err != nil {
 		return err
 	}
-	cutoff := now.Add(-r.cfg.OrphanGrace)
 	var errs []error
+	unknown, err := r.unknownItems(ctx, items, now)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	items = append(items, unknown...)
+	cutoff := now.Add(-r.cfg.OrphanGrace)
 	for _, item := range items {
 		if err := ctx.Err(); err != nil {
 			return errors.Join(append(errs, err)...)
@@ -68,6 +76,42 @@ func (r *Reaper) sweepOrphans(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
+
+// unknownScanEvery is how often, at most, the sweep scans Redis for
+// reservations of items MySQL does not list: a scan walks the whole
+// keyspace, so not every pass, yet often enough that such an orphan waits
+// little more than the grace.
+func (r *Reaper) unknownScanEvery() time.Duration { return min(r.cfg.OrphanGrace/4, time.Minute) }
+
+// unknownItems returns the items with Redis reservations that are not among
+// known, or nothing when the last scan (by Redis' clock now) is recent.
+func (r *Reaper) unknownItems(ctx context.Context, known []int64, now time.Time) ([]int64, error) {
+	if !r.cfg.SweepUnknownItems || !r.lastUnknownScan.IsZero() && now.Sub(r.lastUnknownScan) < r.unknownScanEvery() {
+		return nil, nil
+	}
+	cctx, cancel := r.callCtx(ctx, unknownScanCalls)
+	reserved, err := r.stock.ReservedItems(cctx)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	r.lastUnknownScan = now
+	isKnown := make(map[int64]bool, len(known))
+	for _, id := range known {
+		isKnown[id] = true
+	}
+	var out []int64
+	for _, id := range reserved {
+		if !isKnown[id] {
+			r.log.Warn("reservations of an item MySQL does not have; voiding them after the grace", "item_id", id)
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// unknownScanCalls bounds one keyspace scan, in StoreTimeouts.
+const unknownScanCalls = 30
 
 func (r *Reaper) redisNow(ctx context.Context) (time.Time, error) {
 	cctx, cancel := r.callCtx(ctx, 1)

@@ -126,8 +126,8 @@ func TestOrphanVoidedAfterGrace(t *testing.T) {
 // A reservation whose decider crashed after deciding but before compensating
 // Redis is finished by the sweep exactly as the decider would have: ORDERED
 // is settled (stock stays taken), ABORTED released with stock and mark,
-// REJECTED sold_out only loses the mark, duplicate_buyer only gives the
-// stock back.
+// REJECTED sold_out and unknown_item only lose the mark, duplicate_buyer
+// only gives the stock back, unprocessable gives both back.
 func TestOrphanSweepFinishesOtherDecisions(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -146,6 +146,8 @@ func TestOrphanSweepFinishesOtherDecisions(t *testing.T) {
 		{2, store.Aborted, store.ReasonPublishFailed, true, false},
 		{3, store.Rejected, store.ReasonSoldOut, false, false},
 		{4, store.Rejected, store.ReasonDuplicateBuyer, true, true},
+		{5, store.Rejected, store.ReasonUnknownItem, false, false},
+		{6, store.Rejected, store.ReasonUnprocessable, true, false},
 	}
 	rids := make([]string, len(cases))
 	for i, c := range cases {

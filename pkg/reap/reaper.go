@@ -27,6 +27,13 @@ type Config struct {
 	// StoreTimeout bounds one MySQL statement or Redis call; a transaction
 	// gets txCalls of them.
 	StoreTimeout time.Duration
+	// SweepUnknownItems makes the orphan sweep also scan Redis for
+	// reservations of items MySQL does not list, and void them after the
+	// grace. Set it when this Redis serves this database alone, as the
+	// reaper deployable does; tests that share one Redis among many
+	// databases leave it off (or use a Redis of their own), or each would
+	// void the others' reservations.
+	SweepUnknownItems bool
 }
 
 // txCalls is how many StoreTimeouts one batch transaction may take: it runs
@@ -55,6 +62,10 @@ type Reaper struct {
 	// reservations by Redis' TIME), so a skewed host cannot cancel or void
 	// early. Tests skew it to prove that.
 	Clock func() time.Time
+
+	// lastUnknownScan is when (Redis' clock) the orphan sweep last scanned
+	// Redis for items MySQL does not know; passes never overlap.
+	lastUnknownScan time.Time
 }
 
 // New returns a reaper on db and st.
