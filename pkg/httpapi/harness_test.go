@@ -121,6 +121,8 @@ func faultyMySQL(t testing.TB, dsn string, fd *testenv.FaultDialer) *sql.DB {
 	cfg.Net = netName
 	cfg.Timeout = time.Second
 	cfg.ReadTimeout, cfg.WriteTimeout = 2*time.Second, 2*time.Second
+	cfg.ParseTime, cfg.Loc = true, time.UTC
+	cfg.Params = map[string]string{"time_zone": "'+00:00'"}
 	db, err := sql.Open("mysql", cfg.FormatDSN())
 	if err != nil {
 		t.Fatal(err)
