@@ -14,8 +14,9 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/audit"
 )
 
-// API is the bench's client of the flashsale HTTP contract (DESIGN.md). The
-// baselines serve the same routes, so one client drives all three.
+// API is the bench's client of the flashsale HTTP contract
+// (ingress/openapi.yaml). The baselines serve the same routes, so one client
+// drives all three.
 type API struct {
 	Base   string
 	Client *http.Client

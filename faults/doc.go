@@ -2,9 +2,9 @@
 // through the real ingress, consumer and reaper binaries (as OS processes, on
 // loopback ports, each with its own fresh MySQL database, Kafka topics and
 // consumer group), injects one fault per test during the burst, lets the
-// pipeline settle and then checks the invariants I1–I7 of DESIGN.md directly
-// (pkg/audit) and through the admin audit endpoint, plus I4 by polling every
-// request that was answered 202.
+// pipeline settle and then checks the invariants I1–I7 of docs/design.md
+// directly (pkg/audit) and through the admin audit endpoint, plus I4 by
+// polling every request that was answered 202.
 //
 // The tests stop, pause and wipe the SHARED local servers (through
 // deploy/local/stack.sh, never pkill), so they sit behind the build tag
