@@ -41,8 +41,15 @@ type ItemWriter struct {
 }
 
 // WriteItem decides msgs (all of itemID, in offset order) in one READ
-// COMMITTED transaction. READ COMMITTED takes no gap locks, so replicas writing
-// the same item after a rebalance do not deadlock on the orders indexes.
+// COMMITTED transaction. READ COMMITTED takes no gap or next-key locks for
+// searches and index scans, so writers of the same item (two replicas after a
+// rebalance) do not block each other on ranges of the orders indexes. InnoDB
+// still locks for uniqueness: an INSERT meeting a committed or in-flight
+// duplicate request_id or (user_id, item_id) waits for that row's lock and
+// then takes a shared lock on it (a next-key lock on a unique secondary
+// index), so two writers of the same requests can wait on or deadlock with
+// each other; the duplicate-key loser retries as errRace, a deadlock as a
+// transient error.
 //
 // Requests of an item MySQL does not have are decided REJECTED unknown_item
 // in the same transaction: no retry can help them, and their buyers must not

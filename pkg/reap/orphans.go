@@ -16,9 +16,10 @@ import (
 //
 // Age is judged against the Redis server's TIME, not this host's clock:
 // every reaper replica then uses one clock, and a reaper host running ahead
-// cannot void a reservation early. The reservation's own timestamp is the
-// admitting ingress host's clock, so the remaining error is that host's skew
-// against Redis, which NTP keeps to milliseconds against a grace of minutes.
+// cannot void a reservation early. The reservation's own timestamp is Redis'
+// TIME too (admit.lua stamps it), so age is measured on one clock and no host
+// clock enters it; a Redis failover to a replica whose clock differs is the
+// one way it can shift, by that skew, against a grace of minutes.
 // Even an early void would break no invariant (the arbiter makes the
 // consumer drop the message), only disappoint a buyer; the grace guards that.
 //
