@@ -56,6 +56,7 @@ func (a *afterCommit) apply(ctx context.Context, r ItemResult) error {
 	views := make([]orderstatus.View, 0, len(r.Ordered)+len(r.Rejected))
 	for _, d := range r.Rejected {
 		if o, ok := releaseOptions(d.Reason); ok {
+			o.Holder = r.Holders[d.RequestID]
 			releases = append(releases, stock.ReleaseEntry{ItemID: r.ItemID, RequestID: d.RequestID, Options: o})
 		}
 		views = append(views, orderstatus.FromDecision(d))

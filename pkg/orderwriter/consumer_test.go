@@ -140,6 +140,13 @@ func TestDuplicateBuyer(t *testing.T) {
 	if n := e.count("SELECT COUNT(*) FROM orders"); n != 2 {
 		t.Errorf("orders = %d, want 2", n)
 	}
+	// The buyer mark names the order each buyer holds, not the rejected
+	// request that set it again, so the buyer can find the order to pay.
+	for _, m := range first {
+		if rid, held, _, err := e.st.HeldBy(ctx, e.item, m.UserID); err != nil || !held || rid != m.RequestID {
+			t.Errorf("buyer mark of %d names %q (%v %v), want their order's request %s", m.UserID, rid, held, err, m.RequestID)
+		}
+	}
 	e.checkInvariants()
 }
 

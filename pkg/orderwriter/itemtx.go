@@ -24,6 +24,10 @@ type ItemResult struct {
 	Ordered []store.Order
 	// Rejected are the REJECTED decisions of the batch (new and replayed).
 	Rejected []store.Decision
+	// Holders names, for a fresh duplicate_buyer rejection, the request by
+	// which the buyer holds their order: the buyer mark must name that one
+	// (Redis had lost the mark, so the rejected request had set it).
+	Holders map[string]string
 	// New counts the decisions this transaction made, by outcome and reason.
 	New map[[2]string]int
 	// Dropped counts requests found ABORTED or VOIDED (their decider released them).
@@ -147,14 +151,18 @@ func (w *ItemWriter) decide(ctx context.Context, tx *sql.Tx, itemID int64, msgs 
 	for _, m := range fresh {
 		d := store.Decision{RequestID: m.RequestID, ItemID: itemID, UserID: m.UserID, Qty: m.Qty}
 		switch {
-		case existing[m.UserID]:
+		case existing[m.UserID] != "":
 			// A second request of a buyer that slipped past Redis: the buyer
 			// keeps the order they have.
 			d.Outcome, d.Reason = store.Rejected, store.ReasonDuplicateBuyer
+			if res.Holders == nil {
+				res.Holders = map[string]string{}
+			}
+			res.Holders[m.RequestID] = existing[m.UserID]
 		case fallback && int64(m.Qty) > avail:
 			d.Outcome, d.Reason = store.Rejected, store.ReasonSoldOut
 		default:
-			existing[m.UserID] = true
+			existing[m.UserID] = m.RequestID
 			avail -= int64(m.Qty)
 			take += int64(m.Qty)
 			d.Outcome = store.Ordered

@@ -144,6 +144,9 @@ type ReleaseOptions struct {
 	ReturnStock bool
 	// RemoveBuyer clears the buyer mark so the buyer may try again.
 	RemoveBuyer bool
+	// Holder, when set, makes the buyer mark name this request id: a
+	// duplicate_buyer's mark must name the order the buyer really holds.
+	Holder string
 	// UserID and IdempotencyKey, when set, drop the Idempotency-Key answer too.
 	UserID         int64
 	IdempotencyKey string
@@ -168,7 +171,7 @@ func releaseCall(itemID int64, requestID string, o ReleaseOptions) ([]string, []
 		extra, dropIdem = k.Idempotency(o.UserID, o.IdempotencyKey), "1"
 	}
 	return []string{k.Stock, k.Holders, k.Reservations, extra},
-		[]any{requestID, flag(o.ReturnStock), flag(o.RemoveBuyer), dropIdem}
+		[]any{requestID, flag(o.ReturnStock), flag(o.RemoveBuyer), dropIdem, o.Holder}
 }
 
 // Settle drops the reservations of requests that became orders.

@@ -20,10 +20,11 @@ type NewOrder struct {
 }
 
 // ExistingBuyers returns which of users already hold an order (any status)
-// for item: a second request of theirs is a duplicate_buyer. Checking first
+// for item, with the request id of that order: a second request of theirs is
+// a duplicate_buyer, and the buyer mark must name the first. Checking first
 // keeps the multi-row INSERT from failing on UNIQUE (user_id, item_id).
-func ExistingBuyers(ctx context.Context, q Querier, itemID int64, users []int64) (map[int64]bool, error) {
-	out := map[int64]bool{}
+func ExistingBuyers(ctx context.Context, q Querier, itemID int64, users []int64) (map[int64]string, error) {
+	out := map[int64]string{}
 	if len(users) == 0 {
 		return out, nil
 	}
@@ -33,17 +34,18 @@ func ExistingBuyers(ctx context.Context, q Querier, itemID int64, users []int64)
 		args = append(args, u)
 	}
 	rows, err := q.QueryContext(ctx,
-		"SELECT user_id FROM orders WHERE item_id = ? AND user_id IN ("+placeholders(len(users))+")", args...)
+		"SELECT user_id, request_id FROM orders WHERE item_id = ? AND user_id IN ("+placeholders(len(users))+")", args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: existing buyers of %d: %w", itemID, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var u int64
-		if err := rows.Scan(&u); err != nil {
+		var rid string
+		if err := rows.Scan(&u, &rid); err != nil {
 			return nil, fmt.Errorf("store: existing buyers of %d: %w", itemID, err)
 		}
-		out[u] = true
+		out[u] = rid
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: existing buyers of %d: %w", itemID, err)

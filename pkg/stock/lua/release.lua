@@ -6,6 +6,7 @@
 -- ARGV[2] "1" to give the qty back to the Redis stock
 -- ARGV[3] "1" to remove the buyer mark (only if it still names this request)
 -- ARGV[4] "1" to delete KEYS[4] (the Idempotency-Key answer), so the buyer may retry
+-- ARGV[5] a request id the buyer mark must name from now on ("" = leave it)
 -- Returns 1 when this call released the reservation, 0 when it was gone already.
 local r = redis.call("HGET", KEYS[3], ARGV[1])
 if not r then return 0 end
@@ -18,4 +19,5 @@ if ARGV[3] == "1" and redis.call("HGET", KEYS[2], user) == ARGV[1] then
   redis.call("HDEL", KEYS[2], user)
 end
 if ARGV[4] == "1" then redis.call("DEL", KEYS[4]) end
+if ARGV[5] and ARGV[5] ~= "" then redis.call("HSET", KEYS[2], user, ARGV[5]) end
 return 1
