@@ -2,6 +2,7 @@ package stock_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -110,5 +111,32 @@ func TestReplayOnlyAfterAck(t *testing.T) {
 	ttl, err := s.Client().PTTL(ctx, stock.KeysOf(item).Idempotency(3, "k")).Result()
 	if err != nil || ttl <= 0 {
 		t.Fatalf("the ack must keep the key's TTL: %v %v", ttl, err)
+	}
+}
+
+// Warm writes the buyer marks in chunks; every mark must keep its pair
+// (user id -> request id) across the chunk boundaries.
+func TestWarmManyHolders(t *testing.T) {
+	t.Parallel()
+	s := stock.New(testenv.Redis(t))
+	ctx := context.Background()
+	item := testenv.ItemID()
+	now := time.Now()
+	var hs []stock.Holder
+	for u := int64(1); u <= 1501; u++ {
+		hs = append(hs, stock.Holder{UserID: u, RequestID: fmt.Sprintf("r-%d", u)})
+	}
+	if err := s.Warm(ctx, stock.Snapshot{ItemID: item, Stock: 3, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour),
+		PerUserLimit: 1, Buyers: hs}); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []int64{1, 500, 501, 999, 1000, 1001, 1501} {
+		rid, held, warmed, err := s.HeldBy(ctx, item, u)
+		if err != nil || !held || !warmed || rid != fmt.Sprintf("r-%d", u) {
+			t.Errorf("user %d: %q %v %v %v", u, rid, held, warmed, err)
+		}
+	}
+	if r := admit(t, s, item, 1000, 1, ""); r.Code != stock.Already || r.RequestID != "r-1000" {
+		t.Fatalf("warmed buyer: %+v", r)
 	}
 }

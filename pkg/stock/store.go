@@ -367,8 +367,7 @@ func (s *Store) Warm(ctx context.Context, snap Snapshot) error {
 	for _, rid := range snap.UnappliedRestores {
 		keys = append(keys, k.RestoreGuard(rid))
 	}
-	args := []any{snap.Stock, snap.StartsAt.UnixMilli(), snap.EndsAt.UnixMilli(), snap.PerUserLimit,
-		0, flag(snap.MetaOnly)}
+	args := []any{snap.Stock, snap.StartsAt.UnixMilli(), snap.EndsAt.UnixMilli(), snap.PerUserLimit, flag(snap.MetaOnly)}
 	for _, b := range snap.Buyers {
 		args = append(args, b.UserID, b.RequestID)
 	}

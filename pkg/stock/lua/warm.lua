@@ -6,21 +6,21 @@
 --           not seen: the snapshot already counts them, so they must not be
 --           applied again.
 -- ARGV[1] stock  ARGV[2] start_ms  ARGV[3] end_ms  ARGV[4] limit
--- ARGV[5] unused: the guards get no TTL, since their records are unmarked
---         (the reaper gives a guard its TTL after marking the record)
--- ARGV[6] "1" = meta only (stock and buyers kept)
--- ARGV[7..] pairs: buyer user id, the request id of the order they hold
+--           The guards get no TTL, since their records are unmarked (the
+--           reaper gives a guard its TTL after marking the record).
+-- ARGV[5] "1" = meta only (stock and buyers kept)
+-- ARGV[6..] pairs: buyer user id, the request id of the order they hold
 -- Returns {"ok", pending} or {"pending", n}.
 local pending = redis.call("HLEN", KEYS[4])
-if ARGV[6] ~= "1" and pending > 0 and redis.call("EXISTS", KEYS[1]) == 1 then
+if ARGV[5] ~= "1" and pending > 0 and redis.call("EXISTS", KEYS[1]) == 1 then
   return {"pending", tostring(pending)}
 end
 redis.call("HSET", KEYS[2], "start_ms", ARGV[2], "end_ms", ARGV[3], "limit", ARGV[4])
-if ARGV[6] == "1" then return {"ok", tostring(pending)} end
+if ARGV[5] == "1" then return {"ok", tostring(pending)} end
 redis.call("SET", KEYS[1], ARGV[1])
 redis.call("DEL", KEYS[3])
 redis.call("DEL", KEYS[4])
-for i = 7, #ARGV, 1000 do
+for i = 6, #ARGV, 1000 do
   local last = math.min(i + 999, #ARGV)
   redis.call("HSET", KEYS[3], unpack(ARGV, i, last))
 end
