@@ -131,9 +131,9 @@ func (s *Service) reserveAndPublish(ctx context.Context, r Request, rid string, 
 	case stock.Admitted:
 		return s.publish(ctx, r, rid, now)
 	case stock.Replay:
-		return s.replay(ctx, ar.RequestID, true)
+		return s.replay(ctx, r, ar.RequestID, true)
 	case stock.ReplayUnacked:
-		return s.replay(ctx, ar.RequestID, false)
+		return s.replay(ctx, r, ar.RequestID, false)
 	case stock.SoldOut:
 		if ar.StockLeft <= 0 {
 			s.soldOut.Mark(r.ItemID, now)
@@ -160,13 +160,13 @@ func (s *Service) reserveAndPublish(ctx context.Context, r Request, rid string, 
 // recorded as acknowledged (acked); an unacknowledged one is being published
 // by another replica, or its ingress died before publishing, and the buyer
 // is told the outcome is unknown, with the request id to poll.
-func (s *Service) replay(ctx context.Context, first string, acked bool) Result {
+func (s *Service) replay(ctx context.Context, r Request, first string, acked bool) Result {
 	v, ok := s.inflight.Load(first)
 	if !ok {
 		if acked {
 			return Result{Outcome: Replayed, RequestID: first}
 		}
-		return Result{Outcome: Unconfirmed, RequestID: first}
+		return s.replayUnacked(ctx, r, first)
 	}
 	f := v.(*flight)
 	select {
@@ -178,6 +178,24 @@ func (s *Service) replay(ctx context.Context, first string, acked bool) Result {
 		return Result{Outcome: Replayed, RequestID: first}
 	}
 	return f.res
+}
+
+// replayUnacked reads the key's answer once more: the script may have read
+// it just before the first request (here or on another replica) recorded
+// its ack and left the in-flight set. Still unacknowledged is
+// outcome_unknown; gone means the first request was aborted and released,
+// so nothing is reserved and the buyer may simply retry.
+func (s *Service) replayUnacked(ctx context.Context, r Request, first string) Result {
+	rctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
+	rid, acked, found, err := s.stock.IdempotencyAnswer(rctx, r.ItemID, r.UserID, r.IdempotencyKey)
+	cancel()
+	switch {
+	case err == nil && found && rid == first && acked:
+		return Result{Outcome: Replayed, RequestID: first}
+	case err == nil && !found:
+		return Result{Outcome: Unavailable}
+	}
+	return Result{Outcome: Unconfirmed, RequestID: first}
 }
 
 // publish sends the admitted request to Kafka and waits for the acks of all

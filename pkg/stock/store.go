@@ -415,6 +415,21 @@ func (s *Store) HeldBy(ctx context.Context, itemID, userID int64) (rid string, h
 	return rid, herr == nil, exists.Val() == 1, nil
 }
 
+// IdempotencyAnswer reads an Idempotency-Key's first request id and whether
+// its publish was acknowledged (see Ack); found is false once the key is
+// gone (expired, or released after an abort).
+func (s *Store) IdempotencyAnswer(ctx context.Context, itemID, userID int64, idempotencyKey string) (rid string, acked, found bool, err error) {
+	v, err := s.rdb.Get(ctx, KeysOf(itemID).Idempotency(userID, idempotencyKey)).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", false, false, nil
+	}
+	if err != nil {
+		return "", false, false, unavailable("stock: idempotency answer", err)
+	}
+	rid, acked = strings.CutSuffix(v, ":a")
+	return rid, acked, true, nil
+}
+
 // Ack records on a keyed request's Idempotency-Key answer that Kafka
 // acknowledged its message, so a replay of the key may answer 202. It
 // reports false when the key no longer names requestID (expired, or
