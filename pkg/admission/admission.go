@@ -89,9 +89,9 @@ func (s *Service) Admit(ctx context.Context, r Request) Result {
 
 func (s *Service) admit(ctx context.Context, r Request) Result {
 	now := s.now()
-	// A keyed request may be the replay of an admission, whose first answer
-	// (a 202) only Redis knows: it skips the memory flag.
-	if r.IdempotencyKey == "" && s.soldOut.Hit(r.ItemID, now) {
+	// A keyed request of a holder may be the replay of an admission, whose
+	// first answer (a 202) only Redis knows: the flag lets it through.
+	if s.soldOut.Hit(r.ItemID, r.UserID, r.IdempotencyKey != "", now) {
 		s.m.soldOutHits.Inc()
 		return Result{Outcome: SoldOutMem}
 	}
@@ -135,8 +135,8 @@ func (s *Service) reserveAndPublish(ctx context.Context, r Request, rid string, 
 	case stock.ReplayUnacked:
 		return s.replay(ctx, r, ar.RequestID, false)
 	case stock.SoldOut:
-		if ar.StockLeft <= 0 {
-			s.soldOut.Mark(r.ItemID, now)
+		if ar.StockLeft <= 0 && s.soldOut.NeedsMark(r.ItemID, now) {
+			s.soldOut.Mark(r.ItemID, now, s.holderBits(ctx, r.ItemID))
 		}
 		return Result{Outcome: SoldOut}
 	case stock.Unknown:
@@ -314,4 +314,17 @@ func (s *Service) compensate(ctx context.Context, c compensation, timeout time.D
 	}
 	s.soldOut.Forget(c.item)
 	return nil
+}
+
+// holderBits reads the item's holder bitmap for the sold-out flag; nil when
+// it cannot be read (keyed requests then keep going to Redis).
+func (s *Service) holderBits(ctx context.Context, item int64) stock.HolderBitmap {
+	bctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
+	defer cancel()
+	b, err := s.stock.HolderBits(bctx, item)
+	if err != nil {
+		s.log.DebugContext(ctx, "admission: no holder bitmap for the sold-out flag", "item_id", item, "err", err)
+		return nil
+	}
+	return b
 }

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
 // soldOutCache remembers, per item, until when a sold-out answer may be given
@@ -11,27 +13,37 @@ import (
 // unpaid order is cancelled or a reservation is voided; the TTL bounds how
 // long a buyer can be told "sold out" after that.
 //
-// Only requests without an Idempotency-Key are answered from it. A keyed
-// request may be the replay of an admitted request, whose answer is its first
-// 202, and only Redis knows that: keyed requests always go to Redis (one O(1)
-// script call). An earlier version kept a snapshot of the item's whole buyer
-// set to answer keyed non-buyers from memory, but every replica re-read up to
-// 200,000 members every TTL at the moment of sell-out, blocking Redis, and
-// the snapshot was wrong as soon as stock came back and someone bought it.
+// A request carrying an Idempotency-Key may be the replay of an admitted
+// request, whose answer is its first 202, and only Redis knows that. The
+// flag therefore keeps a snapshot of the item's holder bitmap (see
+// stock.HolderBitmap), read once when it is set: a keyed request of a user
+// whose bit is clear never held the item and is answered from memory too;
+// one whose bit is set (a holder, or a hash collision) goes to Redis. Without
+// a snapshot (it could not be read) keyed requests go to Redis.
 //
-// The map holds one small entry per item flagged within the last TTL: Mark
-// prunes expired entries, so it stays bounded by the items on sale.
+// An earlier version copied the whole buyer set (SMEMBERS, up to 200,000
+// members) on every flag, from every replica, at the moment of sell-out. The
+// bitmap is at most 512 KiB whatever the number of buyers, one GET.
+//
+// The map holds one entry per item flagged within the last TTL: Mark prunes
+// expired entries, so it stays bounded by the items on sale.
 type soldOutCache struct {
 	ttl       time.Duration
-	items     sync.Map // int64 item -> int64 until (unix nanos)
+	items     sync.Map // int64 item -> *soldOut
+	fetching  sync.Map // int64 item -> struct{}: its snapshot is being read
 	lastPrune atomic.Int64
+}
+
+type soldOut struct {
+	until int64              // unix nanos
+	bits  stock.HolderBitmap // nil: no snapshot, keyed requests go to Redis
 }
 
 func newSoldOutCache(ttl time.Duration) *soldOutCache { return &soldOutCache{ttl: ttl} }
 
-// Hit reports whether an unkeyed attempt on item may be answered "sold out"
-// from memory at now.
-func (c *soldOutCache) Hit(item int64, now time.Time) bool {
+// Hit reports whether the attempt of user (keyed: it carries an
+// Idempotency-Key) may be answered "sold out" from memory at now.
+func (c *soldOutCache) Hit(item, user int64, keyed bool, now time.Time) bool {
 	if c.ttl <= 0 {
 		return false
 	}
@@ -39,27 +51,40 @@ func (c *soldOutCache) Hit(item int64, now time.Time) bool {
 	if !ok {
 		return false
 	}
-	if now.UnixNano() >= v.(int64) {
+	e := v.(*soldOut)
+	if now.UnixNano() >= e.until {
 		c.items.CompareAndDelete(item, v)
 		return false
 	}
-	return true
+	if !keyed {
+		return true
+	}
+	return e.bits != nil && !e.bits.MayHold(user)
 }
 
-// Mark records that Redis said item is sold out at now. A fresh flag is not
-// extended: the TTL counts from the verdict that set it.
-func (c *soldOutCache) Mark(item int64, now time.Time) {
+// NeedsMark reports whether this caller should record a fresh flag: the
+// item has no fresh flag and nobody else is reading its snapshot. A true
+// answer must be followed by Mark.
+func (c *soldOutCache) NeedsMark(item int64, now time.Time) bool {
 	if c.ttl <= 0 {
-		return
+		return false
 	}
+	if v, ok := c.items.Load(item); ok && now.UnixNano() < v.(*soldOut).until {
+		return false
+	}
+	_, busy := c.fetching.LoadOrStore(item, struct{}{})
+	return !busy
+}
+
+// Mark records that Redis said item is sold out at now, with the holder
+// bitmap snapshot (nil when it could not be read).
+func (c *soldOutCache) Mark(item int64, now time.Time, bits stock.HolderBitmap) {
 	n := now.UnixNano()
-	if v, ok := c.items.Load(item); ok && n < v.(int64) {
-		return
-	}
-	c.items.Store(item, n+c.ttl.Nanoseconds())
+	c.items.Store(item, &soldOut{until: n + c.ttl.Nanoseconds(), bits: bits})
+	c.fetching.Delete(item)
 	if last := c.lastPrune.Load(); n-last >= c.ttl.Nanoseconds() && c.lastPrune.CompareAndSwap(last, n) {
 		c.items.Range(func(k, v any) bool {
-			if n >= v.(int64) {
+			if n >= v.(*soldOut).until {
 				c.items.CompareAndDelete(k, v)
 			}
 			return true

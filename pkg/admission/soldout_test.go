@@ -1,44 +1,105 @@
 package admission
 
 import (
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
+
+// bitmapOf sets the holder bits of users, as admit.lua's SETBIT does.
+func bitmapOf(users ...int64) stock.HolderBitmap {
+	b := make(stock.HolderBitmap, 1<<19)
+	for _, u := range users {
+		off := stock.HolderBit(u)
+		b[off>>3] |= 0x80 >> (off & 7)
+	}
+	return b
+}
 
 func TestSoldOutFlag(t *testing.T) {
 	c := newSoldOutCache(time.Second)
 	now := time.Unix(1000, 0)
-	if c.Hit(1, now) {
+	if c.Hit(1, 7, false, now) {
 		t.Fatal("hit before any mark")
 	}
-	c.Mark(1, now)
-	if !c.Hit(1, now.Add(500*time.Millisecond)) {
-		t.Fatal("fresh flag does not hit")
+	if !c.NeedsMark(1, now) {
+		t.Fatal("first sold-out answer must mark")
 	}
-	// A later verdict does not extend a fresh flag.
-	c.Mark(1, now.Add(900*time.Millisecond))
-	if c.Hit(1, now.Add(time.Second)) {
+	c.Mark(1, now, bitmapOf(7))
+	for _, tc := range []struct {
+		user  int64
+		keyed bool
+		want  bool
+	}{
+		{user: 8, keyed: false, want: true},
+		{user: 7, keyed: false, want: true}, // no key: cannot be a replay
+		{user: 8, keyed: true, want: true},  // bit clear: never held the item
+		{user: 7, keyed: true, want: false}, // a holder's keyed request may be a replay of a 202
+	} {
+		if got := c.Hit(1, tc.user, tc.keyed, now.Add(500*time.Millisecond)); got != tc.want {
+			t.Errorf("user %d keyed %v: hit %v, want %v", tc.user, tc.keyed, got, tc.want)
+		}
+	}
+	if c.Hit(1, 8, false, now.Add(time.Second)) {
 		t.Fatal("flag outlived its TTL: stock can come back")
 	}
-	c.Mark(2, now)
+	// Without a snapshot, keyed requests always go to Redis.
+	c.Mark(2, now, nil)
+	if c.Hit(2, 8, true, now) || !c.Hit(2, 8, false, now) {
+		t.Fatal("no snapshot: keyed must miss, unkeyed must hit")
+	}
 	c.Forget(2)
-	if c.Hit(2, now) {
+	if c.Hit(2, 8, false, now) {
 		t.Fatal("forgotten flag still hits")
 	}
-	if off := newSoldOutCache(0); func() bool { off.Mark(3, now); return off.Hit(3, now) }() {
-		t.Fatal("TTL 0 switches the flag off")
+	// An empty bitmap (nobody ever held the item) answers every keyed request.
+	c.Mark(3, now, stock.HolderBitmap{})
+	if !c.Hit(3, 8, true, now) {
+		t.Fatal("empty bitmap: keyed requests of non-holders must hit")
 	}
 }
 
-// The flag keeps no per-buyer state and forgets items whose flag expired, so
-// a long sale with many items cannot grow it without bound.
+// A burst of sold-out answers reads the bitmap once, not once per request.
+func TestSoldOutFlagMarksOnce(t *testing.T) {
+	c := newSoldOutCache(time.Second)
+	now := time.Now()
+	var marks atomic.Int32
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if c.NeedsMark(3, now) {
+				marks.Add(1)
+				time.Sleep(5 * time.Millisecond)
+				c.Mark(3, now, nil)
+			}
+		}()
+	}
+	wg.Wait()
+	if marks.Load() != 1 {
+		t.Fatalf("%d goroutines read the snapshot, want 1", marks.Load())
+	}
+	if c.NeedsMark(3, now.Add(100*time.Millisecond)) {
+		t.Fatal("a fresh flag was marked again")
+	}
+}
+
+// The flag forgets items whose flag expired, so a long sale with many items
+// cannot grow it without bound.
 func TestSoldOutFlagBounded(t *testing.T) {
 	c := newSoldOutCache(100 * time.Millisecond)
 	now := time.Unix(1000, 0)
 	for i := range int64(10_000) {
-		c.Mark(i, now.Add(time.Duration(i)*time.Millisecond))
+		at := now.Add(time.Duration(i) * time.Millisecond)
+		if c.NeedsMark(i, at) {
+			c.Mark(i, at, nil)
+		}
 	}
 	if n := c.size(); n > 200 {
-		t.Fatalf("%d entries kept for items flagged at most 100 ms apart over 10 s, want only the fresh ones", n)
+		t.Fatalf("%d entries kept for items flagged 1 ms apart over 10 s with a 100 ms TTL, want only the fresh ones", n)
 	}
 }

@@ -140,3 +140,46 @@ func TestWarmManyHolders(t *testing.T) {
 		t.Fatalf("warmed buyer: %+v", r)
 	}
 }
+
+// The holder bitmap has the bit of every user admitted or warmed as a holder
+// (no false negatives: a clear bit lets the sold-out flag answer from memory)
+// and few others.
+func TestHolderBits(t *testing.T) {
+	t.Parallel()
+	s := stock.New(testenv.Redis(t))
+	ctx := context.Background()
+	item := warmItem(t, s, 1000, 1)
+	for u := int64(1); u <= 300; u++ {
+		admit(t, s, item, u, 1, "")
+	}
+	bits, err := s.HolderBits(ctx, item)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for u := int64(1); u <= 300; u++ {
+		if !bits.MayHold(u) {
+			t.Fatalf("admitted user %d has a clear bit", u)
+		}
+	}
+	fp := 0
+	for u := int64(1_000_000); u < 1_010_000; u++ {
+		if bits.MayHold(u) {
+			fp++
+		}
+	}
+	if fp > 10 {
+		t.Errorf("%d of 10,000 non-holders look like holders with 300 holders in the bitmap", fp)
+	}
+	// Warm rebuilds it from the holders it is given, and only those.
+	if err := s.Client().Del(ctx, stock.KeysOf(item).Reservations).Err(); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if err := s.Warm(ctx, stock.Snapshot{ItemID: item, Stock: 5, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour),
+		PerUserLimit: 1, Buyers: []stock.Holder{{UserID: 5_000_000, RequestID: "r-a"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if bits, err = s.HolderBits(ctx, item); err != nil || !bits.MayHold(5_000_000) || bits.MayHold(1) {
+		t.Fatalf("after warm: holder %v, user 1 %v (%v)", bits.MayHold(5_000_000), bits.MayHold(1), err)
+	}
+}

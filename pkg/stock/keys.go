@@ -18,6 +18,7 @@ type Keys struct {
 	// (or held) this item. It is the buyer mark (one order per buyer), and it
 	// lets a buyer who lost an answer find the request they hold.
 	Holders      string
+	HolderBits   string // bitmap: a bit per hash of a holder's user id (holderbits.go)
 	Reservations string // hash: request id -> "user:qty:reserved_ms"
 }
 
@@ -29,6 +30,7 @@ func KeysOf(id int64) Keys {
 		Stock:        p + "stock",
 		Meta:         p + "meta",
 		Holders:      p + "holders",
+		HolderBits:   p + "hbits",
 		Reservations: p + "resv",
 	}
 }

@@ -102,9 +102,9 @@ func (s *Store) Admit(ctx context.Context, r AdmitRequest) (AdmitResult, error) 
 		rateKey = k.UserRate(r.UserID)
 	}
 	res, err := admitScript.Run(ctx, s.rdb,
-		[]string{k.Stock, k.Meta, k.Holders, k.Reservations, idemKey, rateKey},
+		[]string{k.Stock, k.Meta, k.Holders, k.Reservations, idemKey, rateKey, k.HolderBits},
 		r.UserID, r.Qty, r.RequestID, deadlineMs(r.Deadline), r.UserRatePerSec,
-		r.IdempotencyTTL.Milliseconds(), hasIdem,
+		r.IdempotencyTTL.Milliseconds(), hasIdem, HolderBit(r.UserID),
 	).StringSlice()
 	if err != nil {
 		return AdmitResult{}, unavailable("stock: admit", err)
@@ -363,13 +363,17 @@ type Snapshot struct {
 // item's stock key, when there is nothing left to protect).
 func (s *Store) Warm(ctx context.Context, snap Snapshot) error {
 	k := KeysOf(snap.ItemID)
-	keys := []string{k.Stock, k.Meta, k.Holders, k.Reservations}
+	keys := []string{k.Stock, k.Meta, k.Holders, k.Reservations, k.HolderBits}
 	for _, rid := range snap.UnappliedRestores {
 		keys = append(keys, k.RestoreGuard(rid))
 	}
-	args := []any{snap.Stock, snap.StartsAt.UnixMilli(), snap.EndsAt.UnixMilli(), snap.PerUserLimit, flag(snap.MetaOnly)}
+	args := make([]any, 0, 6+3*len(snap.Buyers))
+	args = append(args, snap.Stock, snap.StartsAt.UnixMilli(), snap.EndsAt.UnixMilli(), snap.PerUserLimit, flag(snap.MetaOnly), len(snap.Buyers))
 	for _, b := range snap.Buyers {
 		args = append(args, b.UserID, b.RequestID)
+	}
+	for _, b := range snap.Buyers {
+		args = append(args, HolderBit(b.UserID))
 	}
 	res, err := warmScript.Run(ctx, s.rdb, keys, args...).StringSlice()
 	if err != nil {

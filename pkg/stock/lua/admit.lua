@@ -3,12 +3,13 @@
 -- KEYS[4] reservations
 -- KEYS[5] idempotency key (only read/written when ARGV[7] == "1")
 -- KEYS[6] per-user rate window (only used when ARGV[5] > 0)
+-- KEYS[7] holder bitmap (a bit per hash of a holder's user id)
 -- ARGV[1] user id   ARGV[2] qty   ARGV[3] request id
 -- ARGV[4] deadline, unix ms by the ingress host's clock (0 = none): past it
 --         the caller has given up waiting for this reply
 
 -- ARGV[5] per-user limit per second (0 = off)   ARGV[6] idempotency ttl (ms)
--- ARGV[7] "1" when an Idempotency-Key was sent
+-- ARGV[7] "1" when an Idempotency-Key was sent   ARGV[8] the user's holder bit
 -- Returns {code, detail}:
 --   {"ok", stock_left}          admitted: stock taken, buyer marked, reserved
 --                               (also when this very request id was admitted
@@ -73,6 +74,7 @@ local stock = tonumber(redis.call("GET", KEYS[1]) or "0")
 if stock < qty then return {"sold_out", tostring(stock)} end
 local left = redis.call("DECRBY", KEYS[1], qty)
 redis.call("HSET", KEYS[3], ARGV[1], rid)
+redis.call("SETBIT", KEYS[7], ARGV[8], 1)
 redis.call("HSET", KEYS[4], rid, ARGV[1] .. ":" .. ARGV[2] .. ":" .. tostring(now))
 if ARGV[7] == "1" then
   redis.call("SET", KEYS[5], rid, "PX", ARGV[6])

@@ -2,14 +2,16 @@
 -- Refuses while reservations are pending, unless the stock key is gone
 -- (Redis lost its data, so there is nothing pending to protect).
 -- KEYS[1] stock  KEYS[2] meta  KEYS[3] holders (hash)  KEYS[4] reservations
--- KEYS[5..] restore guards of orders whose restore MySQL holds but Redis has
+-- KEYS[5] holder bitmap
+-- KEYS[6..] restore guards of orders whose restore MySQL holds but Redis has
 --           not seen: the snapshot already counts them, so they must not be
 --           applied again.
 -- ARGV[1] stock  ARGV[2] start_ms  ARGV[3] end_ms  ARGV[4] limit
 --           The guards get no TTL, since their records are unmarked (the
 --           reaper gives a guard its TTL after marking the record).
 -- ARGV[5] "1" = meta only (stock and buyers kept)
--- ARGV[6..] pairs: buyer user id, the request id of the order they hold
+-- ARGV[6] n, the number of buyers; then n pairs (user id, the request id of
+--         the order they hold); then n holder bits, one per buyer
 -- Returns {"ok", pending} or {"pending", n}.
 local pending = redis.call("HLEN", KEYS[4])
 if ARGV[5] ~= "1" and pending > 0 and redis.call("EXISTS", KEYS[1]) == 1 then
@@ -20,11 +22,16 @@ if ARGV[5] == "1" then return {"ok", tostring(pending)} end
 redis.call("SET", KEYS[1], ARGV[1])
 redis.call("DEL", KEYS[3])
 redis.call("DEL", KEYS[4])
-for i = 6, #ARGV, 1000 do
-  local last = math.min(i + 999, #ARGV)
+redis.call("DEL", KEYS[5])
+local n = tonumber(ARGV[6])
+for i = 7, 6 + 2 * n, 1000 do
+  local last = math.min(i + 999, 6 + 2 * n)
   redis.call("HSET", KEYS[3], unpack(ARGV, i, last))
 end
-for i = 5, #KEYS do
+for i = 7 + 2 * n, 6 + 3 * n do
+  redis.call("SETBIT", KEYS[5], ARGV[i], 1)
+end
+for i = 6, #KEYS do
   redis.call("SET", KEYS[i], "1")
 end
 return {"ok", "0"}
