@@ -241,7 +241,7 @@ start_redis() {
   # AOF with fsync every second: a restart keeps the stock; wipe-redis
   # simulates losing it.
   setsid nohup redis-server --port $REDIS_PORT --bind 127.0.0.1 --dir "$dir" --daemonize no \
-    --appendonly yes --appendfsync everysec --save "" --maxclients 10000 \
+    --appendonly yes --appendfsync everysec --save "" --maxclients 10000 --maxmemory-policy noeviction \
     --logfile "$STATE/redis.log" >/dev/null 2>&1 </dev/null &
   echo $! >"$STATE/redis.pid"
   wait_for redis redis_ready
