@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
@@ -46,26 +45,13 @@ func (k *cutConn) Write(b []byte) (int, error) {
 func commitCutDB(t *testing.T, dsn string) (*sql.DB, *commitCutter) {
 	t.Helper()
 	cc := &commitCutter{}
-	name := "commitcut-" + testenv.Suffix()
-	mysql.RegisterDialContext(name, func(ctx context.Context, addr string) (net.Conn, error) {
+	db := testenv.MySQLVia(t, dsn, func(ctx context.Context, addr string) (net.Conn, error) {
 		c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
 		if err != nil {
 			return nil, err
 		}
 		return &cutConn{Conn: c, c: cc}, nil
 	})
-	cfg, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Net = name
-	cfg.ParseTime, cfg.Loc = true, time.UTC
-	cfg.Params = map[string]string{"time_zone": "'+00:00'"}
-	db, err := sql.Open("mysql", cfg.FormatDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
 	return db, cc
 }
 

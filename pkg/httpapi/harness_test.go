@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -16,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
@@ -70,7 +68,7 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	t.Helper()
 	db, dsn := testenv.MySQL(t)
 	if o.mysqlFaults != nil {
-		db = faultyMySQL(t, dsn, o.mysqlFaults)
+		db = testenv.FaultyMySQL(t, dsn, o.mysqlFaults)
 	}
 	rdb := o.rdb
 	if rdb == nil {
@@ -105,30 +103,6 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	}
 	return &harness{t: t, srv: srv, db: db, rdb: rdb, st: st, brokers: brokers, topic: topic, group: group,
 		writer: w, reg: reg, tokens: map[string]string{}}
-}
-
-// faultyMySQL opens a pool on dsn whose connections go through fd.
-func faultyMySQL(t testing.TB, dsn string, fd *testenv.FaultDialer) *sql.DB {
-	t.Helper()
-	netName := "fault-" + testenv.Suffix()
-	mysql.RegisterDialContext(netName, func(ctx context.Context, addr string) (net.Conn, error) {
-		return fd.DialContext(ctx, "tcp", addr)
-	})
-	cfg, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Net = netName
-	cfg.Timeout = time.Second
-	cfg.ReadTimeout, cfg.WriteTimeout = 2*time.Second, 2*time.Second
-	cfg.ParseTime, cfg.Loc = true, time.UTC
-	cfg.Params = map[string]string{"time_zone": "'+00:00'"}
-	db, err := sql.Open("mysql", cfg.FormatDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
 }
 
 // token returns a bearer token of user (role "" or "admin").

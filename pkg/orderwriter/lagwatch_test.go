@@ -1,14 +1,11 @@
 package orderwriter_test
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -108,24 +105,7 @@ func (s seriesNow) String() string { return fmt.Sprint(sumSeries(s.t, s.reg, s.n
 func faultMySQL(t testing.TB, dsn string) (*sql.DB, *testenv.FaultDialer) {
 	t.Helper()
 	fd := testenv.NewFaultDialer()
-	netName := "fault-" + testenv.Suffix()
-	mysql.RegisterDialContext(netName, func(ctx context.Context, addr string) (net.Conn, error) {
-		return fd.DialContext(ctx, "tcp", addr)
-	})
-	cfg, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Net = netName
-	cfg.Timeout = time.Second
-	cfg.ReadTimeout, cfg.WriteTimeout = 2*time.Second, 2*time.Second
-	cfg.ParseTime, cfg.Loc = true, time.UTC
-	cfg.Params = map[string]string{"time_zone": "'+00:00'"}
-	db, err := sql.Open("mysql", cfg.FormatDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := testenv.FaultyMySQL(t, dsn, fd)
 	db.SetMaxOpenConns(4)
 	return db, fd
 }

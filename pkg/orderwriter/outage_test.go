@@ -2,18 +2,14 @@ package orderwriter_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/segmentio/kafka-go"
 
-	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
 	"github.com/flashsale-dev/flashsale/pkg/queue"
 	"github.com/flashsale-dev/flashsale/pkg/store"
@@ -31,26 +27,7 @@ func TestMySQLOutage(t *testing.T) {
 	msgs := e.admit(users(1, n))
 	e.produce(encode(t, msgs), true) // one partition: offset i is msgs[i]
 
-	fd := testenv.NewFaultDialer()
-	netName := "fault-" + testenv.Suffix()
-	mysql.RegisterDialContext(netName, func(ctx context.Context, addr string) (net.Conn, error) {
-		return fd.DialContext(ctx, "tcp", addr)
-	})
-	cfg, err := mysql.ParseDSN(e.dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Net = netName
-	cfg.Timeout = time.Second
-	cfg.ReadTimeout, cfg.WriteTimeout = 2*time.Second, 2*time.Second
-	cfg.ParseTime, cfg.Loc = true, time.UTC
-	cfg.Params = map[string]string{"time_zone": "'+00:00'"}
-	faultDB, err := sql.Open("mysql", cfg.FormatDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { faultDB.Close() })
-	faultDB.SetMaxOpenConns(4)
+	faultDB, fd := faultMySQL(t, e.dsn)
 
 	c := e.config()
 	c.BatchSize = 20
