@@ -6,7 +6,7 @@ GO ?= go
 STACK_ENV = eval "$$($(STACK) env)" &&
 GOTEST_FLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: run test test-faults bench stack-up stack-down stack-status env setup build vet fmt lint clean
+.PHONY: report-deps report-assets run test test-faults bench stack-up stack-down stack-status env setup build vet fmt lint clean
 
 ## run: bring up the stack, migrate, start the pipeline and run the demo flash sale
 run: stack-up setup build
@@ -14,7 +14,7 @@ run: stack-up setup build
 
 ## test: bring up the stack and run every test: unit, integration and race
 ## tests in parallel, then the reduced fault suite alone (it stops servers)
-test: stack-up setup vet
+test: stack-up setup report-deps vet
 	@$(STACK_ENV) $(GO) test $(GOTEST_FLAGS) ./...
 	@$(STACK_ENV) $(GO) test -tags faults -count=1 -p 1 -timeout 40m ./faults/
 
@@ -39,11 +39,19 @@ stack-status:
 env:
 	@$(STACK) env
 
+## report-deps: what bench's HTML report needs (ECharts, fetched from npm and
+## embedded into bench) and Chromium for its browser test (Debian package)
+report-deps:
+	@deploy/local/report-deps.sh all
+
+report-assets:
+	@deploy/local/report-deps.sh assets
+
 ## setup: apply migrations and create Kafka topics (idempotent)
 setup:
 	@$(STACK_ENV) $(GO) run ./setup
 
-build:
+build: report-assets
 	@mkdir -p bin && $(GO) build -o bin/ ./ingress ./consumer ./reaper ./setup ./bench
 
 vet:

@@ -3,6 +3,7 @@ module github.com/flashsale-dev/flashsale
 go 1.26.8
 
 require (
+	github.com/go-echarts/go-echarts/v2 v2.6.7
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/labstack/echo/v4 v4.16.0

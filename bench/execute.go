@@ -20,7 +20,7 @@ func Execute(ctx context.Context, c config.Common, s Settings) (Output, error) {
 		return Output{}, err
 	}
 	slog.Info("workload ready", "buyers", s.Buyers, "attempts", len(plan.Attempts), "units", s.Units, "took", time.Since(start).Round(time.Millisecond))
-	w := Workload{Settings: s, Plan: plan, Tokens: tokens, Concurrency: s.Concurrency}
+	w := Workload{Settings: s, Plan: plan, Tokens: tokens, Concurrency: s.Concurrency, Timeline: s.HTML != ""}
 	if s.Compare {
 		return RunCompare(ctx, c, w)
 	}

@@ -59,6 +59,10 @@ type Settings struct {
 	BaselineDB string
 	// Quiet turns off the progress line.
 	Quiet bool
+	// HTML, when set, is the file the self-contained HTML report is written
+	// to: the summary and charts of each run's timeline (sampled once a
+	// second only then).
+	HTML string
 }
 
 // RegisterFlags implements config.Registerer.
@@ -84,6 +88,7 @@ func (s *Settings) RegisterFlags(fs *flag.FlagSet) {
 	fs.Int64Var(&s.Seed, "seed", 1, "seed of the workload plan")
 	fs.StringVar(&s.BaselineDB, "baseline-db", "flashsale_bench", "MySQL database for the baselines' own tables (created if missing)")
 	fs.BoolVar(&s.Quiet, "quiet", false, "no progress line on stderr")
+	fs.StringVar(&s.HTML, "html", "", "also write a self-contained HTML report with charts of the sale's time line to this file")
 }
 
 // Validate implements config.Registerer.

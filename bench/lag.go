@@ -18,6 +18,10 @@ type LagSampler struct {
 	peak    int64
 	samples int
 	lastErr error
+	// last is the total of the latest sample; lastOK says the latest
+	// attempt succeeded (a failed one hides a stale value from the timeline).
+	last   int64
+	lastOK bool
 }
 
 // NewLagSampler returns a sampler, or an error saying why Kafka is not
@@ -54,6 +58,7 @@ func (l *LagSampler) sample(ctx context.Context) {
 	if err != nil {
 		if ctx.Err() == nil {
 			l.lastErr = err
+			l.lastOK = false
 		}
 		return
 	}
@@ -63,6 +68,15 @@ func (l *LagSampler) sample(ctx context.Context) {
 	}
 	l.samples++
 	l.peak = max(l.peak, total)
+	l.last, l.lastOK = total, true
+}
+
+// Last returns the total lag of the latest sample, false when the latest
+// attempt failed or none was made yet: the timeline's lag line.
+func (l *LagSampler) Last() (int64, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.last, l.lastOK
 }
 
 // Peak returns the highest total lag seen and how many samples succeeded.

@@ -39,6 +39,14 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 2
 	}
+	// Refuse -html before the sale, not after it, when the charting script
+	// is missing from this build.
+	if s.HTML != "" {
+		if _, err := echartsJS(); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 2
+		}
+	}
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(c.LogLevel))
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
@@ -54,6 +62,18 @@ func run(args []string) int {
 			return 1
 		}
 	}
+	// The HTML report is written whatever the audit says: a failed run is
+	// when its time line is most wanted. Failing to write it fails the run,
+	// after the text report.
+	htmlOK := true
+	if s.HTML != "" {
+		if err := WriteHTMLFile(s.HTML, out); err != nil {
+			slog.Error("bench", "err", err)
+			htmlOK = false
+		} else {
+			slog.Info("html report written", "path", s.HTML)
+		}
+	}
 	write := WriteText
 	if s.JSON {
 		write = WriteJSON
@@ -62,7 +82,7 @@ func run(args []string) int {
 		slog.Error("bench", "err", err)
 		return 1
 	}
-	if !out.Pass {
+	if !out.Pass || !htmlOK {
 		return 1
 	}
 	return 0

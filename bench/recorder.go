@@ -75,6 +75,25 @@ func (r *Recorder) Counts() (map[string]int, int) {
 	return c, total
 }
 
+// Since returns how many answers of each outcome were added after marks,
+// and their latencies (all outcomes together), then advances marks to now.
+// The timeline sampler calls it once a second for per-second rates and
+// percentiles: the recorder's latency lists only grow, so a mark per outcome
+// is all the state a window needs, and Add stays as cheap as before.
+func (r *Recorder) Since(marks map[string]int) (map[string]int, []time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	counts := make(map[string]int, len(r.lat))
+	var lat []time.Duration
+	for o, l := range r.lat {
+		from := min(marks[o], len(l))
+		counts[o] = len(l) - from
+		lat = append(lat, l[from:]...)
+		marks[o] = len(l)
+	}
+	return counts, lat
+}
+
 // Elapsed is the attack's length: first send to last answer.
 func (r *Recorder) Elapsed() time.Duration {
 	r.mu.Lock()

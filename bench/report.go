@@ -58,6 +58,9 @@ type Report struct {
 	Warnings    []string `json:"warnings,omitempty"`
 	Pass        bool     `json:"pass"`
 	Interrupted bool     `json:"interrupted,omitempty"`
+	// Timeline is sampled once a second when an HTML report is asked for
+	// (-html); nil otherwise.
+	Timeline *Timeline `json:"timeline,omitempty"`
 }
 
 // Outcome returns the row of one outcome.

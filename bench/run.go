@@ -39,7 +39,15 @@ type Workload struct {
 	// LagGroup and LagTopic override the sampled group and topic (tests run
 	// the pipeline on topics of their own).
 	LagGroup, LagTopic string
+	// Timeline samples each run once a second for the HTML report. Off by
+	// default: the sampler reads the audit every second, a little load that
+	// plain benchmark runs should not carry.
+	Timeline bool
 }
+
+// timelineInterval is the timeline's resolution: per-second rates, as the
+// summary reports them.
+const timelineInterval = time.Second
 
 // newItemID picks an item id no earlier run used, so reruns never meet old
 // buyers or orders.
@@ -100,6 +108,17 @@ func RunScenario(ctx context.Context, w Workload, sc Scenario) (Report, error) {
 		wg.Add(1)
 		go func() { defer wg.Done(); progress(bg, sc.Name, n, rec, settler, lag) }()
 	}
+	var sampler *Sampler
+	if w.Timeline {
+		src := TimelineSources{Recorder: rec, Unsettled: settler.Pending,
+			Audit: func(ctx context.Context) (Audit, error) { return api.Audit(ctx, itemID) }}
+		if lag != nil {
+			src.Lag = lag
+		}
+		sampler = NewSampler(src, time.Now(), timelineInterval)
+		wg.Add(1)
+		go func() { defer wg.Done(); sampler.Run(bg) }()
+	}
 
 	attackDone := make(chan struct{})
 	settled := make(chan struct{})
@@ -110,6 +129,9 @@ func RunScenario(ctx context.Context, w Workload, sc Scenario) (Report, error) {
 	slog.Info("attack", "scenario", sc.Name, "item", itemID, "attempts", n, "mode", rep.Mode)
 	err := atk.Run(ctx, rec)
 	attackEnd := time.Now()
+	if sampler != nil {
+		sampler.AttackEnded(attackEnd)
+	}
 	close(attackDone)
 	<-settled
 	if err != nil && !errors.Is(err, context.Canceled) {
@@ -123,6 +145,9 @@ func RunScenario(ctx context.Context, w Workload, sc Scenario) (Report, error) {
 	stopBG()
 	wg.Wait()
 
+	if sampler != nil {
+		rep.Timeline = sampler.Timeline()
+	}
 	rep.Outcomes, rep.All, rep.OtherDetail = rec.Stats()
 	rep.Sent = rep.All.Count
 	rep.AttackSecs = rec.Elapsed().Seconds()

@@ -71,10 +71,20 @@ if command -v prometheus >/dev/null && [[ -f $REPO/deploy/local/prometheus.yml ]
     --storage.tsdb.path="$STATE/prometheus-data" --web.listen-address=$PROM_ADDR
 fi
 
+# The demo's HTML report: charts of the sale's time line, one file that
+# opens offline (bench inlines the charting script).
+REPORT=${FLASHSALE_HTML:-$STATE/report.html}
 if [[ -x $BIN/bench ]]; then
   echo
   echo "== demo flash sale =="
-  "$BIN/bench" -target "http://$INGRESS_ADDR" ${FLASHSALE_DEMO_ARGS:-}
+  rc=0
+  rm -f "$REPORT"
+  "$BIN/bench" -target "http://$INGRESS_ADDR" -html "$REPORT" ${FLASHSALE_DEMO_ARGS:-} || rc=$?
+  if [[ -s $REPORT ]]; then
+    echo
+    echo "report: $REPORT   (open it in a browser: file://$REPORT)"
+  fi
+  ((rc == 0)) || exit "$rc"
 fi
 
 cat <<EOF
