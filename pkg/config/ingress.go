@@ -3,6 +3,7 @@ package config
 import (
 	"flag"
 	"fmt"
+	"net/url"
 	"time"
 )
 
@@ -15,7 +16,29 @@ type Ingress struct {
 	// ingress ping its dependencies or render its metrics.
 	MetricsAddr string
 	// JWTSecret is the HS256 key for buyer and admin tokens. Never logged.
+	// Set it or JWTJWKSURL, never both.
 	JWTSecret string
+	// JWTJWKSURL, when set, is an identity provider's JWK Set: tokens must be
+	// signed (RS256, ES256…) with one of its keys and HS256 is refused, so
+	// no one holding a shared secret can mint tokens beside the provider.
+	JWTJWKSURL string
+	// JWTJWKSRefresh is the background refresh interval of the JWK Set.
+	JWTJWKSRefresh time.Duration
+	// JWTJWKSMinRefresh is the least time between two refreshes that tokens
+	// with an unknown kid trigger, so made-up kids cannot hammer the
+	// provider. Above JWTJWKSTimeout, so no request queues behind it.
+	JWTJWKSMinRefresh time.Duration
+	// JWTJWKSTimeout bounds every JWK Set fetch, the start-up one included,
+	// and so the wait of a request whose unknown kid triggered a refresh.
+	JWTJWKSTimeout time.Duration
+	// JWTUserClaim names the claim with the decimal user id (identity
+	// providers keep "sub" for ids of their own).
+	JWTUserClaim string
+	// JWTRoleClaim names the claim with the role, a string or an array of
+	// strings; a dotted name walks nested objects (realm_access.roles).
+	JWTRoleClaim string
+	// JWTAdminRole is the role value that opens the admin routes.
+	JWTAdminRole string
 	// JWTAudience is the "aud" every token must carry, so a token minted for
 	// another service that shares the secret is refused.
 	JWTAudience string
@@ -46,7 +69,14 @@ type Ingress struct {
 func (c *Ingress) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.HTTPAddr, "http-addr", "127.0.0.1:8080", "ingress listen address host:port")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "127.0.0.1:9103", "ops listen address host:port for /healthz, /readyz, /metrics (keep it off the public network)")
-	fs.StringVar(&c.JWTSecret, "jwt-secret", "", "HS256 secret for bearer tokens, at least 16 bytes")
+	fs.StringVar(&c.JWTSecret, "jwt-secret", "", "HS256 secret for bearer tokens, at least 16 bytes; empty when jwt-jwks-url is set")
+	fs.StringVar(&c.JWTJWKSURL, "jwt-jwks-url", "", "an identity provider's JWK Set URL: verify RS256/ES256 tokens with its keys instead of the HS256 secret")
+	fs.DurationVar(&c.JWTJWKSRefresh, "jwt-jwks-refresh", 10*time.Minute, "background refresh interval of the JWK Set, a Go duration")
+	fs.DurationVar(&c.JWTJWKSMinRefresh, "jwt-jwks-min-refresh", 30*time.Second, "least time between JWK Set refreshes triggered by an unknown kid, a Go duration above jwt-jwks-timeout")
+	fs.DurationVar(&c.JWTJWKSTimeout, "jwt-jwks-timeout", 2*time.Second, "bound of a JWK Set fetch, the start-up one included, a Go duration up to 30s")
+	fs.StringVar(&c.JWTUserClaim, "jwt-user-claim", "sub", "claim holding the decimal user id; a dotted name walks nested objects")
+	fs.StringVar(&c.JWTRoleClaim, "jwt-role-claim", "role", "claim holding the role, a string or an array; a dotted name walks nested objects, e.g. realm_access.roles")
+	fs.StringVar(&c.JWTAdminRole, "jwt-admin-role", "admin", "role value that opens the admin routes")
 	fs.StringVar(&c.JWTAudience, "jwt-audience", "flashsale", "the aud claim every bearer token must carry")
 	fs.StringVar(&c.JWTIssuer, "jwt-issuer", "", "the iss claim every bearer token must carry, empty to not check it")
 	fs.DurationVar(&c.JWTMaxTTL, "jwt-max-ttl", 24*time.Hour, "longest accepted token lifetime exp - iat, a Go duration such as 24h")
@@ -70,17 +100,17 @@ func (c *Ingress) Validate() error {
 	if c.MetricsAddr == c.HTTPAddr {
 		return fmt.Errorf("FLASHSALE_METRICS_ADDR: %s is FLASHSALE_HTTP_ADDR too (expected an ops address of its own)", c.MetricsAddr)
 	}
-	if len(c.JWTSecret) < 16 {
-		return fmt.Errorf("FLASHSALE_JWT_SECRET: missing or shorter than 16 bytes (expected a random secret of at least 16 bytes)")
-	}
-	if publicJWTSecret(c.JWTSecret) {
-		return fmt.Errorf("FLASHSALE_JWT_SECRET: a default shipped in the repository or a placeholder, so anyone can mint tokens with it (expected a random secret, e.g. openssl rand -hex 32)")
+	if err := c.validateTokenKeys(); err != nil {
+		return err
 	}
 	if c.JWTAudience == "" {
 		return fmt.Errorf("FLASHSALE_JWT_AUDIENCE: empty (expected the aud claim tokens carry, e.g. flashsale)")
 	}
 	if c.JWTMaxTTL < time.Minute {
 		return fmt.Errorf("FLASHSALE_JWT_MAX_TTL: %v (expected a duration of at least 1m)", c.JWTMaxTTL)
+	}
+	if c.JWTUserClaim == "" || c.JWTRoleClaim == "" || c.JWTAdminRole == "" {
+		return fmt.Errorf("FLASHSALE_JWT_USER_CLAIM, FLASHSALE_JWT_ROLE_CLAIM, FLASHSALE_JWT_ADMIN_ROLE: empty (expected a claim name, a claim name and a role, e.g. sub, role, admin)")
 	}
 	if c.PublishTimeout <= 0 {
 		return fmt.Errorf("FLASHSALE_PUBLISH_TIMEOUT: %v (expected a positive duration)", c.PublishTimeout)
@@ -96,6 +126,39 @@ func (c *Ingress) Validate() error {
 	}
 	if c.IdempotencyTTL < time.Minute {
 		return fmt.Errorf("FLASHSALE_IDEMPOTENCY_TTL: %v (expected at least 1m)", c.IdempotencyTTL)
+	}
+	return nil
+}
+
+// validateTokenKeys checks the one key source of tokens: the HS256 secret,
+// or an identity provider's JWK Set. Both at once is refused, since with a
+// JWK Set HS256 is not accepted and the secret would be silently unused (or,
+// if it were used, a second way to mint tokens beside the provider).
+func (c *Ingress) validateTokenKeys() error {
+	if c.JWTJWKSTimeout <= 0 || c.JWTJWKSTimeout > 30*time.Second {
+		return fmt.Errorf("FLASHSALE_JWT_JWKS_TIMEOUT: %v (expected a duration from 1ms to 30s)", c.JWTJWKSTimeout)
+	}
+	if c.JWTJWKSMinRefresh <= c.JWTJWKSTimeout {
+		return fmt.Errorf("FLASHSALE_JWT_JWKS_MIN_REFRESH: %v (expected a duration above FLASHSALE_JWT_JWKS_TIMEOUT, %v)", c.JWTJWKSMinRefresh, c.JWTJWKSTimeout)
+	}
+	if c.JWTJWKSRefresh < c.JWTJWKSMinRefresh {
+		return fmt.Errorf("FLASHSALE_JWT_JWKS_REFRESH: %v (expected a duration of at least FLASHSALE_JWT_JWKS_MIN_REFRESH, %v)", c.JWTJWKSRefresh, c.JWTJWKSMinRefresh)
+	}
+	if c.JWTJWKSURL != "" {
+		if c.JWTSecret != "" {
+			return fmt.Errorf("FLASHSALE_JWT_SECRET: set together with FLASHSALE_JWT_JWKS_URL (expected one of them: the JWK Set accepts no HS256 token)")
+		}
+		u, err := url.ParseRequestURI(c.JWTJWKSURL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return fmt.Errorf("FLASHSALE_JWT_JWKS_URL: %q (expected an absolute http(s) URL, e.g. https://id.example/realms/shop/protocol/openid-connect/certs)", c.JWTJWKSURL)
+		}
+		return nil
+	}
+	if len(c.JWTSecret) < 16 {
+		return fmt.Errorf("FLASHSALE_JWT_SECRET: missing or shorter than 16 bytes (expected a random secret of at least 16 bytes, or FLASHSALE_JWT_JWKS_URL)")
+	}
+	if publicJWTSecret(c.JWTSecret) {
+		return fmt.Errorf("FLASHSALE_JWT_SECRET: a default shipped in the repository or a placeholder, so anyone can mint tokens with it (expected a random secret, e.g. openssl rand -hex 32)")
 	}
 	return nil
 }

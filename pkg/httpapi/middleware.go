@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -54,11 +56,27 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// newVerifier checks tokens with the configured secret, audience, issuer and
-// lifetime cap (zero values keep pkg/auth's defaults).
+// newVerifier checks tokens with the configured key source (the HS256
+// secret, or the identity provider's JWK Set when FLASHSALE_JWT_JWKS_URL is
+// set), audience, issuer, lifetime cap and claim names (zero values keep
+// pkg/auth's defaults). A JWK Set is fetched here, within
+// FLASHSALE_JWT_JWKS_TIMEOUT; if the provider does not answer, the ingress
+// starts anyway and answers 401 until the keys arrive. Its refresh goroutine
+// lives as long as the process: one ingress has one verifier.
 func newVerifier(in config.Ingress) *auth.Verifier {
-	return auth.NewVerifier(in.JWTSecret, auth.WithAudience(in.JWTAudience),
-		auth.WithIssuer(in.JWTIssuer), auth.WithMaxTTL(in.JWTMaxTTL))
+	opts := []auth.Option{auth.WithAudience(in.JWTAudience), auth.WithIssuer(in.JWTIssuer), auth.WithMaxTTL(in.JWTMaxTTL),
+		auth.WithUserClaim(in.JWTUserClaim), auth.WithRoleClaim(in.JWTRoleClaim), auth.WithAdminRole(in.JWTAdminRole)}
+	if in.JWTJWKSURL == "" {
+		return auth.NewVerifier(in.JWTSecret, opts...)
+	}
+	v, err := auth.NewJWKSVerifier(context.Background(), in.JWTJWKSURL, auth.JWKSOptions{
+		Refresh: in.JWTJWKSRefresh, MinRefresh: in.JWTJWKSMinRefresh, Timeout: in.JWTJWKSTimeout,
+	}, opts...)
+	if err != nil {
+		// Only a URL that config.Ingress.Validate refuses gets here.
+		panic(fmt.Sprintf("httpapi: FLASHSALE_JWT_JWKS_URL not validated: %v", err))
+	}
+	return v
 }
 
 // requireUser verifies the bearer token; 401 otherwise.
