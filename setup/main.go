@@ -63,12 +63,23 @@ func run(ctx context.Context, c config.Common, s config.Setup, log *slog.Logger)
 	}); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	if err := retry(ctx, log, "kafka", func(error) bool { return true }, func() error {
-		return queue.EnsureTopics(ctx, c.Brokers(), queue.Topics(c.OrdersTopic, c.DLQTopic, s.TopicPartitions))
+	var rep queue.TopicsReport
+	// A topic below its durability is an operator's decision; too few
+	// brokers may be a cluster still starting.
+	retryableKafka := func(err error) bool { return !errors.Is(err, queue.ErrUnderReplicated) }
+	if err := retry(ctx, log, "kafka", retryableKafka, func() error {
+		var err error
+		rep, err = queue.EnsureTopics(ctx, c.Brokers(), queue.Topics(c.OrdersTopic, c.DLQTopic, s.TopicPartitions),
+			queue.Durability{Replication: s.TopicReplication, MinInsync: s.TopicMinInsync})
+		return err
 	}); err != nil {
 		return fmt.Errorf("topics: %w", err)
 	}
-	log.Info("topics ready", "orders", c.OrdersTopic, "partitions", s.TopicPartitions, "dlq", c.DLQTopic)
+	for _, w := range rep.Warnings {
+		log.Warn("topic below its configuration", "warning", w)
+	}
+	log.Info("topics ready", "orders", c.OrdersTopic, "partitions", s.TopicPartitions, "dlq", c.DLQTopic,
+		"brokers", rep.Brokers, "replication", rep.Replication, "min_insync_replicas", rep.MinInsync, "created", rep.Created)
 	return nil
 }
 

@@ -144,7 +144,7 @@ func Topics(t testing.TB, partitions int) (orders, dlq, group string) {
 	orders, dlq, group = "test.orders."+s, "test.dlq."+s, "test-group-"+s
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err := queue.EnsureTopics(ctx, brokers, []queue.TopicSpec{{Name: orders, Partitions: partitions}, {Name: dlq, Partitions: 1}})
+	_, err := queue.EnsureTopics(ctx, brokers, []queue.TopicSpec{{Name: orders, Partitions: partitions}, {Name: dlq, Partitions: 1}}, queue.Durability{})
 	if err != nil {
 		t.Fatalf("testenv: create topics: %v", err)
 	}

@@ -24,26 +24,6 @@ func Topics(orders, dlq string, partitions int) []TopicSpec {
 	}
 }
 
-// EnsureTopics creates the topics that do not exist yet, on the controller,
-// idempotently. It never shrinks or grows an existing topic.
-func EnsureTopics(ctx context.Context, brokers []string, specs []TopicSpec) error {
-	client := &kafka.Client{Addr: kafka.TCP(brokers...)}
-	var cfgs []kafka.TopicConfig
-	for _, s := range specs {
-		cfgs = append(cfgs, kafka.TopicConfig{Topic: s.Name, NumPartitions: s.Partitions, ReplicationFactor: -1})
-	}
-	resp, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: cfgs})
-	if err != nil {
-		return fmt.Errorf("queue: create topics: %w", err)
-	}
-	for name, terr := range resp.Errors {
-		if terr != nil && !errors.Is(terr, kafka.TopicAlreadyExists) {
-			return fmt.Errorf("queue: create topic %s: %w", name, terr)
-		}
-	}
-	return nil
-}
-
 // Ping checks that a broker answers a metadata request, within ctx: the
 // dial honours ctx, and so does the request, whose connection gets ctx's
 // deadline and is cut when ctx is cancelled (kafka-go's Conn has no context

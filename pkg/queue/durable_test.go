@@ -1,0 +1,104 @@
+package queue_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/queue"
+)
+
+// Setup's topics carry their durability as topic settings of their own
+// (min.insync.replicas, no unclean leader election), not whatever the
+// broker's defaults happen to be; an existing topic is brought to them.
+func TestEnsureTopicsDurability(t *testing.T) {
+	brokers := testenv.Kafka(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	fresh := "durable-" + testenv.Suffix()
+	old := "durable-old-" + testenv.Suffix()
+	// A topic someone created by hand: 1 partition, broker defaults.
+	client := &kafka.Client{Addr: kafka.TCP(brokers...)}
+	if _, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{Topic: old, NumPartitions: 1, ReplicationFactor: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	specs := []queue.TopicSpec{{Name: fresh, Partitions: 3}, {Name: old, Partitions: 4}}
+	rep, err := queue.EnsureTopics(ctx, brokers, specs, queue.Durability{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Replication != min(3, rep.Brokers) || rep.MinInsync != max(1, rep.Replication-1) {
+		t.Fatalf("durability for %d brokers: %+v", rep.Brokers, rep)
+	}
+	if len(rep.Created) != 1 || rep.Created[0] != fresh {
+		t.Errorf("created %v, want only %s", rep.Created, fresh)
+	}
+	if len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0], old) || !strings.Contains(rep.Warnings[0], "1 partitions, configured 4") {
+		t.Errorf("warnings %q, want one about %s's partitions", rep.Warnings, old)
+	}
+	for _, topic := range []string{fresh, old} {
+		cfg, err := queue.TopicConfigs(ctx, brokers, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg["min.insync.replicas"] != "1" || cfg["unclean.leader.election.enable"] != "false" {
+			t.Errorf("%s: configs %v", topic, cfg)
+		}
+		if src, err := configSource(ctx, client, topic, "min.insync.replicas"); err != nil || src != 1 {
+			t.Errorf("%s: min.insync.replicas comes from source %d (%v), want 1 (the topic's own setting)", topic, src, err)
+		}
+	}
+	// Idempotent: a second run creates nothing and fails nothing.
+	if rep, err := queue.EnsureTopics(ctx, brokers, specs, queue.Durability{}); err != nil || len(rep.Created) != 0 {
+		t.Fatalf("second run: %+v %v", rep, err)
+	}
+}
+
+// A replication the cluster cannot hold is refused before anything is
+// created, as is a min.insync.replicas above the replication.
+func TestEnsureTopicsRefusesImpossibleDurability(t *testing.T) {
+	brokers := testenv.Kafka(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	topic := "durable-no-" + testenv.Suffix()
+	specs := []queue.TopicSpec{{Name: topic, Partitions: 1}}
+	_, err := queue.EnsureTopics(ctx, brokers, specs, queue.Durability{Replication: 99})
+	if !errors.Is(err, queue.ErrTooFewBrokers) {
+		t.Fatalf("replication 99: %v, want ErrTooFewBrokers", err)
+	}
+	if _, err := queue.EnsureTopics(ctx, brokers, specs, queue.Durability{Replication: 1, MinInsync: 2}); !errors.Is(err, queue.ErrUnderReplicated) {
+		t.Fatalf("min.insync 2 of 1: %v, want ErrUnderReplicated", err)
+	}
+	meta, err := (&kafka.Client{Addr: kafka.TCP(brokers...)}).Metadata(ctx, &kafka.MetadataRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tp := range meta.Topics {
+		if tp.Name == topic {
+			t.Fatalf("%s was created although its durability was refused", topic)
+		}
+	}
+}
+
+// configSource is DescribeConfigs' source of one topic setting: 1 is the
+// topic's own setting; 2 to 5 are broker-level settings and defaults.
+func configSource(ctx context.Context, c *kafka.Client, topic, name string) (int8, error) {
+	resp, err := c.DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{{
+		ResourceType: kafka.ResourceTypeTopic, ResourceName: topic, ConfigNames: []string{name}}}})
+	if err != nil {
+		return 0, err
+	}
+	for _, r := range resp.Resources {
+		for _, e := range r.ConfigEntries {
+			if e.ConfigName == name {
+				return e.ConfigSource, nil
+			}
+		}
+	}
+	return 0, errors.New("not described")
+}
