@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -29,12 +30,13 @@ func TestOpenLoopAgainstPipeline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := RunScenario(ctx, Workload{Settings: s, Plan: plan, Tokens: tokens},
+	rep, err := RunScenario(ctx, Workload{Settings: s, Plan: plan, Tokens: tokens, Timeline: true},
 		Scenario{Name: "flashsale", Base: p.URL, Brokers: p.Brokers, Group: p.Group, Topic: p.Topic, ReapWait: s.ReapWait})
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := roundTrip(t, Output{Runs: []Report{rep}, Pass: rep.Pass})
+	assertTimeline(t, out.Runs[0])
 	r := out.Runs[0]
 	assertSane(t, r, len(plan.Attempts))
 	if r.Outcome(OutAccepted).Count < s.Units {
@@ -46,6 +48,51 @@ func TestOpenLoopAgainstPipeline(t *testing.T) {
 	if r.Audit.Cancelled == 0 || r.Settle.Paid == 0 {
 		t.Errorf("expected the reaper to cancel unpaid orders and some buyers to pay: audit %+v, paid %d", *r.Audit, r.Settle.Paid)
 	}
+}
+
+// assertTimeline checks a real run's timeline against its own summary, then
+// renders its HTML report in headless Chromium: every chart, every series
+// drew (a real flashsale run has answers, latencies, audits and lag).
+func assertTimeline(t *testing.T, r Report) {
+	t.Helper()
+	tl := r.Timeline
+	if tl == nil || len(tl.Samples) < 2 {
+		t.Fatalf("timeline: %+v", tl)
+	}
+	if tl.AttackEndSecs <= 0 || tl.AttackEndSecs > tl.Samples[len(tl.Samples)-1].T {
+		t.Errorf("attack end %.1fs outside the timeline (last sample %.1fs)", tl.AttackEndSecs, tl.Samples[len(tl.Samples)-1].T)
+	}
+	var answers float64
+	audited, lagged := 0, 0
+	for i, smp := range tl.Samples {
+		if i > 0 {
+			answers += smp.Answers[OutAccepted] * (smp.T - tl.Samples[i-1].T)
+		} else {
+			answers += smp.Answers[OutAccepted] * smp.T
+		}
+		if smp.Store != nil {
+			audited++
+		}
+		if smp.Lag != nil {
+			lagged++
+		}
+	}
+	// The per-second rates integrate back to the recorder's count of 202s.
+	if got, want := int(answers+0.5), r.Outcome(OutAccepted).Count; got != want {
+		t.Errorf("timeline's 202 rates add up to %d answers, the report counted %d", got, want)
+	}
+	if audited == 0 || lagged == 0 {
+		t.Errorf("of %d samples, %d have an audit and %d a lag", len(tl.Samples), audited, lagged)
+	}
+	last := tl.Samples[len(tl.Samples)-1].Store
+	if a := r.Audit; last != nil && a != nil && (last.Cancelled > a.Cancelled || last.Paid > a.Paid) {
+		t.Errorf("last sample %+v is ahead of the final audit %+v", *last, *a)
+	}
+	file := filepath.Join(t.TempDir(), "report.html")
+	if err := WriteHTMLFile(file, Output{Runs: []Report{r}, Pass: r.Pass}); err != nil {
+		t.Fatal(err)
+	}
+	assertDrew(t, dumpDOM(t, file), len(chartSpecs()), nil)
 }
 
 // TestCompare runs -compare end to end at a small N: both baselines on
