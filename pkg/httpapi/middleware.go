@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -63,14 +64,14 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 // FLASHSALE_JWT_JWKS_TIMEOUT; if the provider does not answer, the ingress
 // starts anyway and answers 401 until the keys arrive. Its refresh goroutine
 // lives as long as the process: one ingress has one verifier.
-func newVerifier(in config.Ingress) *auth.Verifier {
+func newVerifier(in config.Ingress, log *slog.Logger) *auth.Verifier {
 	opts := []auth.Option{auth.WithAudience(in.JWTAudience), auth.WithIssuer(in.JWTIssuer), auth.WithMaxTTL(in.JWTMaxTTL),
 		auth.WithUserClaim(in.JWTUserClaim), auth.WithRoleClaim(in.JWTRoleClaim), auth.WithAdminRole(in.JWTAdminRole)}
 	if in.JWTJWKSURL == "" {
 		return auth.NewVerifier(in.JWTSecret, opts...)
 	}
 	v, err := auth.NewJWKSVerifier(context.Background(), in.JWTJWKSURL, auth.JWKSOptions{
-		Refresh: in.JWTJWKSRefresh, MinRefresh: in.JWTJWKSMinRefresh, Timeout: in.JWTJWKSTimeout,
+		Refresh: in.JWTJWKSRefresh, MinRefresh: in.JWTJWKSMinRefresh, Timeout: in.JWTJWKSTimeout, Log: log,
 	}, opts...)
 	if err != nil {
 		// Only a URL that config.Ingress.Validate refuses gets here.

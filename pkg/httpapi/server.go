@@ -93,7 +93,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, db: d.DB, st: d.Stock, log: d.Log, openAPI: d.OpenAPI,
-		verifier: newVerifier(cfg.Ingress),
+		verifier: newVerifier(cfg.Ingress, d.Log),
 		items:    newItemCache(time.Second),
 		reqs:     newRequestCache(),
 		m:        NewMetrics(d.Registerer),
@@ -113,6 +113,9 @@ func New(cfg Config, d Deps) (*Server, error) {
 		"redis": func(ctx context.Context) error { return d.Stock.Client().Ping(ctx).Err() },
 		"mysql": func(ctx context.Context) error { return d.DB.PingContext(ctx) },
 		"kafka": func(ctx context.Context) error { return queue.Ping(ctx, cfg.Brokers) },
+		// Without keys from the identity provider every token is refused:
+		// keep such a replica out of rotation. Always ok with HS256.
+		"auth": s.verifier.Ready,
 	}})
 	s.e = s.routes(ipExtractor(trusted))
 	return s, nil

@@ -6,6 +6,8 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"errors"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -57,7 +59,7 @@ func TestNewVerifierFromSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := newVerifier(in)
+	v := newVerifier(in, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if p, err := v.Verify(es); err != nil || p.UserID != 3 || !p.Admin {
 		t.Fatalf("ES256 token of the JWK Set: %+v %v, want user 3, admin", p, err)
 	}
@@ -70,10 +72,10 @@ func TestNewVerifierFromSettings(t *testing.T) {
 		t.Errorf("HS256 token with a JWK Set configured: err = %v, want refused", err)
 	}
 	in.JWTJWKSURL, in.JWTSecret = "", secret
-	if p, err := newVerifier(in).Verify(hs); err != nil || p.UserID != 3 || !p.Admin {
+	if p, err := newVerifier(in, slog.New(slog.NewTextHandler(io.Discard, nil))).Verify(hs); err != nil || p.UserID != 3 || !p.Admin {
 		t.Errorf("HS256 token without a JWK Set: %+v %v", p, err)
 	}
-	if _, err := newVerifier(in).Verify(es); !errors.Is(err, auth.ErrUnauthenticated) {
+	if _, err := newVerifier(in, slog.New(slog.NewTextHandler(io.Discard, nil))).Verify(es); !errors.Is(err, auth.ErrUnauthenticated) {
 		t.Errorf("ES256 token to the HS256 verifier: err = %v, want refused", err)
 	}
 }
