@@ -33,6 +33,9 @@ type Config struct {
 	SoldOutTTL     time.Duration
 	PublishTimeout time.Duration
 	IdempotencyTTL time.Duration
+	// WaitReplicas and WaitTimeout: see config.Ingress.RedisWaitReplicas.
+	WaitReplicas int
+	WaitTimeout  time.Duration
 	// StoreTimeout bounds each Redis and MySQL call of the path.
 	StoreTimeout time.Duration
 }
@@ -115,6 +118,7 @@ func (s *Service) reserveAndPublish(ctx context.Context, r Request, rid string, 
 	ar, err := s.stock.Admit(rctx, stock.AdmitRequest{
 		ItemID: r.ItemID, UserID: r.UserID, Qty: r.Qty, RequestID: rid, Now: now, Deadline: deadline,
 		UserRatePerSec: s.cfg.UserRateLimit, IdempotencyKey: r.IdempotencyKey, IdempotencyTTL: s.cfg.IdempotencyTTL,
+		WaitReplicas: s.cfg.WaitReplicas, WaitTimeout: s.cfg.WaitTimeout,
 	})
 	cancel()
 	if err != nil && stock.NotSent(err) {
@@ -129,6 +133,11 @@ func (s *Service) reserveAndPublish(ctx context.Context, r Request, rid string, 
 	}
 	switch ar.Code {
 	case stock.Admitted:
+		if ar.Replicas < s.cfg.WaitReplicas {
+			// Going on is safe (MySQL still refuses oversell and second
+			// orders); only a failover right now could lose this hold.
+			s.m.waitShort.Inc()
+		}
 		return s.publish(ctx, r, rid, now)
 	case stock.Replay:
 		return s.replay(ctx, r, ar.RequestID, true)

@@ -11,6 +11,7 @@ type Metrics struct {
 	publishDuration prometheus.Histogram
 	publishFailures prometheus.Counter
 	soldOutHits     prometheus.Counter
+	waitShort       prometheus.Counter
 }
 
 // NewMetrics registers the admission metrics on reg.
@@ -33,6 +34,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		soldOutHits: f.NewCounter(prometheus.CounterOpts{
 			Name: "flashsale_soldout_cache_hits_total",
 			Help: "Sold-out answers given from process memory without a Redis round trip.",
+		}),
+		waitShort: f.NewCounter(prometheus.CounterOpts{
+			Name: "flashsale_redis_wait_short_total",
+			Help: "Admissions whose reservation fewer replicas than FLASHSALE_REDIS_WAIT_REPLICAS acknowledged within FLASHSALE_REDIS_WAIT_TIMEOUT (admitted anyway).",
 		}),
 	}
 }

@@ -63,6 +63,11 @@ type Ingress struct {
 	AdmissionRPS int
 	// IdempotencyTTL is how long an Idempotency-Key's first answer is kept.
 	IdempotencyTTL time.Duration
+	// RedisWaitReplicas, when above 0, makes each admission wait (Redis
+	// WAIT) until that many replicas of the item's primary have its
+	// reservation, so it survives a failover; RedisWaitTimeout bounds it.
+	RedisWaitReplicas int
+	RedisWaitTimeout  time.Duration
 }
 
 // RegisterFlags implements Registerer.
@@ -87,6 +92,8 @@ func (c *Ingress) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.TrustedProxies, "trusted-proxies", "", "comma-separated CIDRs whose X-Forwarded-For is trusted")
 	fs.IntVar(&c.AdmissionRPS, "admission-rps", 0, "admissions per second this process accepts before shedding with 503, 0 to switch off")
 	fs.DurationVar(&c.IdempotencyTTL, "idempotency-ttl", 24*time.Hour, "how long an Idempotency-Key answer is kept, a Go duration")
+	fs.IntVar(&c.RedisWaitReplicas, "redis-wait-replicas", 0, "replicas that must have an admission's reservation before the ingress goes on (Redis WAIT), 0 to switch off")
+	fs.DurationVar(&c.RedisWaitTimeout, "redis-wait-timeout", 100*time.Millisecond, "how long an admission waits for FLASHSALE_REDIS_WAIT_REPLICAS, a Go duration")
 }
 
 // Validate implements Registerer.
@@ -123,6 +130,12 @@ func (c *Ingress) Validate() error {
 	}
 	if _, err := ParseCIDRs(c.TrustedProxies); err != nil {
 		return fmt.Errorf("FLASHSALE_TRUSTED_PROXIES: %v (expected comma-separated CIDRs)", err)
+	}
+	if c.RedisWaitReplicas < 0 || c.RedisWaitReplicas > 5 {
+		return fmt.Errorf("FLASHSALE_REDIS_WAIT_REPLICAS: %d (expected 0 to switch off, or 1 to 5)", c.RedisWaitReplicas)
+	}
+	if c.RedisWaitReplicas > 0 && (c.RedisWaitTimeout < time.Millisecond || c.RedisWaitTimeout > 10*time.Second) {
+		return fmt.Errorf("FLASHSALE_REDIS_WAIT_TIMEOUT: %v (expected 1ms to 10s)", c.RedisWaitTimeout)
 	}
 	if c.IdempotencyTTL < time.Minute {
 		return fmt.Errorf("FLASHSALE_IDEMPOTENCY_TTL: %v (expected at least 1m)", c.IdempotencyTTL)

@@ -67,6 +67,11 @@ type AdmitRequest struct {
 	// Deadline, when set, is when the caller stops waiting for the reply;
 	// a copy of the call that runs later does nothing (Late).
 	Deadline time.Time
+	// WaitReplicas, when above 0, makes the call wait (Redis WAIT, up to
+	// WaitTimeout) until that many replicas have the script's writes, so a
+	// reservation survives a failover of its primary (see admitwait.go).
+	WaitReplicas int
+	WaitTimeout  time.Duration
 	// UserRatePerSec is the per-user limit for this item (0 = off).
 	UserRatePerSec int
 	// IdempotencyKey is the client's Idempotency-Key ("" = none).
@@ -86,6 +91,9 @@ type AdmitResult struct {
 	RetryAfter time.Duration
 	// Limit is the per-user limit for OverLimit.
 	Limit int
+	// Replicas is how many replicas acknowledged the script's writes within
+	// AdmitRequest.WaitTimeout (only when WaitReplicas was set).
+	Replicas int
 }
 
 // Admit runs the admission script: one round trip. The script is idempotent
@@ -101,18 +109,24 @@ func (s *Store) Admit(ctx context.Context, r AdmitRequest) (AdmitResult, error) 
 	if r.UserRatePerSec > 0 {
 		rateKey = k.UserRate(r.UserID)
 	}
-	res, err := admitScript.Run(ctx, s.rdb,
-		[]string{k.Stock, k.Meta, k.Holders, k.Reservations, idemKey, rateKey, k.HolderBits},
-		r.UserID, r.Qty, r.RequestID, deadlineMs(r.Deadline), r.UserRatePerSec,
-		r.IdempotencyTTL.Milliseconds(), hasIdem, HolderBit(r.UserID),
-	).StringSlice()
+	keys := []string{k.Stock, k.Meta, k.Holders, k.Reservations, idemKey, rateKey, k.HolderBits}
+	args := []any{r.UserID, r.Qty, r.RequestID, deadlineMs(r.Deadline), r.UserRatePerSec,
+		r.IdempotencyTTL.Milliseconds(), hasIdem, HolderBit(r.UserID)}
+	var res []string
+	var replicas int
+	var err error
+	if r.WaitReplicas > 0 {
+		res, replicas, err = s.admitAndWait(ctx, k.Stock, keys, args, r.WaitReplicas, r.WaitTimeout)
+	} else {
+		res, err = admitScript.Run(ctx, s.rdb, keys, args...).StringSlice()
+	}
 	if err != nil {
 		return AdmitResult{}, unavailable("stock: admit", err)
 	}
 	if len(res) != 2 {
 		return AdmitResult{}, fmt.Errorf("stock: admit: unexpected reply %q", res)
 	}
-	out := AdmitResult{Code: AdmitCode(res[0])}
+	out := AdmitResult{Code: AdmitCode(res[0]), Replicas: replicas}
 	switch out.Code {
 	case Admitted, SoldOut:
 		out.StockLeft, _ = strconv.ParseInt(res[1], 10, 64)
