@@ -18,6 +18,7 @@ package auth
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"strings"
@@ -46,6 +47,8 @@ type Verifier struct {
 	keyfunc jwt.Keyfunc
 	// ready reports whether the verifier has keys; nil = always (a secret).
 	ready func(context.Context) error
+	// cache remembers accepted tokens; nil = off (see WithTokenCache).
+	cache *tokenCache
 }
 
 // newParser pins methods and applies the registered-claim checks of p.
@@ -72,7 +75,15 @@ func NewVerifier(secret string, opts ...Option) *Verifier {
 		policy:  p,
 		parser:  newParser(p, []string{jwt.SigningMethodHS256.Alg()}),
 		keyfunc: func(*jwt.Token) (any, error) { return key, nil },
+		cache:   cacheFor(p),
 	}
+}
+
+func cacheFor(p policy) *tokenCache {
+	if p.cacheSize <= 0 {
+		return nil
+	}
+	return newTokenCache(p.cacheSize)
 }
 
 // Ready returns nil once the verifier can accept a token: at once for a
@@ -97,26 +108,43 @@ func (v *Verifier) FromHeader(h string) (Principal, error) {
 
 // Verify checks one compact JWT.
 func (v *Verifier) Verify(tok string) (Principal, error) {
+	if v.cache == nil {
+		p, _, err := v.verify(tok)
+		return p, err
+	}
+	k := sha256.Sum256([]byte(tok))
+	if p, ok := v.cache.get(k); ok {
+		return p, nil
+	}
+	p, exp, err := v.verify(tok)
+	if err == nil {
+		v.cache.put(k, p, exp)
+	}
+	return p, err
+}
+
+// verify checks tok's signature and claims, and returns its exp too.
+func (v *Verifier) verify(tok string) (Principal, time.Time, error) {
 	c := jwt.MapClaims{}
 	if _, err := v.parser.ParseWithClaims(tok, c, v.keyfunc); err != nil {
-		return Principal{}, fmt.Errorf("%w: %w", ErrUnauthenticated, err)
+		return Principal{}, time.Time{}, fmt.Errorf("%w: %w", ErrUnauthenticated, err)
 	}
 	// The library checks exp and a future iat; the lifetime is ours.
 	iat, err := c.GetIssuedAt()
 	if err != nil || iat == nil {
-		return Principal{}, fmt.Errorf("%w: iat is required", ErrUnauthenticated)
+		return Principal{}, time.Time{}, fmt.Errorf("%w: iat is required", ErrUnauthenticated)
 	}
 	exp, err := c.GetExpirationTime()
 	if err != nil || exp == nil {
-		return Principal{}, fmt.Errorf("%w: exp is required", ErrUnauthenticated)
+		return Principal{}, time.Time{}, fmt.Errorf("%w: exp is required", ErrUnauthenticated)
 	}
 	if ttl := exp.Sub(iat.Time); ttl > v.policy.maxTTL {
-		return Principal{}, fmt.Errorf("%w: lifetime %v exceeds %v", ErrUnauthenticated, ttl, v.policy.maxTTL)
+		return Principal{}, time.Time{}, fmt.Errorf("%w: lifetime %v exceeds %v", ErrUnauthenticated, ttl, v.policy.maxTTL)
 	}
 	id, err := userID(c, v.policy.userClaim)
 	if err != nil {
-		return Principal{}, fmt.Errorf("%w: %w", ErrUnauthenticated, err)
+		return Principal{}, time.Time{}, fmt.Errorf("%w: %w", ErrUnauthenticated, err)
 	}
 	role, _ := lookupClaim(c, v.policy.roleClaim)
-	return Principal{UserID: id, Admin: hasRole(role, v.policy.adminRole)}, nil
+	return Principal{UserID: id, Admin: hasRole(role, v.policy.adminRole)}, exp.Time, nil
 }

@@ -119,5 +119,5 @@ func NewJWKSVerifier(ctx context.Context, url string, jo JWKSOptions, opts ...Op
 			"retry_every", jo.Refresh, "or_on_unknown_kid_every", jo.MinRefresh)
 	}
 	p := newPolicy(opts)
-	return &Verifier{policy: p, parser: newParser(p, jwksMethods), keyfunc: kf.Keyfunc, ready: ready}, nil
+	return &Verifier{policy: p, parser: newParser(p, jwksMethods), keyfunc: kf.Keyfunc, ready: ready, cache: cacheFor(p)}, nil
 }

@@ -26,11 +26,17 @@ type policy struct {
 	userClaim string
 	roleClaim string
 	adminRole string
+	cacheSize int // accepted tokens remembered; 0 = none
 }
 
 // Option changes the policy of a Verifier, or the claims Sign writes, so a
 // verifier and the tokens signed for it are configured with the same values.
 type Option func(*policy)
+
+// WithTokenCache remembers up to 2 × size accepted tokens (by hash, until
+// their exp and at most a minute) so a polling buyer's token is verified
+// once, not on every request; 0 (the default) turns it off.
+func WithTokenCache(size int) Option { return func(p *policy) { p.cacheSize = max(size, 0) } }
 
 // WithAudience sets the required "aud" (default DefaultAudience); empty keeps
 // the default.

@@ -39,6 +39,9 @@ type Ingress struct {
 	JWTRoleClaim string
 	// JWTAdminRole is the role value that opens the admin routes.
 	JWTAdminRole string
+	// JWTCacheSize bounds the accepted tokens remembered (by hash, until
+	// exp, at most a minute) so polls skip the signature check; 0 = off.
+	JWTCacheSize int
 	// JWTAudience is the "aud" every token must carry, so a token minted for
 	// another service that shares the secret is refused.
 	JWTAudience string
@@ -82,6 +85,7 @@ func (c *Ingress) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.JWTUserClaim, "jwt-user-claim", "sub", "claim holding the decimal user id; a dotted name walks nested objects")
 	fs.StringVar(&c.JWTRoleClaim, "jwt-role-claim", "role", "claim holding the role, a string or an array; a dotted name walks nested objects, e.g. realm_access.roles")
 	fs.StringVar(&c.JWTAdminRole, "jwt-admin-role", "admin", "role value that opens the admin routes")
+	fs.IntVar(&c.JWTCacheSize, "jwt-cache-size", 100_000, "accepted tokens remembered so a polling buyer's token is verified once (two generations of this many), 0 to switch off")
 	fs.StringVar(&c.JWTAudience, "jwt-audience", "flashsale", "the aud claim every bearer token must carry")
 	fs.StringVar(&c.JWTIssuer, "jwt-issuer", "", "the iss claim every bearer token must carry, empty to not check it")
 	fs.DurationVar(&c.JWTMaxTTL, "jwt-max-ttl", 24*time.Hour, "longest accepted token lifetime exp - iat, a Go duration such as 24h")
@@ -115,6 +119,9 @@ func (c *Ingress) Validate() error {
 	}
 	if c.JWTMaxTTL < time.Minute {
 		return fmt.Errorf("FLASHSALE_JWT_MAX_TTL: %v (expected a duration of at least 1m)", c.JWTMaxTTL)
+	}
+	if c.JWTCacheSize < 0 || c.JWTCacheSize > 10_000_000 {
+		return fmt.Errorf("FLASHSALE_JWT_CACHE_SIZE: %d (expected 0 to switch off, or up to 10000000)", c.JWTCacheSize)
 	}
 	if c.JWTUserClaim == "" || c.JWTRoleClaim == "" || c.JWTAdminRole == "" {
 		return fmt.Errorf("FLASHSALE_JWT_USER_CLAIM, FLASHSALE_JWT_ROLE_CLAIM, FLASHSALE_JWT_ADMIN_ROLE: empty (expected a claim name, a claim name and a role, e.g. sub, role, admin)")

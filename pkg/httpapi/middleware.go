@@ -66,7 +66,8 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 // lives as long as the process: one ingress has one verifier.
 func newVerifier(in config.Ingress, log *slog.Logger) *auth.Verifier {
 	opts := []auth.Option{auth.WithAudience(in.JWTAudience), auth.WithIssuer(in.JWTIssuer), auth.WithMaxTTL(in.JWTMaxTTL),
-		auth.WithUserClaim(in.JWTUserClaim), auth.WithRoleClaim(in.JWTRoleClaim), auth.WithAdminRole(in.JWTAdminRole)}
+		auth.WithUserClaim(in.JWTUserClaim), auth.WithRoleClaim(in.JWTRoleClaim), auth.WithAdminRole(in.JWTAdminRole),
+		auth.WithTokenCache(in.JWTCacheSize)}
 	if in.JWTJWKSURL == "" {
 		return auth.NewVerifier(in.JWTSecret, opts...)
 	}
