@@ -4,9 +4,10 @@ STACK := deploy/local/stack.sh
 GO ?= go
 # The local stack's settings, unless the caller already exported FLASHSALE_*.
 STACK_ENV = eval "$$($(STACK) env)" &&
+CLUSTER_ENV = eval "$$($(STACK) env --cluster)" &&
 GOTEST_FLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: report-deps report-assets run test test-faults bench stack-up stack-down stack-status env setup build vet fmt lint clean
+.PHONY: report-deps report-assets run test test-faults test-cluster cluster-up bench stack-up stack-down stack-status env setup build vet fmt lint clean
 
 ## run: bring up the stack, migrate, start the pipeline and run the demo flash sale
 run: stack-up setup build
@@ -25,6 +26,19 @@ test-faults: stack-up setup
 ## bench: Go benchmarks of the hot paths
 bench: stack-up setup
 	@$(STACK_ENV) $(GO) test -run '^$$' -bench . -benchtime 2s ./...
+
+## cluster-up: the local stack's cluster mode beside the single-node stack:
+## 3 Kafka brokers (KRaft), a Redis Cluster of 3 primaries and 3 replicas,
+## the same MariaDB (deploy/local/stack.sh up --cluster)
+cluster-up:
+	@$(STACK) up --cluster
+
+## test-cluster: bring the cluster up, run setup on it, then the tests of
+## build tag cluster (stores and topics on the clusters) against it
+test-cluster: cluster-up
+	@$(GO) vet -tags cluster ./pkg/stock/ ./pkg/queue/
+	@$(CLUSTER_ENV) $(GO) run ./setup
+	@$(CLUSTER_ENV) $(GO) test $(GOTEST_FLAGS) -tags cluster -run Cluster ./pkg/stock/ ./pkg/queue/
 
 stack-up:
 	@$(STACK) up

@@ -13,6 +13,15 @@
 #   stack.sh pause|resume SVC   SIGSTOP / SIGCONT a service: its port stays
 #                               open but nothing answers (a black-holed broker)
 #
+# With --cluster, the same verbs run the cluster mode instead (see the
+# "cluster" section): 3 Kafka brokers on 19092-19094, a Redis Cluster on
+# 7001-7006, the single-node stack's MariaDB; state in $STATE/cluster/.
+#
+#   stack.sh up|down|status|env --cluster
+#   stack.sh start|stop|kill|pause|resume --cluster NODE   kafka-1..3, redis-7001..7006
+#   stack.sh where --cluster orders-partition N [TOPIC]    the broker leading it
+#   stack.sh where --cluster item ID                       the primary of its slot
+#
 # Idempotent: a second "up" starts nothing and says so. All state lives in
 # $FLASHSALE_STATE_DIR (default: .stack/ in the repo, git-ignored); the Kafka
 # jars are cached outside the repo in $FLASHSALE_CACHE_DIR.
@@ -123,8 +132,45 @@ install_all() {
 
 # ---------------------------------------------------------------- kafka
 
-kafka_ready() {
-  port_open $KAFKA_PORT && grep -q "Kafka Server started" "$STATE/kafka.log" 2>/dev/null
+kafka_ready() { # [port log]: the single node's by default
+  port_open "${1:-$KAFKA_PORT}" && grep -q "Kafka Server started" "${2:-$STATE/kafka.log}" 2>/dev/null
+}
+
+# kafka_log4j FILE writes the logging configuration of every broker this
+# script starts: warnings, plus the start-up lines kafka_ready looks for.
+kafka_log4j() {
+  cat >"$1" <<EOF
+rootLogger.level=WARN
+rootLogger.appenderRef.stdout.ref=STDOUT
+appender.stdout.type=Console
+appender.stdout.name=STDOUT
+appender.stdout.layout.type=PatternLayout
+appender.stdout.layout.pattern=[%d] %p %m (%c)%n
+logger.server.name=kafka.server.KafkaServer
+logger.server.level=INFO
+logger.raft.name=kafka.server.KafkaRaftServer
+logger.raft.level=INFO
+logger.broker.name=kafka.server.BrokerServer
+logger.broker.level=INFO
+EOF
+}
+
+kafka_random_id() { java -cp "$KAFKA_LIBS/*" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n1; }
+
+kafka_format() { # dir cluster-id log java-opts...: format dir/data for dir/server.properties
+  local dir=$1 id=$2 log=$3
+  shift 3
+  java "$@" -cp "$KAFKA_LIBS/*" kafka.tools.StorageTool format -t "$id" \
+    -c "$dir/server.properties" >"$log" 2>&1 || die "kafka storage format failed: $log"
+}
+
+kafka_launch() { # service dir java-opts...: start the broker in the background
+  local svc=$1 dir=$2
+  shift 2
+  : >"$STATE/$svc.log"
+  setsid nohup java "$@" -cp "$KAFKA_LIBS/*" kafka.Kafka "$dir/server.properties" \
+    >>"$STATE/$svc.log" 2>&1 </dev/null &
+  echo $! >"$STATE/$svc.pid"
 }
 
 start_kafka() {
@@ -153,32 +199,13 @@ auto.create.topics.enable=false
 group.initial.rebalance.delay.ms=0
 log.retention.hours=24
 EOF
-  cat >"$dir/log4j2.properties" <<EOF
-rootLogger.level=WARN
-rootLogger.appenderRef.stdout.ref=STDOUT
-appender.stdout.type=Console
-appender.stdout.name=STDOUT
-appender.stdout.layout.type=PatternLayout
-appender.stdout.layout.pattern=[%d] %p %m (%c)%n
-logger.server.name=kafka.server.KafkaServer
-logger.server.level=INFO
-logger.raft.name=kafka.server.KafkaRaftServer
-logger.raft.level=INFO
-logger.broker.name=kafka.server.BrokerServer
-logger.broker.level=INFO
-EOF
+  kafka_log4j "$dir/log4j2.properties"
   local java_opts=(-Xms256m -Xmx512m -XX:+UseG1GC -Djava.awt.headless=true
     -Dlog4j2.configurationFile="$dir/log4j2.properties")
   if [[ ! -f $dir/data/meta.properties ]]; then
-    local id
-    id=$(java -cp "$KAFKA_LIBS/*" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n1)
-    java "${java_opts[@]}" -cp "$KAFKA_LIBS/*" kafka.tools.StorageTool format -t "$id" \
-      -c "$dir/server.properties" >"$STATE/kafka-format.log" 2>&1 || die "kafka storage format failed: $STATE/kafka-format.log"
+    kafka_format "$dir" "$(kafka_random_id)" "$STATE/kafka-format.log" "${java_opts[@]}"
   fi
-  : >"$STATE/kafka.log"
-  setsid nohup java "${java_opts[@]}" -cp "$KAFKA_LIBS/*" kafka.Kafka "$dir/server.properties" \
-    >>"$STATE/kafka.log" 2>&1 </dev/null &
-  echo $! >"$STATE/kafka.pid"
+  kafka_launch kafka "$dir" "${java_opts[@]}"
   wait_for kafka kafka_ready
   say "kafka up 127.0.0.1:$KAFKA_PORT ($KAFKA_VERSION) in $(elapsed "$t0")"
 }
@@ -226,7 +253,20 @@ EOF
 
 # ---------------------------------------------------------------- redis
 
-redis_ready() { [[ $(redis-cli -p $REDIS_PORT ping 2>/dev/null) == PONG ]]; }
+redis_ready() { [[ $(redis-cli -p "${1:-$REDIS_PORT}" ping 2>/dev/null) == PONG ]]; } # [port]
+
+# redis_launch service port dir [extra-args...] starts a redis-server in the
+# background with the stack's durability: AOF with fsync every second (a
+# restart keeps the stock; wipe-redis simulates losing it) and no eviction.
+redis_launch() {
+  local svc=$1 port=$2 dir=$3
+  shift 3
+  mkdir -p "$dir"
+  setsid nohup redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --daemonize no \
+    --appendonly yes --appendfsync everysec --save "" --maxclients 10000 --maxmemory-policy noeviction \
+    --logfile "$STATE/$svc.log" "$@" >/dev/null 2>&1 </dev/null &
+  echo $! >"$STATE/$svc.pid"
+}
 
 start_redis() {
   if pid_alive redis; then say "redis already running 127.0.0.1:$REDIS_PORT ($(redis-server --version | awk '{print $3}')), started by this stack"; return; fi
@@ -237,13 +277,7 @@ start_redis() {
   fi
   local t0 dir=$STATE/redis
   t0=$(now)
-  mkdir -p "$dir"
-  # AOF with fsync every second: a restart keeps the stock; wipe-redis
-  # simulates losing it.
-  setsid nohup redis-server --port $REDIS_PORT --bind 127.0.0.1 --dir "$dir" --daemonize no \
-    --appendonly yes --appendfsync everysec --save "" --maxclients 10000 --maxmemory-policy noeviction \
-    --logfile "$STATE/redis.log" >/dev/null 2>&1 </dev/null &
-  echo $! >"$STATE/redis.pid"
+  redis_launch redis $REDIS_PORT "$dir"
   wait_for redis redis_ready
   say "redis up 127.0.0.1:$REDIS_PORT ($(redis-server --version | awk '{print $3}')) in $(elapsed "$t0")"
 }
@@ -251,10 +285,10 @@ start_redis() {
 # ---------------------------------------------------------------- stop
 
 stop_svc() { # service
-  local f=$STATE/$1.pid
+  local f=$STATE/$1.pid name=${1#cluster/}
   if ! pid_alive "$1"; then
     rm -f "$f"
-    say "$1 not running (not started by this stack)"
+    say "$name not running (not started by this stack)"
     return
   fi
   local pid t0
@@ -267,7 +301,7 @@ stop_svc() { # service
     sleep 0.2
   fi
   rm -f "$f"
-  say "$1 stopped in $(elapsed "$t0")"
+  say "$name stopped in $(elapsed "$t0")"
 }
 
 start_svc() {
@@ -279,7 +313,346 @@ start_svc() {
   esac
 }
 
+# ---------------------------------------------------------------- cluster
+#
+# stack.sh CMD --cluster: three Kafka brokers in KRaft (each broker and
+# controller, the three the controller quorum's voters) and a Redis Cluster
+# of three primaries with one replica each, on ports of their own so the
+# single-node stack runs beside them; MariaDB is the single-node stack's. It
+# is what users who outgrow one machine run, small enough for this one: a
+# 256 MiB heap per broker. Nodes are services named cluster/kafka-N and
+# cluster/redis-PORT for the helpers above (pid file and log in
+# $STATE/cluster/), so stop_svc, pid_alive and wait_for serve both modes.
+
+CSTATE=$STATE/cluster
+CLUSTER_KAFKA_NODES=(1 2 3)
+CLUSTER_REDIS_PORTS=(7001 7002 7003 7004 7005 7006)
+# A failed Redis primary is noticed after this long, then its replica is
+# promoted: the failover the fault tests time.
+CLUSTER_REDIS_NODE_TIMEOUT_MS=5000
+
+cluster_kafka_port() { echo $((19091 + $1)); }      # kafka-1: 19092
+cluster_controller_port() { echo $((19191 + $1)); } # kafka-1: 19192
+cluster_kafka_brokers() {
+  local n out=()
+  for n in "${CLUSTER_KAFKA_NODES[@]}"; do out+=("127.0.0.1:$(cluster_kafka_port "$n")"); done
+  (IFS=,; echo "${out[*]}")
+}
+cluster_redis_seeds() {
+  local p out=()
+  for p in "${CLUSTER_REDIS_PORTS[@]}"; do out+=("127.0.0.1:$p"); done
+  (IFS=,; echo "${out[*]}")
+}
+
+# cluster_kafka_properties N: broker N's settings. Internal topics get the
+# same durability setup gives the pipeline's: 3 copies, 2 in sync.
+cluster_kafka_properties() {
+  local n=$1 dir=$CSTATE/kafka-$1 voters=() m
+  for m in "${CLUSTER_KAFKA_NODES[@]}"; do voters+=("$m@127.0.0.1:$(cluster_controller_port "$m")"); done
+  cat <<PROPS
+process.roles=broker,controller
+node.id=$n
+controller.quorum.voters=$(IFS=,; echo "${voters[*]}")
+listeners=PLAINTEXT://127.0.0.1:$(cluster_kafka_port "$n"),CONTROLLER://127.0.0.1:$(cluster_controller_port "$n")
+advertised.listeners=PLAINTEXT://127.0.0.1:$(cluster_kafka_port "$n")
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+inter.broker.listener.name=PLAINTEXT
+log.dirs=$dir/data
+num.partitions=1
+default.replication.factor=3
+min.insync.replicas=2
+offsets.topic.replication.factor=3
+offsets.topic.num.partitions=12
+transaction.state.log.replication.factor=3
+transaction.state.log.min.isr=2
+unclean.leader.election.enable=false
+auto.create.topics.enable=false
+group.initial.rebalance.delay.ms=0
+log.retention.hours=24
+num.network.threads=2
+num.io.threads=4
+PROPS
+}
+
+# start_cluster_kafka N...: starts the brokers that are not running, all of
+# them before waiting for any: a broker reports started only once the
+# controller quorum (two of three) has formed.
+start_cluster_kafka() {
+  local n t0 dir id started=()
+  t0=$(now)
+  mkdir -p "$CSTATE"
+  [[ -s $CSTATE/kafka-cluster-id ]] || kafka_random_id >"$CSTATE/kafka-cluster-id"
+  id=$(cat "$CSTATE/kafka-cluster-id")
+  for n in "$@"; do
+    if pid_alive "cluster/kafka-$n"; then
+      say "kafka-$n already running 127.0.0.1:$(cluster_kafka_port "$n"), started by this stack"
+      continue
+    fi
+    port_open "$(cluster_kafka_port "$n")" && die "kafka-$n: 127.0.0.1:$(cluster_kafka_port "$n") is taken by a server this stack did not start"
+    dir=$CSTATE/kafka-$n
+    mkdir -p "$dir/data"
+    cluster_kafka_properties "$n" >"$dir/server.properties"
+    kafka_log4j "$dir/log4j2.properties"
+    local java_opts=(-Xms128m -Xmx256m -XX:+UseG1GC -XX:MaxMetaspaceSize=128m -Djava.awt.headless=true
+      -Dlog4j2.configurationFile="$dir/log4j2.properties")
+    [[ -f $dir/data/meta.properties ]] || kafka_format "$dir" "$id" "$CSTATE/kafka-$n-format.log" "${java_opts[@]}"
+    kafka_launch "cluster/kafka-$n" "$dir" "${java_opts[@]}"
+    started+=("$n")
+  done
+  for n in "${started[@]}"; do
+    wait_for "cluster/kafka-$n" kafka_ready "$(cluster_kafka_port "$n")" "$CSTATE/kafka-$n.log"
+  done
+  ((${#started[@]} == 0)) || say "$(printf 'kafka-%s ' "${started[@]}")up ($KAFKA_VERSION) in $(elapsed "$t0")"
+}
+
+rcli() { timeout 2 redis-cli -p "$1" "${@:2}" 2>/dev/null | tr -d '\r'; } # port args...: one bounded call
+redis_info_field() { rcli "$1" cluster info | awk -F: -v k="$2" '$1 == k {print $2}'; } # port field
+
+# redis_cluster_ok: every running node sees all slots served.
+redis_cluster_ok() {
+  local p
+  for p in "${CLUSTER_REDIS_PORTS[@]}"; do
+    pid_alive "cluster/redis-$p" || continue
+    [[ $(redis_info_field "$p" cluster_state) == ok ]] || return 1
+  done
+}
+
+# redis_cluster_form creates the cluster the first time (every node alone,
+# no slot assigned), and otherwise lets an empty node (its data wiped) join
+# as a replica; restarted nodes rejoin by themselves from their nodes.conf.
+redis_cluster_form() {
+  local p assigned=0 member="" lonely=() addrs=()
+  for p in "${CLUSTER_REDIS_PORTS[@]}"; do
+    addrs+=("127.0.0.1:$p")
+    pid_alive "cluster/redis-$p" || continue
+    if [[ $(redis_info_field "$p" cluster_known_nodes) == 1 ]]; then
+      lonely+=("$p")
+    else
+      member=$p
+    fi
+    [[ $(redis_info_field "$p" cluster_slots_assigned) == 16384 ]] && assigned=1
+  done
+  if ((assigned == 0)); then
+    ((${#lonely[@]} == ${#CLUSTER_REDIS_PORTS[@]})) ||
+      die "redis cluster: nodes know each other but no slots are served: delete $CSTATE/redis-* and run up --cluster again"
+    say "redis cluster: creating (3 primaries, 1 replica each)"
+    redis-cli --cluster create "${addrs[@]}" --cluster-replicas 1 --cluster-yes >"$CSTATE/redis-create.log" 2>&1 ||
+      die "redis-cli --cluster create failed: $CSTATE/redis-create.log"
+  elif ((${#lonely[@]})); then
+    for p in "${lonely[@]}"; do
+      say "redis-$p is empty: joining it to the cluster as a replica"
+      redis-cli --cluster add-node "127.0.0.1:$p" "127.0.0.1:$member" --cluster-slave >>"$CSTATE/redis-create.log" 2>&1 ||
+        die "redis-cli --cluster add-node failed: $CSTATE/redis-create.log"
+    done
+  fi
+  local deadline=$((SECONDS + WAIT_SECS))
+  until redis_cluster_ok; do
+    ((SECONDS < deadline)) || die "redis cluster not ok after ${WAIT_SECS}s (redis-cli -p ${CLUSTER_REDIS_PORTS[0]} cluster info)"
+    sleep 0.3
+  done
+}
+
+start_cluster_redis() { # ports...
+  local p t0 started=()
+  t0=$(now)
+  for p in "$@"; do
+    if pid_alive "cluster/redis-$p"; then say "redis-$p already running 127.0.0.1:$p, started by this stack"; continue; fi
+    port_open "$p" && die "redis-$p: 127.0.0.1:$p is taken by a server this stack did not start"
+    redis_launch "cluster/redis-$p" "$p" "$CSTATE/redis-$p" --cluster-enabled yes --cluster-config-file nodes.conf \
+      --cluster-node-timeout $CLUSTER_REDIS_NODE_TIMEOUT_MS
+    started+=("$p")
+  done
+  for p in "${started[@]}"; do wait_for "cluster/redis-$p" redis_ready "$p"; done
+  redis_cluster_form
+  ((${#started[@]} == 0)) || say "$(printf 'redis-%s ' "${started[@]}")up, cluster ok in $(elapsed "$t0")"
+}
+
+cluster_rss_kib() { # node: resident memory of its process, in KiB (0 when not running)
+  if pid_alive "cluster/$1"; then ps -o rss= -p "$(cat "$CSTATE/$1.pid")" | tr -d ' '; else echo 0; fi
+}
+
+cluster_status() {
+  local n p name pid state role kib total_k=0 total_r=0
+  for name in $(cluster_nodes); do
+    if ! pid_alive "cluster/$name"; then say "$name not running"; continue; fi
+    pid=$(cat "$CSTATE/$name.pid")
+    state=running
+    [[ $(ps -o stat= -p "$pid") == T* ]] && state=paused
+    kib=$(cluster_rss_kib "$name")
+    case $name in
+    kafka-*)
+      total_k=$((total_k + kib))
+      say "$name $state (pid $pid, 127.0.0.1:$(cluster_kafka_port "${name#kafka-}"), RSS $((kib / 1024)) MiB)"
+      ;;
+    redis-*)
+      total_r=$((total_r + kib))
+      p=${name#redis-} role=""
+      if [[ $state == running ]]; then
+        role=$(rcli "$p" info replication | awk -F: '$1 == "role" {r = $2} $1 == "master_port" {m = $2}
+          END {if (r == "slave") print "replica of redis-" m; else print "primary"}')
+      fi
+      say "$name $state (pid $pid, 127.0.0.1:$p${role:+, $role}, RSS $((kib / 1024)) MiB)"
+      ;;
+    esac
+  done
+  p=$(redis_any) && say "redis cluster_state: $(redis_info_field "$p" cluster_state)"
+  say "RSS: kafka $((total_k / 1024)) MiB, redis $((total_r / 1024)) MiB, total $(((total_k + total_r) / 1024)) MiB"
+}
+
+cluster_nodes() {
+  local n p
+  for n in "${CLUSTER_KAFKA_NODES[@]}"; do echo "kafka-$n"; done
+  for p in "${CLUSTER_REDIS_PORTS[@]}"; do echo "redis-$p"; done
+}
+
+redis_any() { # the port of a node that answers
+  local p
+  for p in "${CLUSTER_REDIS_PORTS[@]}"; do
+    [[ $(rcli "$p" ping) == PONG ]] && { echo "$p"; return 0; }
+  done
+  return 1
+}
+
+# where item ID: the slot of the item's keys (hash tag {item:ID}, see
+# pkg/stock/keys.go), the primary serving it and its replicas.
+cluster_where_item() {
+  local id=$1 p slot
+  [[ $id =~ ^[0-9]+$ ]] || die "item id: $id is not a number"
+  p=$(redis_any) || die "no Redis Cluster node answers (stack.sh up --cluster)"
+  slot=$(rcli "$p" cluster keyslot "fs:{item:$id}:stock")
+  rcli "$p" cluster nodes | awk -v slot="$slot" -v id="$id" '
+    {
+      addr = $2; sub(/@.*/, "", addr); port = addr; sub(/.*:/, "", port)
+      name[$1] = "redis-" port; flags[$1] = $3; master[$1] = $4
+      for (i = 9; i <= NF; i++) {
+        if ($i ~ /^\[/) continue # a slot being migrated
+        n = split($i, r, "-"); lo = r[1] + 0; hi = (n > 1 ? r[2] : r[1]) + 0
+        if ($3 ~ /master/ && slot >= lo && slot <= hi) owner = $1
+      }
+    }
+    function state(k) { return flags[k] ~ /fail/ ? " (failing: " flags[k] ")" : "" }
+    END {
+      if (owner == "") { printf "item %s: slot %s is served by no primary\n", id, slot; exit 1 }
+      reps = ""
+      for (k in master) if (master[k] == owner) reps = reps (reps == "" ? "" : ", ") name[k] state(k)
+      printf "item %s: slot %s, primary %s (127.0.0.1:%s)%s, replicas %s\n", id, slot, name[owner],
+        substr(name[owner], 7), state(owner), (reps == "" ? "none" : reps)
+    }'
+}
+
+# where orders-partition N [TOPIC]: the broker leading partition N (kcat's
+# metadata; ids are node.id, so broker 2 is kafka-2) and its in-sync replicas.
+cluster_where_partition() {
+  local part=$1 topic=${2:-${FLASHSALE_ORDERS_TOPIC:-flashsale.orders.v1}} out
+  [[ $part =~ ^[0-9]+$ ]] || die "partition: $part is not a number"
+  command -v kcat >/dev/null || apt_install kcat
+  out=$(kcat -L -b "$(cluster_kafka_brokers)" -t "$topic" -m 5 2>&1) || die "kcat metadata: $out"
+  awk -v part="$part" -v topic="$topic" '
+    function names(list,   a, n, i, s) {
+      gsub(/,$/, "", list); n = split(list, a, ",")
+      for (i = 1; i <= n; i++) s = s (i > 1 ? "," : "") "kafka-" a[i]
+      return s == "" ? "none" : s
+    }
+    $1 == "partition" && $2 == part "," {
+      leader = $4; sub(/,$/, "", leader)
+      printf "%s partition %s: leader %s, replicas %s, in sync %s\n", topic, part,
+        (leader + 0 < 0 ? "none" : "kafka-" leader " (127.0.0.1:" 19091 + leader ")"), names($6), names($8)
+      found = 1
+    }
+    END { if (!found) { printf "%s has no partition %s (has setup run on the cluster?)\n", topic, part; exit 1 } }' <<<"$out"
+}
+
+cluster_node_cmd() { # cmd node
+  local cmd=$1 name=$2 pid
+  cluster_nodes | grep -qx -- "$name" || die "unknown node $name ($(cluster_nodes | tr '\n' ' '))"
+  case $cmd in
+  start)
+    case $name in
+    kafka-*) start_cluster_kafka "${name#kafka-}" ;;
+    redis-*) start_cluster_redis "${name#redis-}" ;;
+    esac
+    ;;
+  stop)
+    # A paused node must run to handle SIGTERM.
+    pid_alive "cluster/$name" && kill -CONT "$(cat "$CSTATE/$name.pid")"
+    stop_svc "cluster/$name"
+    ;;
+  kill)
+    pid_alive "cluster/$name" || die "$name is not running under this stack"
+    pid=$(cat "$CSTATE/$name.pid")
+    kill -KILL "$pid"
+    while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+    rm -f "$CSTATE/$name.pid"
+    say "$name killed (SIGKILL)"
+    ;;
+  pause | resume)
+    pid_alive "cluster/$name" || die "$name is not running under this stack"
+    if [[ $cmd == pause ]]; then kill -STOP "$(cat "$CSTATE/$name.pid")"; else kill -CONT "$(cat "$CSTATE/$name.pid")"; fi
+    say "$name ${cmd}d"
+    ;;
+  esac
+}
+
+cluster_main() {
+  mkdir -p "$CSTATE"
+  local cmd=${1:-up} name t0 pids=()
+  case $cmd in
+  up)
+    t0=$(now)
+    install_all
+    command -v kcat >/dev/null || apt_install kcat
+    start_mysql
+    start_cluster_redis "${CLUSTER_REDIS_PORTS[@]}"
+    start_cluster_kafka "${CLUSTER_KAFKA_NODES[@]}"
+    say "cluster up in $(elapsed "$t0"): kafka $(cluster_kafka_brokers), redis $(cluster_redis_seeds)"
+    ;;
+  down)
+    # SIGTERM to every node first: a broker left alone without a controller
+    # quorum would wait for it in its controlled shutdown.
+    t0=$(now)
+    for name in $(cluster_nodes); do
+      if ! pid_alive "cluster/$name"; then say "$name not running (not started by this stack)"; continue; fi
+      pids+=("$name")
+      kill -CONT "$(cat "$CSTATE/$name.pid")" 2>/dev/null || true
+      kill -TERM "$(cat "$CSTATE/$name.pid")" 2>/dev/null || true
+    done
+    for name in "${pids[@]}"; do
+      if pid_alive "cluster/$name"; then stop_svc "cluster/$name"; else rm -f "$CSTATE/$name.pid" && say "$name stopped in $(elapsed "$t0")"; fi
+    done
+    say "mysql left running: it is the single-node stack's (stack.sh down stops it)"
+    ;;
+  status) cluster_status ;;
+  env)
+    cat <<ENV
+export FLASHSALE_MYSQL_DSN='$MYSQL_USER:$MYSQL_PASS@tcp(127.0.0.1:$MYSQL_PORT)/$MYSQL_DB'
+export FLASHSALE_REDIS_ADDR='$(cluster_redis_seeds)'
+export FLASHSALE_KAFKA_BROKERS='$(cluster_kafka_brokers)'
+export FLASHSALE_TOPIC_REPLICATION=3
+export FLASHSALE_JWT_SECRET='${FLASHSALE_JWT_SECRET:-$(jwt_secret)}'
+export FLASHSALE_STACK='$REPO/deploy/local/stack.sh'
+ENV
+    ;;
+  start | stop | kill | pause | resume) cluster_node_cmd "$cmd" "${2:?node: $(cluster_nodes | tr '\n' ' ')}" ;;
+  where)
+    case ${2:-} in
+    orders-partition) cluster_where_partition "${3:?partition}" "${4:-}" ;;
+    item) cluster_where_item "${3:?item id}" ;;
+    *) die "usage: stack.sh where --cluster orders-partition N [TOPIC] | item ID" ;;
+    esac
+    ;;
+  *) die "usage: stack.sh up|down|status|env|start NODE|stop NODE|kill NODE|pause NODE|resume NODE|where orders-partition N [TOPIC]|where item ID --cluster" ;;
+  esac
+}
+
 # ---------------------------------------------------------------- main
+
+if [[ " $* " == *" --cluster "* ]]; then
+  args=()
+  for a in "$@"; do [[ $a == --cluster ]] || args+=("$a"); done
+  cluster_main "${args[@]}"
+  exit
+fi
 
 mkdir -p "$STATE"
 cmd=${1:-up}

@@ -136,7 +136,8 @@ func Kafka(t testing.TB) []string {
 }
 
 // Topics creates a fresh orders topic (with partitions) and DLQ topic for the
-// test and returns their names and a fresh consumer group id.
+// test, with the durability setup's settings configure (Durability), and
+// returns their names and a fresh consumer group id.
 func Topics(t testing.TB, partitions int) (orders, dlq, group string) {
 	t.Helper()
 	brokers := Kafka(t)
@@ -144,7 +145,7 @@ func Topics(t testing.TB, partitions int) (orders, dlq, group string) {
 	orders, dlq, group = "test.orders."+s, "test.dlq."+s, "test-group-"+s
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err := queue.EnsureTopics(ctx, brokers, []queue.TopicSpec{{Name: orders, Partitions: partitions}, {Name: dlq, Partitions: 1}}, queue.Durability{})
+	_, err := queue.EnsureTopics(ctx, brokers, []queue.TopicSpec{{Name: orders, Partitions: partitions}, {Name: dlq, Partitions: 1}}, Durability(t))
 	if err != nil {
 		t.Fatalf("testenv: create topics: %v", err)
 	}

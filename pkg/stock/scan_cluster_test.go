@@ -1,0 +1,52 @@
+//go:build cluster
+
+package stock_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/stock"
+)
+
+// ReservedItems on a Redis Cluster walks every primary: an item holding a
+// reservation is found whichever primary serves its slot, and an item
+// without one is not, however many keys (statuses, more than one SCAN page)
+// it has. The cluster is shared, so other items may be reported too.
+func TestClusterReservedItemsScansEveryPrimary(t *testing.T) {
+	cc := testenv.RedisCluster(t)
+	s := stock.New(cc)
+	ctx := context.Background()
+	items := testenv.ItemsOnEveryPrimary(t, cc)
+	for _, id := range items {
+		warmAt(t, s, id, 10)
+		if r := admitAt(t, s, id, 1, 1); r.Code != stock.Admitted {
+			t.Fatalf("item %d: %+v", id, r)
+		}
+	}
+	idle := testenv.ItemID()
+	warmAt(t, s, idle, 10)
+	var sts []stock.StatusEntry
+	for u := range 3000 {
+		sts = append(sts, stock.StatusEntry{ItemID: idle, RequestID: fmt.Sprintf("r-%d", u), Rank: stock.RankFinal, JSON: []byte(`{}`)})
+	}
+	if err := s.PutStatuses(ctx, sts); err != nil {
+		t.Fatal(err)
+	}
+
+	got, err := s.ReservedItems(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for primary, id := range items {
+		if !slices.Contains(got, id) {
+			t.Errorf("item %d (slot on %s) holds a reservation, ReservedItems missed it", id, primary)
+		}
+	}
+	if slices.Contains(got, idle) {
+		t.Errorf("idle item %d (on %s) has no reservation, ReservedItems reported it", idle, testenv.PrimaryOf(t, cc, idle))
+	}
+}
