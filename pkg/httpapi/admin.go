@@ -45,6 +45,19 @@ const (
 	maxPerUserLimit = 1000
 )
 
+// Years a sale time may be written with (ingress/openapi.yaml's SaleTime).
+// Any offset keeps such a time inside what DATETIME(3) and a JSON answer can
+// hold once it is turned into UTC; year 9999 or 10000 in UTC would be a 503
+// from MySQL or a 500 from the encoder instead of a 400.
+const (
+	minSaleYear = 1970
+	maxSaleYear = 9998
+)
+
+// saleYear reports whether t's year, in the offset it was written with, is
+// one a sale time may have.
+func saleYear(t time.Time) bool { return t.Year() >= minSaleYear && t.Year() <= maxSaleYear }
+
 func (b itemBody) validate(id int64) (store.Item, error) {
 	switch {
 	case b.Name == nil || *b.Name == "" || utf8.RuneCountInString(*b.Name) > 200:
@@ -55,8 +68,8 @@ func (b itemBody) validate(id int64) (store.Item, error) {
 		return store.Item{}, badRequest("invalid_stock", "stock must be an integer from 0 to 1000000000")
 	case b.PerUserLimit == nil || *b.PerUserLimit < 1 || *b.PerUserLimit > maxPerUserLimit:
 		return store.Item{}, badRequest("invalid_per_user_limit", "per_user_limit must be an integer from 1 to 1000")
-	case b.StartsAt == nil || b.EndsAt == nil || !b.StartsAt.Before(*b.EndsAt):
-		return store.Item{}, badRequest("invalid_window", "starts_at and ends_at are RFC 3339 times with starts_at before ends_at")
+	case b.StartsAt == nil || b.EndsAt == nil || !b.StartsAt.Before(*b.EndsAt) || !saleYear(*b.StartsAt) || !saleYear(*b.EndsAt):
+		return store.Item{}, badRequest("invalid_window", "starts_at and ends_at are RFC 3339 times of the years 1970 to 9998 with starts_at before ends_at")
 	}
 	return store.Item{ID: id, Name: *b.Name, PriceCents: *b.PriceCents, TotalStock: *b.Stock,
 		PerUserLimit: *b.PerUserLimit, StartsAt: b.StartsAt.UTC(), EndsAt: b.EndsAt.UTC()}, nil

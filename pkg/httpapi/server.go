@@ -147,20 +147,26 @@ func (s *Server) routes(ipx echo.IPExtractor) *echo.Echo {
 	e.GET("/healthz", echo.WrapHandler(ops.LivenessHandler()))
 	e.GET("/openapi.yaml", s.serveOpenAPI)
 
-	api := e.Group("/api/v1")
+	// Middleware goes on each route, never on a group: Echo runs a group's
+	// middleware through catch-all routes, which answer 404 where the path
+	// exists and only the method does not (405 with Allow, as HTTP wants
+	// and the fuzzer in deploy/contract checks).
+	var limited []echo.MiddlewareFunc
 	if s.ipl != nil {
-		api.Use(s.ipLimit)
+		limited = append(limited, s.ipLimit)
 	}
-	api.GET("/items/:id", s.getItem)
-	api.POST("/orders", s.postOrder, s.requireUser)
-	api.GET("/orders", s.heldOrder, s.requireUser)
-	api.GET("/orders/:request_id", s.getOrder, s.requireUser)
-	api.POST("/orders/:request_id/pay", s.payOrder, s.requireUser)
+	user := append(limited[:len(limited):len(limited)], s.requireUser)
+	admin := append(user[:len(user):len(user)], s.requireAdmin)
+	api := e.Group("/api/v1")
+	api.GET("/items/:id", s.getItem, limited...)
+	api.POST("/orders", s.postOrder, user...)
+	api.GET("/orders", s.heldOrder, user...)
+	api.GET("/orders/:request_id", s.getOrder, user...)
+	api.POST("/orders/:request_id/pay", s.payOrder, user...)
 
-	admin := api.Group("/admin", s.requireUser, s.requireAdmin)
-	admin.PUT("/items/:id", s.putItem)
-	admin.POST("/items/:id/warm", s.warmItem)
-	admin.GET("/items/:id/audit", s.auditItem)
+	api.PUT("/admin/items/:id", s.putItem, admin...)
+	api.POST("/admin/items/:id/warm", s.warmItem, admin...)
+	api.GET("/admin/items/:id/audit", s.auditItem, admin...)
 	return e
 }
 
