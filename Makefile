@@ -14,9 +14,11 @@ run: stack-up setup build
 	@$(STACK_ENV) deploy/local/run.sh
 
 ## test: bring up the stack and run every test: unit, integration and race
-## tests in parallel, then the reduced fault suite alone (it stops servers)
+## tests in parallel, the API contract (Schemathesis against a real ingress,
+## deploy/contract/run.sh), then the reduced fault suite alone (it stops servers)
 test: stack-up setup report-deps vet
 	@$(STACK_ENV) $(GO) test $(GOTEST_FLAGS) ./...
+	@$(STACK_ENV) deploy/contract/run.sh
 	@$(STACK_ENV) $(GO) test -tags faults -count=1 -p 1 -timeout 40m ./faults/
 
 ## test-faults: the full fault-injection suite (kills and cuts servers)

@@ -1,0 +1,187 @@
+"""Schemathesis hooks of flashsale's contract run (deploy/contract/run.sh).
+
+Two rules of the API cannot be written in OpenAPI 3.0, so Schemathesis
+generates requests that obey the schema and that the server rightly refuses
+(ingress/openapi.yaml, info.description):
+
+- PUT /api/v1/admin/items/{id}: starts_at must be before ends_at;
+- POST /api/v1/orders: qty must be at most the item's per_user_limit.
+
+filter_failure drops exactly those refusals, and only when this hook can
+tell the refusal is right: the window really does not start before it ends,
+or the limit the server names is one a PUT of this run gave the item and the
+qty is above it. Every other failure of every check is kept.
+
+flatmap_body steers half of the generated items to a sale window open now,
+and half of the orders for an item this run saved to a qty within its
+limit, so the stateful phase's chain (create item, order, poll, pay)
+reaches the admission and the order writer rather than stopping at
+sale_not_active or invalid_qty. The steered bodies are as valid as the ones
+they replace.
+
+after_call records the ids of the items the run saved, for the audit that
+run.sh does once the run is over (deploy/contract/audit.py).
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import datetime
+import os
+import re
+import threading
+
+import schemathesis
+from hypothesis import strategies as st
+
+PUT_ITEM = "PUT /api/v1/admin/items/{id}"
+POST_ORDER = "POST /api/v1/orders"
+
+MAX_ID = 2**63 - 1
+# An open window: the sale started in the past and ends far in the future.
+OPEN_WINDOW = {"starts_at": "2020-01-01T00:00:00Z", "ends_at": "2999-12-31T00:00:00Z"}
+
+_lock = threading.Lock()
+# item id -> every per_user_limit a PUT of this run asked for it.
+_limits: dict[int, set[int]] = {}
+_saved: set[int] = set()
+# (operation, status) -> answers, printed when the run ends.
+_answers: collections.Counter = collections.Counter()
+
+# components.schemas.SaleTime, parsed into its parts.
+_SALE_TIME = re.compile(
+    r"^(?P<date>(?:19[7-9][0-9]|[2-8][0-9]{3}|9[0-8][0-9]{2}|99[0-8][0-9]|999[0-8])-[0-9]{2}-[0-9]{2})"
+    r"T(?P<clock>[0-9]{2}:[0-9]{2}:[0-9]{2})(?:\.(?P<frac>[0-9]+))?(?P<offset>Z|[+-][0-9]{2}:[0-9]{2})$"
+)
+_LIMIT_MESSAGE = re.compile(r"per-user limit of (\d+)$")
+
+
+def _instant(value: object) -> tuple[datetime.datetime, int] | None:
+    """A SaleTime as (UTC second, nanoseconds), as Go reads it; None if it is not one."""
+    if not isinstance(value, str):
+        return None
+    m = _SALE_TIME.match(value)
+    if m is None:
+        return None
+    offset = "+00:00" if m["offset"] == "Z" else m["offset"]
+    try:
+        t = datetime.datetime.fromisoformat(f"{m['date']}T{m['clock']}{offset}")
+    except ValueError:
+        return None
+    nanos = int((m["frac"] or "0")[:9].ljust(9, "0"))
+    return t.astimezone(datetime.timezone.utc), nanos
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _json(response) -> object:
+    try:
+        return response.json()
+    except ValueError:
+        return None
+
+
+@schemathesis.hook
+def flatmap_body(context, body):
+    if not isinstance(body, dict):
+        return st.just(body)
+    label = context.operation.label
+    if label == PUT_ITEM:
+        if _instant(body.get("starts_at")) is None or _instant(body.get("ends_at")) is None:
+            return st.just(body)  # a negative case may be negative right there: leave it
+        return st.sampled_from([body, {**body, **OPEN_WINDOW}])
+    if label == POST_ORDER:
+        item, qty = body.get("item_id"), body.get("qty")
+        if not _is_int(item) or not 1 <= item <= MAX_ID or not _is_int(qty) or not 1 <= qty <= 1000:
+            return st.just(body)  # negative: leave it as it is
+        with _lock:
+            limits = _limits.get(item)
+        if not limits:
+            return st.just(body)
+        # The smallest limit asked for the item is at most the one in force.
+        return st.one_of(st.just(body), st.integers(1, min(limits)).map(lambda q: {**body, "qty": q}))
+    return st.just(body)
+
+
+@schemathesis.hook
+def flatmap_path_parameters(context, path_parameters):
+    item = path_parameters.get("id") if isinstance(path_parameters, dict) else None
+    if context.operation.label != PUT_ITEM or not _is_int(item) or not 1 <= item <= MAX_ID:
+        return st.just(path_parameters)  # a negative id must stay negative
+    # Drawn ids repeat (small values, values seen in answers); a fresh one
+    # makes a new item, the start of a chain that ends in a paid order.
+    return st.one_of(st.just(path_parameters), st.integers(10**6, 2**62).map(lambda i: {**path_parameters, "id": i}))
+
+
+@schemathesis.hook
+def before_call(context, case, kwargs):
+    if case.operation.label == PUT_ITEM and isinstance(case.body, dict):
+        item, limit = case.path_parameters.get("id"), case.body.get("per_user_limit")
+        # Only a limit the server could accept: a negative case asks for others.
+        if _is_int(item) and _is_int(limit) and 1 <= limit <= 1000:
+            with _lock:
+                _limits.setdefault(item, set()).add(limit)
+
+
+@schemathesis.hook
+def after_call(context, case, response):
+    body = _json(response) if response.status_code >= 400 else None
+    code = body.get("error") if isinstance(body, dict) else None
+    with _lock:
+        _answers[(case.operation.label, f"{response.status_code} {code}" if code else str(response.status_code))] += 1
+    if case.operation.label != PUT_ITEM or response.status_code != 200:
+        return
+    item = case.path_parameters.get("id")
+    path = os.environ.get("FLASHSALE_CONTRACT_ITEMS")
+    with _lock:
+        if item in _saved:
+            return
+        _saved.add(item)
+        if path:
+            with open(path, "a", encoding="ascii") as f:
+                f.write(f"{item}\n")
+
+
+def _documented_refusal(case, response) -> bool:
+    """Whether a refused positive case broke one of the two rules the schema cannot state."""
+    body = _json(response)
+    if response.status_code != 400 or not isinstance(body, dict) or not isinstance(case.body, dict):
+        return False
+    label = case.operation.label
+    if label == PUT_ITEM and body.get("error") == "invalid_window":
+        starts, ends = _instant(case.body.get("starts_at")), _instant(case.body.get("ends_at"))
+        return starts is not None and ends is not None and not starts < ends
+    if label == POST_ORDER and body.get("error") == "invalid_qty":
+        m = _LIMIT_MESSAGE.search(str(body.get("message", "")))
+        item, qty = case.body.get("item_id"), case.body.get("qty")
+        if m is None or not _is_int(item) or not _is_int(qty):
+            return False
+        limit = int(m[1])
+        with _lock:
+            asked = limit in _limits.get(item, set())
+        return asked and qty > limit
+    return False
+
+
+@schemathesis.hook
+def filter_failure(context, failure, case, response):
+    """Keep every failure but a positive case refused by a rule the schema cannot express."""
+    if type(failure).__name__ != "RejectedPositiveData" or case.meta is None:
+        return True
+    if not case.meta.generation.mode.is_positive:
+        return True
+    return not _documented_refusal(case, response)
+
+
+@atexit.register
+def _print_answers() -> None:
+    """What the run reached: a chain that never got a 202 or a paid order tested little."""
+    if not _answers:
+        return
+    print("contract: answers by operation and status:")
+    for label in sorted({label for label, _ in _answers}):
+        statuses = ", ".join(f"{code}: {n}" for (lbl, code), n in sorted(_answers.items()) if lbl == label)
+        print(f"  {label:40} {statuses}")
