@@ -7,7 +7,7 @@ STACK_ENV = eval "$$($(STACK) env)" &&
 CLUSTER_ENV = eval "$$($(STACK) env --cluster)" &&
 GOTEST_FLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: report-deps report-assets run test test-faults test-cluster cluster-up bench stack-up stack-down stack-status env setup build vet fmt lint clean
+.PHONY: report-deps report-assets run test test-faults test-cluster test-faults-cluster cluster-up bench stack-up stack-down stack-status env setup build vet fmt lint clean
 
 ## run: bring up the stack, migrate, start the pipeline and run the demo flash sale
 run: stack-up setup build
@@ -41,6 +41,14 @@ test-cluster: cluster-up
 	@$(GO) vet -tags cluster ./pkg/stock/ ./pkg/queue/
 	@$(CLUSTER_ENV) $(GO) run ./setup
 	@$(CLUSTER_ENV) $(GO) test $(GOTEST_FLAGS) -tags cluster -run Cluster ./pkg/stock/ ./pkg/queue/
+
+## test-faults-cluster: bring the cluster up, run setup on it, then the
+## cluster fault tests (a broker or a Redis primary killed, paused or
+## stopped mid-sale; build tags faults and cluster) alone against it
+test-faults-cluster: cluster-up
+	@$(GO) vet -tags 'faults cluster' ./faults/
+	@$(CLUSTER_ENV) $(GO) run ./setup
+	@$(CLUSTER_ENV) $(GO) test -tags 'faults cluster' -count=1 -p 1 -timeout 30m -v -run '^TestCluster' ./faults/
 
 stack-up:
 	@$(STACK) up

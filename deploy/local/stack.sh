@@ -345,7 +345,10 @@ cluster_redis_seeds() {
 }
 
 # cluster_kafka_properties N: broker N's settings. Internal topics get the
-# same durability setup gives the pipeline's: 3 copies, 2 in sync.
+# same durability setup gives the pipeline's: 3 copies, 2 in sync. The
+# controller fences a broker that stopped heartbeating after 3 s instead of
+# Kafka's 9 s, so a killed leader's partitions move on sooner: publishes to
+# them are refused until then (faults/kafka_cluster_test.go measures it).
 cluster_kafka_properties() {
   local n=$1 dir=$CSTATE/kafka-$1 voters=() m
   for m in "${CLUSTER_KAFKA_NODES[@]}"; do voters+=("$m@127.0.0.1:$(cluster_controller_port "$m")"); done
@@ -367,6 +370,8 @@ offsets.topic.num.partitions=12
 transaction.state.log.replication.factor=3
 transaction.state.log.min.isr=2
 unclean.leader.election.enable=false
+broker.heartbeat.interval.ms=500
+broker.session.timeout.ms=3000
 auto.create.topics.enable=false
 group.initial.rebalance.delay.ms=0
 log.retention.hours=24

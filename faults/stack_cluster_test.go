@@ -1,0 +1,271 @@
+//go:build faults && cluster
+
+package faults
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/queue"
+)
+
+// cluster drives the local stack's cluster mode (stack.sh CMD --cluster
+// NODE) for the cluster fault tests: it kills, stops and pauses single
+// nodes and, in cleanup, resumes what it paused and starts every node that
+// is not running (up --cluster is idempotent), even when the test failed.
+type cluster struct {
+	stack
+	t       *testing.T
+	brokers []string
+
+	mu     sync.Mutex
+	paused map[string]bool
+}
+
+// newCluster checks the test's settings name the cluster (3 brokers, 3
+// Redis primaries; pointed at the single-node stack the test fails) and
+// registers the restore.
+func newCluster(t *testing.T) *cluster {
+	t.Helper()
+	c := &cluster{stack: newStack(t), t: t, brokers: testenv.KafkaCluster(t), paused: map[string]bool{}}
+	testenv.RedisCluster(t)
+	t.Cleanup(c.restore)
+	return c
+}
+
+func (c *cluster) node(cmd, name string) {
+	c.t.Helper()
+	c.run(cmd, "--cluster", name)
+}
+
+func (c *cluster) kill(name string)  { c.t.Helper(); c.node("kill", name) }
+func (c *cluster) stop(name string)  { c.t.Helper(); c.node("stop", name) }
+func (c *cluster) start(name string) { c.t.Helper(); c.node("start", name) }
+
+func (c *cluster) pause(name string) {
+	c.t.Helper()
+	c.mu.Lock()
+	c.paused[name] = true
+	c.mu.Unlock()
+	c.node("pause", name)
+}
+
+func (c *cluster) resume(name string) {
+	c.t.Helper()
+	c.node("resume", name)
+	c.mu.Lock()
+	delete(c.paused, name)
+	c.mu.Unlock()
+}
+
+// restore resumes every node this test paused and starts any node that is
+// not running, so the next test meets the whole cluster.
+func (c *cluster) restore() {
+	c.mu.Lock()
+	paused := make([]string, 0, len(c.paused))
+	for n := range c.paused {
+		paused = append(paused, n)
+	}
+	c.mu.Unlock()
+	for _, n := range paused {
+		c.quiet("resume", "--cluster", n)
+	}
+	c.quiet("up", "--cluster")
+}
+
+// partition is one partition's metadata as the cluster reports it.
+type partition struct {
+	leader int   // node id, -1 while there is none
+	isr    []int // in-sync replicas, sorted
+}
+
+// describe asks the cluster for topic's partition 0 (the cluster tests use
+// one partition, so that broker leads all of the item's messages; they are
+// keyed by item anyway).
+func (c *cluster) describe(ctx context.Context, topic string) (partition, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	var last error
+	// A connection of its own to each broker in turn: kafka-go's shared
+	// transport serves metadata from a cache that a dead broker's address
+	// keeps stale, and a dead broker is skipped.
+	for _, b := range c.brokers {
+		conn, err := kafka.DialContext(ctx, "tcp", b)
+		if err != nil {
+			last = err
+			continue
+		}
+		_ = conn.SetDeadline(time.Now().Add(3 * time.Second))
+		pts, err := conn.ReadPartitions(topic)
+		conn.Close()
+		if err != nil {
+			last = err
+			continue
+		}
+		for _, pt := range pts {
+			if pt.ID != 0 {
+				continue
+			}
+			out := partition{leader: pt.Leader.ID}
+			if pt.Leader.Host == "" {
+				out.leader = -1
+			}
+			for _, r := range pt.Isr {
+				out.isr = append(out.isr, r.ID)
+			}
+			sort.Ints(out.isr)
+			return out, nil
+		}
+		return partition{}, fmt.Errorf("topic %s has no partition 0: %+v", topic, pts)
+	}
+	return partition{}, fmt.Errorf("no broker answers metadata: %w", last)
+}
+
+// waitInSync waits until topic's partition has a leader and every replica
+// in sync, and returns how long that took.
+func (c *cluster) waitInSync(topic string, timeout time.Duration) time.Duration {
+	c.t.Helper()
+	start := time.Now()
+	var last string
+	testenv.Eventually(c.t, timeout, 100*time.Millisecond, func() bool {
+		pt, err := c.describe(context.Background(), topic)
+		last = fmt.Sprintf("%+v %v", pt, err)
+		return err == nil && pt.leader > 0 && len(pt.isr) == testenv.ClusterSize
+	}, "%s never had a leader and all %d replicas in sync (last: %v)", topic, testenv.ClusterSize, lazy(func() string { return last }))
+	return time.Since(start)
+}
+
+// leader returns the name (kafka-N) of the broker leading topic's partition.
+func (c *cluster) leader(topic string) (string, partition) {
+	c.t.Helper()
+	pt, err := c.describe(context.Background(), topic)
+	if err != nil || pt.leader < 0 {
+		c.t.Fatalf("leader of %s: %+v %v", topic, pt, err)
+	}
+	return fmt.Sprintf("kafka-%d", pt.leader), pt
+}
+
+// others returns the brokers other than name, as kafka-N names.
+func others(name string) []string {
+	var out []string
+	for i := 1; i <= testenv.ClusterSize; i++ {
+		if n := fmt.Sprintf("kafka-%d", i); n != name {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// newClusterPipeline is a pipeline on the cluster: one orders partition
+// (replication 3, min.insync 2 from the cluster's settings), with stock
+// to spare when sellOut is false, so publishes go on during the whole
+// burst and a publish stall is visible as 503s, not hidden behind 410s.
+func newClusterPipeline(t *testing.T, c *cluster, units int) *pipeline {
+	t.Helper()
+	cfg := defaultSettings()
+	// One partition leaves a second consumer without an assignment (the
+	// group check wants every consumer assigned): one writer.
+	cfg.Partitions, cfg.Consumers = 1, 1
+	cfg.Units = units
+	// A leader lost moves the group coordinator too: consumers may be
+	// away longer than the usual grace, and the reaper must not void
+	// requests whose messages are in the log before they are read.
+	cfg.OrphanGrace = 30 * time.Second
+	p := newPipeline(t, cfg)
+	if d := testenv.Durability(t); d.Replication != testenv.ClusterSize {
+		t.Fatalf("topic replication %d, want %d: export the cluster's settings (stack.sh env --cluster)", d.Replication, testenv.ClusterSize)
+	}
+	c.waitInSync(p.orders, 2*time.Minute)
+	return p
+}
+
+// stall is what the burst saw after a fault at `at`: how long publishes
+// were refused (from the fault to the first request sent after it that
+// was answered 202) and the answers in between.
+type stall struct {
+	took    time.Duration
+	answers string
+	n503    int
+	resumed bool
+}
+
+func measureStall(w *workload, at time.Time) stall {
+	as := w.answersBetween(at, time.Now().Add(time.Hour))
+	sort.Slice(as, func(i, j int) bool { return as[i].sentAt.Before(as[j].sentAt) })
+	var s stall
+	var before []answer
+	for _, a := range as {
+		if w.published(a) {
+			s.took, s.resumed = a.sentAt.Sub(at), true
+			break
+		}
+		before = append(before, a)
+		if a.code == 503 {
+			s.n503++
+		}
+	}
+	s.answers = codes(before)
+	return s
+}
+
+// published reports whether a was the 202 of a request published then: a
+// replayed Idempotency-Key is answered the first 202 again without any
+// publish, so it says nothing about the brokers.
+func (w *workload) published(a answer) bool {
+	if a.code != 202 {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	first, ok := w.accepted[a.rid]
+	return ok && first.sentAt.Equal(a.sentAt)
+}
+
+// checkDurable reads the orders topic from the start and fails the test
+// for every request answered 202 whose message is not in the log: a 202
+// promises the message was written to min.insync replicas, so no broker
+// loss may take it away.
+func (p *pipeline) checkDurable(ctx context.Context, w *workload) int {
+	t := p.t
+	t.Helper()
+	end, err := p.topicEnd(ctx, p.orders)
+	if err != nil {
+		t.Fatalf("orders topic end: %v", err)
+	}
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: p.kafka, Topic: p.orders, Partition: 0, MinBytes: 1, MaxBytes: 10 << 20, MaxWait: 200 * time.Millisecond})
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	inLog := map[string]bool{}
+	for read := int64(0); read < end; read++ {
+		m, err := r.ReadMessage(ctx)
+		if err != nil {
+			t.Fatalf("read %s at %d of %d: %v", p.orders, read, end, err)
+		}
+		if om, err := queue.Decode(m.Value); err == nil {
+			inLog[om.RequestID] = true
+		}
+	}
+	_, acc, _, _ := w.snapshot()
+	var missing []string
+	for _, a := range acc {
+		if !inLog[a.rid] {
+			missing = append(missing, a.rid)
+		}
+	}
+	slices.Sort(missing)
+	if len(missing) > 0 {
+		t.Errorf("I4: %d of %d requests answered 202 have no message in %s (%d messages): %s",
+			len(missing), len(acc), p.orders, end, strings.Join(missing[:min(10, len(missing))], ", "))
+	}
+	return len(inLog)
+}
