@@ -21,7 +21,7 @@ import (
 // server needs anyway. A cancelled context without a deadline still does not
 // interrupt a read already on the wire.
 func NewClient(addrs []string, timeout time.Duration, poolSize int) redis.UniversalClient {
-	return redis.NewUniversalClient(&redis.UniversalOptions{
+	opt := &redis.UniversalOptions{
 		Addrs:                 addrs,
 		DialTimeout:           timeout,
 		ReadTimeout:           timeout,
@@ -38,5 +38,20 @@ func NewClient(addrs []string, timeout time.Duration, poolSize int) redis.Univer
 		// Cluster mode only when there are several seeds, so a single
 		// non-cluster Redis is never asked CLUSTER SLOTS.
 		IsClusterMode: len(addrs) > 1,
-	})
+	}
+	if !opt.IsClusterMode {
+		return redis.NewUniversalClient(opt)
+	}
+	c := opt.Cluster()
+	c.ClusterStateReloadInterval = clusterStateReload
+	return redis.NewClusterClient(c)
 }
+
+// clusterStateReload bounds how long a Cluster client keeps sending a slot's
+// commands to a primary that died. go-redis reloads the slot map on MOVED,
+// but a dead primary answers nothing, only refused dials, which reload
+// nothing; its default interval (60 s) kept every admission of the slot
+// failing for up to a minute after the replica had been promoted (about
+// 6 s: faults/redis_cluster_test.go). The reload is lazy (only a client in
+// use asks CLUSTER SLOTS, at most once a second), so this costs nothing idle.
+const clusterStateReload = time.Second
