@@ -72,7 +72,10 @@ func run(ctx context.Context, c config.Common, in config.Ingress, log *slog.Logg
 		return err
 	}
 	hs := &http.Server{Handler: srv.Echo(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
-		WriteTimeout: in.PublishTimeout + 2*c.StoreTimeout + 5*time.Second, IdleTimeout: 2 * time.Minute}
+		WriteTimeout: in.PublishTimeout + 2*c.StoreTimeout + 5*time.Second + in.StatusWaitMax, IdleTimeout: 2 * time.Minute}
+	// Polls waiting on ?wait= answer PENDING at once when the shutdown
+	// starts, instead of holding it for up to FLASHSALE_STATUS_WAIT_MAX.
+	hs.RegisterOnShutdown(srv.StopWaiting)
 	opsSrv := &http.Server{Handler: srv.Ops(), ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 10 * time.Second}
 	// Both ports are bound before either serves: when one answers, the
 	// other does too, and a taken port stops the ingress at once.

@@ -71,6 +71,13 @@ type Ingress struct {
 	// reservation, so it survives a failover; RedisWaitTimeout bounds it.
 	RedisWaitReplicas int
 	RedisWaitTimeout  time.Duration
+	// StatusWaitMax caps GET /api/v1/orders/{request_id}?wait= (longer
+	// waits are cut to it); 0 switches waiting off (every poll answers at
+	// once). The HTTP write timeout grows by it.
+	StatusWaitMax time.Duration
+	// StatusWaiters bounds the polls waiting at once in this process; past
+	// it a poll with wait answers at once, like a plain poll.
+	StatusWaiters int
 }
 
 // RegisterFlags implements Registerer.
@@ -98,6 +105,8 @@ func (c *Ingress) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.IdempotencyTTL, "idempotency-ttl", 24*time.Hour, "how long an Idempotency-Key answer is kept, a Go duration")
 	fs.IntVar(&c.RedisWaitReplicas, "redis-wait-replicas", 0, "replicas that must have an admission's reservation before the ingress goes on (Redis WAIT), 0 to switch off")
 	fs.DurationVar(&c.RedisWaitTimeout, "redis-wait-timeout", 100*time.Millisecond, "how long an admission waits for FLASHSALE_REDIS_WAIT_REPLICAS, a Go duration")
+	fs.DurationVar(&c.StatusWaitMax, "status-wait-max", 30*time.Second, "longest wait a status poll may ask for with ?wait=, a Go duration up to 2m, 0 to switch waiting off")
+	fs.IntVar(&c.StatusWaiters, "status-waiters", 10_000, "status polls that may wait at once in this process; past it they answer at once")
 }
 
 // Validate implements Registerer.
@@ -143,6 +152,12 @@ func (c *Ingress) Validate() error {
 	}
 	if c.RedisWaitReplicas > 0 && (c.RedisWaitTimeout < time.Millisecond || c.RedisWaitTimeout > 10*time.Second) {
 		return fmt.Errorf("FLASHSALE_REDIS_WAIT_TIMEOUT: %v (expected 1ms to 10s)", c.RedisWaitTimeout)
+	}
+	if c.StatusWaitMax < 0 || c.StatusWaitMax > 2*time.Minute {
+		return fmt.Errorf("FLASHSALE_STATUS_WAIT_MAX: %v (expected 0 to switch waiting off, or up to 2m)", c.StatusWaitMax)
+	}
+	if c.StatusWaiters < 0 || c.StatusWaiters > 1_000_000 {
+		return fmt.Errorf("FLASHSALE_STATUS_WAITERS: %d (expected 0 to 1000000)", c.StatusWaiters)
 	}
 	if c.IdempotencyTTL < time.Minute {
 		return fmt.Errorf("FLASHSALE_IDEMPOTENCY_TTL: %v (expected at least 1m)", c.IdempotencyTTL)

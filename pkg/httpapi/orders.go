@@ -75,10 +75,21 @@ func admissionError(r admission.Result) error {
 // getOrder is GET /api/v1/orders/{request_id}: PENDING from the Redis
 // reservation, terminal states from the status cache, MySQL only on a miss.
 // Another user's request is a 404, exactly like an unknown one.
+//
+// With ?wait= (status_wait.go) a PENDING request is answered as soon as its
+// status leaves PENDING, or PENDING at the end of the wait.
 func (s *Server) getOrder(c echo.Context) error {
-	v, err := s.requestView(c.Request().Context(), c.Param("request_id"), principal(c).UserID)
+	wait, err := parseWait(c.QueryParam("wait"), s.cfg.Ingress.StatusWaitMax)
 	if err != nil {
 		return err
+	}
+	ctx, user := c.Request().Context(), principal(c).UserID
+	v, err := s.requestView(ctx, c.Param("request_id"), user)
+	if err != nil {
+		return err
+	}
+	if wait > 0 && v.Status == orderstatus.Pending {
+		v = s.awaitView(ctx, v, wait, user)
 	}
 	return c.JSON(http.StatusOK, v)
 }

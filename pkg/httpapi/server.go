@@ -65,6 +65,7 @@ type Server struct {
 	catalog   *catalog.Catalog
 	items     *itemCache
 	reqs      *requestCache
+	waits     *statusWaits
 	ipl       *ipLimiter // nil = off
 	m         *Metrics
 	log       *slog.Logger
@@ -96,6 +97,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 		verifier: newVerifier(cfg.Ingress, d.Log),
 		items:    newItemCache(time.Second),
 		reqs:     newRequestCache(),
+		waits:    newStatusWaits(d.Stock, cfg.Ingress.StatusWaiters, cfg.StoreTimeout, d.Log),
 		m:        NewMetrics(d.Registerer),
 	}
 	s.admission = admission.New(admission.Config{
@@ -121,6 +123,11 @@ func New(cfg Config, d Deps) (*Server, error) {
 	s.e = s.routes(ipExtractor(trusted))
 	return s, nil
 }
+
+// StopWaiting makes every status poll waiting on ?wait= answer now (with
+// its PENDING) and the later ones answer at once. Give it to
+// http.Server.RegisterOnShutdown, so a shutdown does not wait for them.
+func (s *Server) StopWaiting() { s.waits.stop() }
 
 // Echo returns the public HTTP handler: the API, /healthz and /openapi.yaml.
 func (s *Server) Echo() *echo.Echo { return s.e }

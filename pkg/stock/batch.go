@@ -27,8 +27,8 @@ func (s *Store) PutStatuses(ctx context.Context, entries []StatusEntry) error {
 	}
 	_, err := s.pipelined(ctx, "stock: put statuses", func(p redis.Pipeliner) {
 		for _, e := range entries {
-			statusPutScript.EvalSha(ctx, p, []string{KeysOf(e.ItemID).Status(e.RequestID)},
-				int(e.Rank), e.JSON, StatusTTL.Milliseconds())
+			keys, args := statusPutCall(e.ItemID, e.RequestID, e.Rank, e.JSON)
+			statusPutScript.EvalSha(ctx, p, keys, args...)
 		}
 	})
 	return err

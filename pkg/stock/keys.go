@@ -59,3 +59,10 @@ func (k Keys) RestoreGuard(requestID string) string {
 func (k Keys) Status(requestID string) string {
 	return prefix(k.ItemID) + "st:" + requestID
 }
+
+// StatusChannel is the item's shard channel (SPUBLISH/SSUBSCRIBE) on which
+// status_put.lua announces the request id of every status it stores. It
+// carries the item's hash tag, so it lives on the shard of the item's keys.
+func (k Keys) StatusChannel() string {
+	return prefix(k.ItemID) + "stn"
+}

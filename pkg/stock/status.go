@@ -23,12 +23,20 @@ const StatusTTL = 30 * time.Minute
 
 // PutStatus caches the JSON status of a request unless a newer one is cached.
 func (s *Store) PutStatus(ctx context.Context, itemID int64, requestID string, rank StatusRank, json []byte) error {
-	err := statusPutScript.Run(ctx, s.rdb, []string{KeysOf(itemID).Status(requestID)},
-		int(rank), json, StatusTTL.Milliseconds()).Err()
+	keys, args := statusPutCall(itemID, requestID, rank, json)
+	err := statusPutScript.Run(ctx, s.rdb, keys, args...).Err()
 	if err != nil {
 		return unavailable("stock: put status", err)
 	}
 	return nil
+}
+
+// statusPutCall is status_put.lua's keys and arguments: the key, then rank,
+// JSON, TTL and the item's status channel with the request id to publish.
+func statusPutCall(itemID int64, requestID string, rank StatusRank, json []byte) ([]string, []any) {
+	k := KeysOf(itemID)
+	return []string{k.Status(requestID)},
+		[]any{int(rank), json, StatusTTL.Milliseconds(), k.StatusChannel(), requestID}
 }
 
 // GetStatus returns the cached JSON status of a request, if any.

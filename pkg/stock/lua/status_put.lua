@@ -1,7 +1,12 @@
 -- status_put.lua: cache a request's buyer-visible status, never moving it
 -- backwards (PENDING < UNPAID < PAID/CANCELLED/REJECTED), so a slow writer
--- cannot overwrite a newer state with an older one.
+-- cannot overwrite a newer state with an older one; and tell the ingresses
+-- whose buyers wait on it (GET ...?wait=), in the same call so the writers
+-- pay no extra round trip. SPUBLISH on the item's shard channel: it carries
+-- the item's hash tag, so in a Redis Cluster the message stays on the shard
+-- of the key instead of being broadcast to every node.
 -- KEYS[1] status key   ARGV[1] rank   ARGV[2] JSON   ARGV[3] ttl (ms)
+-- ARGV[4] the item's status channel   ARGV[5] request id (the message)
 -- Returns 1 stored, 0 kept the newer value.
 local cur = redis.call("GET", KEYS[1])
 if cur then
@@ -9,4 +14,5 @@ if cur then
   if rank and rank > tonumber(ARGV[1]) then return 0 end
 end
 redis.call("SET", KEYS[1], ARGV[1] .. "|" .. ARGV[2], "PX", ARGV[3])
+redis.call("SPUBLISH", ARGV[4], ARGV[5])
 return 1

@@ -1,0 +1,52 @@
+package stock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/stock"
+)
+
+// TestStatusPutAnnounces: every status stored (one call or a pipelined
+// batch) is announced on the item's channel with its request id; a status
+// kept back because a newer one is cached is not.
+func TestStatusPutAnnounces(t *testing.T) {
+	s := stock.New(testenv.Redis(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	item := testenv.ItemID()
+	sub, err := s.SubscribeStatuses(ctx, item)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	if err := s.PutStatus(ctx, item, "r1", stock.RankFinal, []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	// Kept back (r1 is final): no announcement.
+	if err := s.PutStatus(ctx, item, "r1", stock.RankUnpaid, []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	other := testenv.ItemID() // another item's channel: not ours
+	err = s.PutStatuses(ctx, []stock.StatusEntry{
+		{ItemID: item, RequestID: "r2", Rank: stock.RankUnpaid, JSON: []byte(`{}`)},
+		{ItemID: other, RequestID: "x", Rank: stock.RankUnpaid, JSON: []byte(`{}`)},
+		{ItemID: item, RequestID: "r3", Rank: stock.RankFinal, JSON: []byte(`{}`)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for range 3 {
+		rid, gap, err := sub.Next(ctx)
+		if err != nil || gap {
+			t.Fatalf("next: %q gap %v err %v", rid, gap, err)
+		}
+		got = append(got, rid)
+	}
+	if want := []string{"r1", "r2", "r3"}; len(got) != 3 || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+		t.Fatalf("announced %v, want %v", got, want)
+	}
+}
