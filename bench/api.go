@@ -129,10 +129,15 @@ func Terminal(status string) bool {
 	return false
 }
 
-// Status polls one request as its owner.
-func (a *API) Status(ctx context.Context, bearer, requestID string) (OrderStatus, error) {
+// Status polls one request as its owner; wait > 0 asks the server to answer
+// only once the request left PENDING, or after wait (?wait=).
+func (a *API) Status(ctx context.Context, bearer, requestID string, wait time.Duration) (OrderStatus, error) {
 	var s OrderStatus
-	err := a.do(ctx, http.MethodGet, "/api/v1/orders/"+requestID, bearer, nil, &s)
+	path := "/api/v1/orders/" + requestID
+	if wait > 0 {
+		path += "?wait=" + strconv.FormatInt(wait.Milliseconds(), 10) + "ms"
+	}
+	err := a.do(ctx, http.MethodGet, path, bearer, nil, &s)
 	return s, err
 }
 

@@ -44,6 +44,10 @@ type Settings struct {
 	PollTimeout time.Duration
 	// PollInterval is the pause between polling rounds.
 	PollInterval time.Duration
+	// PollWait, when above 0, makes each status poll a long poll
+	// (GET ...?wait=): one request per accepted order instead of one per
+	// round, to compare with plain polling.
+	PollWait time.Duration
 	// ReapWait bounds how long to wait, after settling, for the reaper to
 	// cancel unpaid orders so its work shows in the audit (0 = don't wait).
 	ReapWait time.Duration
@@ -82,6 +86,7 @@ func (s *Settings) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&s.JWTSecret, "jwt-secret", "", "HS256 secret the ingress verifies tokens with")
 	fs.DurationVar(&s.PollTimeout, "poll-timeout", 60*time.Second, "how long accepted requests are polled to a terminal status after the attack")
 	fs.DurationVar(&s.PollInterval, "poll-interval", 250*time.Millisecond, "pause between polling rounds")
+	fs.DurationVar(&s.PollWait, "poll-wait", 0, "long-poll each accepted request with ?wait= of this long (e.g. 10s), 0 = plain polling every -poll-interval")
 	fs.DurationVar(&s.ReapWait, "reap-wait", 30*time.Second, "after settling, wait up to this long for the reaper to cancel unpaid orders, 0 = don't wait")
 	fs.DurationVar(&s.RequestTimeout, "request-timeout", 10*time.Second, "timeout of one HTTP request")
 	fs.Int64Var(&s.ItemID, "item", 0, "item id to create, 0 = a fresh random id")
@@ -114,6 +119,8 @@ func (s *Settings) Validate() error {
 		return fmt.Errorf("FLASHSALE_JWT_SECRET: missing or shorter than 16 bytes (expected the ingress's secret)")
 	case s.PollTimeout <= 0 || s.PollInterval <= 0 || s.RequestTimeout <= 0 || s.ReapWait < 0:
 		return fmt.Errorf("FLASHSALE_POLL_TIMEOUT, FLASHSALE_POLL_INTERVAL, FLASHSALE_REQUEST_TIMEOUT: expected positive durations")
+	case s.PollWait < 0 || s.PollWait > 2*time.Minute:
+		return fmt.Errorf("FLASHSALE_POLL_WAIT: %v (expected 0 for plain polling, or up to 2m)", s.PollWait)
 	case s.ItemID < 0:
 		return fmt.Errorf("FLASHSALE_ITEM: %d (expected 0 or a positive id)", s.ItemID)
 	case !identifier(s.BaselineDB):

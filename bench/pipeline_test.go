@@ -45,7 +45,8 @@ func startPipeline(t *testing.T, paymentWindow time.Duration) pipeline {
 	reg := prometheus.NewRegistry()
 
 	in := config.Ingress{HTTPAddr: "127.0.0.1:0", JWTSecret: testSecret, PublishTimeout: 3 * time.Second,
-		SoldOutTTL: 500 * time.Millisecond, UserRateLimit: 5, IdempotencyTTL: time.Hour}
+		SoldOutTTL: 500 * time.Millisecond, UserRateLimit: 5, IdempotencyTTL: time.Hour,
+		StatusWaitMax: 30 * time.Second, StatusWaiters: 10_000}
 	w := queue.NewWriter(brokers, topic, in.PublishTimeout)
 	srv, err := httpapi.New(httpapi.Config{Ingress: in, StoreTimeout: 2 * time.Second, Brokers: brokers, Topic: topic, Group: group},
 		httpapi.Deps{DB: db, Stock: st, Publisher: w, Registry: reg, Log: log})

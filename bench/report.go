@@ -186,6 +186,11 @@ func writeRun(b *bytes.Buffer, r *Report) {
 	fmt.Fprintf(b, "settled %d of %d accepted requests (%d still pending); accept→terminal p50 %.0f ms p99 %.0f ms max %.0f ms; all settled %.2fs after the attack\n",
 		s.Settled, s.Tracked, s.Unsettled, s.P50ms, s.P99ms, s.Maxms, r.SettleAfterAttackSecs)
 	fmt.Fprintf(b, "statuses %v; paid %d, pay refused %d, pay errors %d, poll errors %d\n", s.Statuses, s.Paid, s.PayRefused, s.PayErrors, s.PollErrors)
+	pollMode := "plain polling"
+	if s.PollWaitMs > 0 {
+		pollMode = fmt.Sprintf("long polls ?wait=%dms", s.PollWaitMs)
+	}
+	fmt.Fprintf(b, "status requests %d (%s), %.2f per settled request\n", s.Polls, pollMode, s.PollsPerSettled)
 	switch {
 	case r.LagPeak != nil:
 		fmt.Fprintf(b, "consumer lag peak: %d messages\n", *r.LagPeak)

@@ -63,7 +63,8 @@ func RunScenario(ctx context.Context, w Workload, sc Scenario) (Report, error) {
 	if itemID == 0 {
 		itemID = newItemID()
 	}
-	api := &API{Base: sc.Base, Client: NewHTTPClient(64, s.RequestTimeout), Admin: w.Tokens.Admin}
+	// A long poll may take its whole wait before the request's own timeout.
+	api := &API{Base: sc.Base, Client: NewHTTPClient(64, s.RequestTimeout+s.PollWait), Admin: w.Tokens.Admin}
 	if err := api.CreateItem(ctx, itemID, s.Units); err != nil {
 		return Report{}, fmt.Errorf("bench: %s: create item %d: %w", sc.Name, itemID, err)
 	}
@@ -82,6 +83,7 @@ func RunScenario(ctx context.Context, w Workload, sc Scenario) (Report, error) {
 	}
 
 	settler := NewSettler(api, w.Tokens, w.Plan.Payers)
+	settler.wait = s.PollWait
 	rec := NewRecorder(len(w.Plan.Attempts), func(r Result) {
 		if r.Attempt >= 0 {
 			settler.Track(w.Plan.Attempts[r.Attempt].Buyer, r.RequestID, r.End)

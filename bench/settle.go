@@ -18,6 +18,10 @@ type Settler struct {
 	payers []bool
 	// workers bounds concurrent polls, so polling never becomes the load.
 	workers int
+	// wait > 0 long-polls instead (?wait=): each pending request is
+	// followed by a poller of its own (at most maxFollowers at once) whose
+	// polls the server holds until the status leaves PENDING.
+	wait time.Duration
 
 	mu       sync.Mutex
 	pending  map[string]*tracked
@@ -29,8 +33,14 @@ type Settler struct {
 	payNo    int // pay refused (409 not_payable: the reaper won the race)
 	payErr   int
 	pollErr  int
+	polls    int // status requests sent
 	units    int // distinct requests that reached UNPAID or PAID
+	// following marks the pending requests a long poller follows.
+	following map[string]bool
 }
+
+// maxFollowers bounds the long polls in flight (each holds a connection).
+const maxFollowers = 4096
 
 type tracked struct {
 	buyer    int
@@ -40,7 +50,7 @@ type tracked struct {
 // NewSettler returns a settler for the plan's buyers.
 func NewSettler(api *API, tokens Tokens, payers []bool) *Settler {
 	return &Settler{api: api, tokens: tokens, payers: payers, workers: 32,
-		pending: map[string]*tracked{}, seen: map[string]bool{}, statuses: map[string]int{}}
+		pending: map[string]*tracked{}, seen: map[string]bool{}, statuses: map[string]int{}, following: map[string]bool{}}
 }
 
 // Track starts following one accepted request. A replay's 202 repeats the
@@ -65,6 +75,10 @@ func (s *Settler) Pending() int {
 // Run polls in rounds until attackDone is closed and nothing is pending, or
 // until timeout has passed since attackDone, or ctx ends.
 func (s *Settler) Run(ctx context.Context, attackDone <-chan struct{}, interval, timeout time.Duration) {
+	if s.wait > 0 {
+		s.runFollowing(ctx, attackDone, interval, timeout)
+		return
+	}
 	var deadline <-chan time.Time
 	done := attackDone
 	t := time.NewTicker(interval)
@@ -112,23 +126,30 @@ func (s *Settler) round(ctx context.Context) {
 	wg.Wait()
 }
 
-func (s *Settler) poll(ctx context.Context, id string) {
+// poll asks for id's status once (a long poll when s.wait > 0) and records
+// it if terminal; done is true once id is no longer pending.
+func (s *Settler) poll(ctx context.Context, id string) (done bool) {
 	s.mu.Lock()
 	tr := s.pending[id]
+	if tr != nil {
+		s.polls++
+	}
 	s.mu.Unlock()
 	if tr == nil {
-		return
+		return true
 	}
 	bearer := s.tokens.Buyers[tr.buyer]
-	st, err := s.api.Status(ctx, bearer, id)
+	st, err := s.api.Status(ctx, bearer, id, s.wait)
 	if err != nil {
 		s.mu.Lock()
-		s.pollErr++
+		if ctx.Err() == nil {
+			s.pollErr++
+		}
 		s.mu.Unlock()
-		return
+		return false
 	}
 	if !Terminal(st.Status) {
-		return
+		return false
 	}
 	now := time.Now()
 	final := st.Status
@@ -146,7 +167,7 @@ func (s *Settler) poll(ctx context.Context, id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.pending[id]; !ok {
-		return
+		return true
 	}
 	delete(s.pending, id)
 	s.settled = append(s.settled, now.Sub(tr.accepted))
@@ -166,6 +187,7 @@ func (s *Settler) poll(ctx context.Context, id string) {
 	if payErr {
 		s.payErr++
 	}
+	return true
 }
 
 func isStatus(err error, code int) bool {
@@ -188,7 +210,12 @@ type SettleStats struct {
 	PayRefused   int            `json:"pay_refused"`
 	PayErrors    int            `json:"pay_errors"`
 	PollErrors   int            `json:"poll_errors"`
-	UnsettledIDs []string       `json:"unsettled_sample,omitempty"`
+	// Polls is every status request sent; PollWaitMs the ?wait= of each
+	// (0: plain polling every -poll-interval).
+	Polls           int      `json:"polls"`
+	PollsPerSettled float64  `json:"polls_per_settled"`
+	PollWaitMs      int64    `json:"poll_wait_ms"`
+	UnsettledIDs    []string `json:"unsettled_sample,omitempty"`
 }
 
 // Stats summarises the settling.
@@ -199,7 +226,11 @@ func (s *Settler) Stats() SettleStats {
 	slices.Sort(sorted)
 	st := SettleStats{Tracked: len(s.settled) + len(s.pending), Settled: len(s.settled), Unsettled: len(s.pending),
 		LastSettled: s.lastDone, Statuses: map[string]int{}, OrderedUnits: s.units,
-		Paid: s.paid, PayRefused: s.payNo, PayErrors: s.payErr, PollErrors: s.pollErr}
+		Paid: s.paid, PayRefused: s.payNo, PayErrors: s.payErr, PollErrors: s.pollErr,
+		Polls: s.polls, PollWaitMs: s.wait.Milliseconds()}
+	if len(s.settled) > 0 {
+		st.PollsPerSettled = float64(s.polls) / float64(len(s.settled))
+	}
 	if len(sorted) > 0 {
 		st.P50ms, st.P99ms, st.Maxms = ms(quantile(sorted, .5)), ms(quantile(sorted, .99)), ms(sorted[len(sorted)-1])
 	}
