@@ -37,6 +37,9 @@ type Settler struct {
 	units    int // distinct requests that reached UNPAID or PAID
 	// following marks the pending requests a long poller follows.
 	following map[string]bool
+	// tracked wakes runFollowing when Track added a request, so a long
+	// poll starts at once rather than at the next -poll-interval tick.
+	tracked chan struct{}
 }
 
 // maxFollowers bounds the long polls in flight (each holds a connection).
@@ -50,7 +53,8 @@ type tracked struct {
 // NewSettler returns a settler for the plan's buyers.
 func NewSettler(api *API, tokens Tokens, payers []bool) *Settler {
 	return &Settler{api: api, tokens: tokens, payers: payers, workers: 32,
-		pending: map[string]*tracked{}, seen: map[string]bool{}, statuses: map[string]int{}, following: map[string]bool{}}
+		pending: map[string]*tracked{}, seen: map[string]bool{}, statuses: map[string]int{}, following: map[string]bool{},
+		tracked: make(chan struct{}, 1)}
 }
 
 // Track starts following one accepted request. A replay's 202 repeats the
@@ -63,6 +67,10 @@ func (s *Settler) Track(buyer int, requestID string, at time.Time) {
 	}
 	s.seen[requestID] = true
 	s.pending[requestID] = &tracked{buyer: buyer, accepted: at}
+	select {
+	case s.tracked <- struct{}{}:
+	default:
+	}
 }
 
 // Pending is the number of accepted requests not yet terminal.

@@ -7,8 +7,9 @@ import (
 	"time"
 )
 
-// runFollowing is Run with long polls: every interval it starts a follower
-// for each pending request not yet followed (at most maxFollowers at once;
+// runFollowing is Run with long polls: as soon as a request is tracked (and
+// every interval, for those that found no room) it starts a follower for
+// each pending request not yet followed (at most maxFollowers at once;
 // the rest wait for the next tick), until attackDone is closed and nothing
 // is pending, or timeout has passed since attackDone, or ctx ends.
 func (s *Settler) runFollowing(ctx context.Context, attackDone <-chan struct{}, interval, timeout time.Duration) {
@@ -46,6 +47,7 @@ func (s *Settler) runFollowing(ctx context.Context, attackDone <-chan struct{}, 
 		case <-deadline:
 			return
 		case <-t.C:
+		case <-s.tracked:
 		}
 	}
 }
