@@ -12,7 +12,9 @@
 # topics and a consumer group of the run's own, its own ports. The ingress it
 # starts keeps both rate limits on but high (FLASHSALE_USER_RATE_LIMIT,
 # FLASHSALE_IP_RATE_LIMIT below), so the fuzzer meets the 429 path without
-# being throttled into testing nothing else.
+# being throttled into testing nothing else. Its status polls wait at most
+# 2 s (FLASHSALE_STATUS_WAIT_MAX), well inside Schemathesis' 10 s request
+# timeout whatever ?wait= the fuzzer sends.
 #
 # Expects the stack's FLASHSALE_* settings (make test passes them; run by
 # hand, it reads them itself). FLASHSALE_CONTRACT_TIME is the budget of the
@@ -114,7 +116,7 @@ wait_ready consumer "http://$CONSUMER_OPS/readyz" "${pids[-1]}"
 API=127.0.0.1:$(free_port)
 INGRESS_OPS=127.0.0.1:$(free_port)
 FLASHSALE_HTTP_ADDR=$API FLASHSALE_METRICS_ADDR=$INGRESS_OPS \
-  FLASHSALE_USER_RATE_LIMIT=50 FLASHSALE_IP_RATE_LIMIT=2000 \
+  FLASHSALE_USER_RATE_LIMIT=50 FLASHSALE_IP_RATE_LIMIT=2000 FLASHSALE_STATUS_WAIT_MAX=2s \
   "$STATE/bin/ingress" >"$STATE/ingress.log" 2>&1 &
 pids+=($!)
 wait_ready ingress "http://$INGRESS_OPS/readyz" "${pids[-1]}"

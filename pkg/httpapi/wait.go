@@ -6,6 +6,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
@@ -173,4 +176,18 @@ func (s *statusWaits) waiting() (polls, items int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.n, len(s.items)
+}
+
+// registerWaitMetrics exports how many polls wait now (against
+// FLASHSALE_STATUS_WAITERS) and how many item subscriptions serve them.
+func registerWaitMetrics(reg prometheus.Registerer, s *statusWaits) {
+	f := promauto.With(reg)
+	f.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "flashsale_status_waiting_polls",
+		Help: "Status polls waiting on ?wait= now; past FLASHSALE_STATUS_WAITERS they answer at once.",
+	}, func() float64 { n, _ := s.waiting(); return float64(n) })
+	f.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "flashsale_status_subscriptions",
+		Help: "Items whose status channel this ingress follows for its waiting polls.",
+	}, func() float64 { _, n := s.waiting(); return float64(n) })
 }
