@@ -189,8 +189,9 @@ func newClusterPipeline(t *testing.T, c *cluster, units int) *pipeline {
 }
 
 // stall is what the burst saw after a fault at `at`: how long publishes
-// were refused (from the fault to the first request sent after it that
-// was answered 202) and the answers in between.
+// were refused (from the fault to the first 202 answered to a request sent
+// after it: a request sent at once may be retried inside the ingress and
+// answered much later) and the answers that arrived in between.
 type stall struct {
 	took    time.Duration
 	answers string
@@ -200,12 +201,12 @@ type stall struct {
 
 func measureStall(w *workload, at time.Time) stall {
 	as := w.answersBetween(at, time.Now().Add(time.Hour))
-	sort.Slice(as, func(i, j int) bool { return as[i].sentAt.Before(as[j].sentAt) })
+	sort.Slice(as, func(i, j int) bool { return as[i].doneAt.Before(as[j].doneAt) })
 	var s stall
 	var before []answer
 	for _, a := range as {
 		if w.published(a) {
-			s.took, s.resumed = a.sentAt.Sub(at), true
+			s.took, s.resumed = a.doneAt.Sub(at), true
 			break
 		}
 		before = append(before, a)

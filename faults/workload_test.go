@@ -40,8 +40,9 @@ type attempt struct {
 // answer is one POST /orders response.
 type answer struct {
 	sentAt time.Time
-	code   int    // 0 = no answer (connection error)
-	errKey string // the contract's error code, or the transport error
+	doneAt time.Time // when the answer arrived
+	code   int       // 0 = no answer (connection error)
+	errKey string    // the contract's error code, or the transport error
 	rid    string
 	user   int64
 	key    string
@@ -143,7 +144,7 @@ func (w *workload) order(ctx context.Context, a attempt) {
 	w.sent.Add(1)
 	code, b := w.p.call(ctx, http.MethodPost, "/api/v1/orders", w.p.bearer(a.user),
 		map[string]any{"item_id": w.p.itemID, "qty": 1}, h)
-	an := answer{sentAt: sent, code: code, user: a.user, key: a.key}
+	an := answer{sentAt: sent, doneAt: time.Now(), code: code, user: a.user, key: a.key}
 	var body struct {
 		RequestID string `json:"request_id"`
 		Error     string `json:"error"`
