@@ -230,3 +230,28 @@ func TestWaitShutdownAndHangup(t *testing.T) {
 		t.Fatalf("after shutdown: %s after %v, want PENDING at once", r.body, r.at.Sub(start))
 	}
 }
+
+// TestWaitSurvivesSubscriptionLoss: when Redis drops the subscription's
+// connection, a status stored before go-redis subscribed again is not
+// lost: the reconnect wakes every waiter of the item to read again.
+func TestWaitSurvivesSubscriptionLoss(t *testing.T) {
+	h := waitHarness(t, 100)
+	item := testenv.ItemID()
+	h.putItem(item, 10, 1)
+	rid := h.pendingOrder(41, item)
+	got := make(chan timedStatus, 1)
+	go func() { got <- h.poll(context.Background(), 41, rid, "5s") }()
+	waitFor(t, "the poll to wait", func() bool { n, _ := h.srv.waits.waiting(); return n == 1 })
+	time.Sleep(50 * time.Millisecond) // subscribed
+	if err := h.rdb.ClientKillByFilter(context.Background(), "TYPE", "pubsub").Err(); err != nil {
+		t.Fatal(err)
+	}
+	committed := h.settle(41, item, rid) // while the subscription is down
+	r := <-got
+	if r.code != 200 || r.status != orderstatus.Unpaid {
+		t.Fatalf("got %d %s after %v, want UNPAID", r.code, r.body, r.at.Sub(committed))
+	}
+	if lag := r.at.Sub(committed); lag > time.Second {
+		t.Fatalf("answered %v after the commit: the announcement lost with the connection was not made up for", lag)
+	}
+}
