@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -215,7 +217,10 @@ func TestWaitShutdownAndHangup(t *testing.T) {
 	if r := <-got; r.at.Sub(hungUp) > 200*time.Millisecond {
 		t.Fatalf("hung-up poll answered %v later", r.at.Sub(hungUp))
 	}
-	waitFor(t, "the waiter and its subscription to go", func() bool { n, items := h.srv.waits.waiting(); return n == 0 && items == 0 })
+	waitFor(t, "the waiter, its subscription and its goroutine to go", func() bool {
+		n, items := h.srv.waits.waiting()
+		return n == 0 && items == 0 && followers() == 0
+	})
 
 	go func() { got <- h.poll(context.Background(), 31, rid, "10s") }()
 	waitFor(t, "the poll to wait again", func() bool { n, _ := h.srv.waits.waiting(); return n == 1 })
@@ -254,4 +259,11 @@ func TestWaitSurvivesSubscriptionLoss(t *testing.T) {
 	if lag := r.at.Sub(committed); lag > time.Second {
 		t.Fatalf("answered %v after the commit: the announcement lost with the connection was not made up for", lag)
 	}
+}
+
+// followers counts the goroutines following an item's subscription.
+func followers() int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	return strings.Count(string(buf), "(*statusWaits).follow(")
 }
