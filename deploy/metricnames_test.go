@@ -48,6 +48,7 @@ func (r *descRecorder) Unregister(prometheus.Collector) bool { return true }
 func exported(t *testing.T) map[string]bool {
 	r := &descRecorder{names: map[string]bool{}}
 	httpapi.NewMetrics(r)
+	httpapi.RegisterWaitMetrics(r, func() (int, int) { return 0, 0 })
 	admission.NewMetrics(r)
 	orderwriter.NewMetrics(r)
 	reap.NewMetrics(r)

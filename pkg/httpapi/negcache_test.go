@@ -140,14 +140,19 @@ func TestUnknownItemCostsOneQueryPerTTL(t *testing.T) {
 	h, queries := base.countingServer(t, "FROM items")
 	item := testenv.ItemID()
 	path := fmt.Sprintf("/api/v1/items/%d", item)
+	// One query per cache period the burst spans: a loaded machine can
+	// stretch a burst past one period, which may cost exactly one more.
+	start := time.Now()
 	burst(t, h, 100, path, nil, http.StatusNotFound)
-	if n := queries.Load(); n != 1 {
-		t.Fatalf("200 GETs of an unknown item within a second ran %d item queries, want 1", n)
+	if n, most := queries.Load(), 1+int64(time.Since(start)/time.Second); n < 1 || n > most {
+		t.Fatalf("200 GETs of an unknown item within %v ran %d item queries, want 1 per started second (at most %d)", time.Since(start), n, most)
 	}
+	first := queries.Load()
 	time.Sleep(1100 * time.Millisecond)
+	start = time.Now()
 	burst(t, h, 50, path, nil, http.StatusNotFound)
-	if n := queries.Load(); n != 2 {
-		t.Fatalf("after the cache period: %d item queries in all, want 2", n)
+	if n, most := queries.Load()-first, 1+int64(time.Since(start)/time.Second); n < 1 || n > most {
+		t.Fatalf("after the cache period: %d more item queries within %v, want 1 per started second (at most %d)", n, time.Since(start), most)
 	}
 	// Created through another replica: visible here within a period.
 	base.putItem(item, 10, 1)
@@ -161,9 +166,10 @@ func TestUnknownItemCostsOneQueryPerTTL(t *testing.T) {
 	// Known items are shared too.
 	before := queries.Load()
 	time.Sleep(1100 * time.Millisecond)
+	start = time.Now()
 	burst(t, h, 100, path, nil, http.StatusOK)
-	if n := queries.Load() - before; n != 1 {
-		t.Fatalf("200 GETs of a known item within a second ran %d item queries, want 1", n)
+	if n, most := queries.Load()-before, 1+int64(time.Since(start)/time.Second); n < 1 || n > most {
+		t.Fatalf("200 GETs of a known item within %v ran %d item queries, want 1 per started second (at most %d)", time.Since(start), n, most)
 	}
 }
 
@@ -178,9 +184,10 @@ func TestUnknownRequestCostsOneQueryPerTTL(t *testing.T) {
 	item := testenv.ItemID()
 	rid := reqid.New(item, time.Now())
 	path := "/api/v1/orders/" + rid
+	start := time.Now()
 	burst(t, h, 100, path, h.as(user), http.StatusNotFound)
-	if n := queries.Load(); n != 1 {
-		t.Fatalf("200 polls of an unknown request within a second ran %d MySQL queries, want 1", n)
+	if n, most := queries.Load(), 1+int64(time.Since(start)/time.Second); n < 1 || n > most {
+		t.Fatalf("200 polls of an unknown request within %v ran %d MySQL queries, want 1 per started second (at most %d)", time.Since(start), n, most)
 	}
 	// MySQL decides it now (say the ingress recorded ABORTED): the poll must
 	// see it within the TTL.

@@ -100,7 +100,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 		waits:    newStatusWaits(d.Stock, cfg.Ingress.StatusWaiters, cfg.StoreTimeout, d.Log),
 		m:        NewMetrics(d.Registerer),
 	}
-	registerWaitMetrics(d.Registerer, s.waits)
+	RegisterWaitMetrics(d.Registerer, s.waits.waiting)
 	s.admission = admission.New(admission.Config{
 		UserRateLimit: cfg.Ingress.UserRateLimit, AdmissionRPS: cfg.Ingress.AdmissionRPS,
 		SoldOutTTL: cfg.Ingress.SoldOutTTL, PublishTimeout: cfg.Ingress.PublishTimeout,
