@@ -198,12 +198,19 @@ func (h *harness) readTopic() []queue.OrderMessage {
 	}
 	var out []queue.OrderMessage
 	for _, p := range meta.Topics[0].Partitions {
-		offs, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{
-			h.topic: {kafka.FirstOffsetOf(p.ID), kafka.LastOffsetOf(p.ID)}}})
-		if err != nil {
-			h.t.Fatalf("list offsets: %v", err)
-		}
-		po := offs.Topics[h.topic][0]
+		// A partition of a topic created moments ago on a fresh broker may
+		// have no leader yet: its offsets come back with an error (and
+		// meaningless numbers) until it has one.
+		var po kafka.PartitionOffsets
+		testenv.Eventually(h.t, 20*time.Second, 100*time.Millisecond, func() bool {
+			offs, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{
+				h.topic: {kafka.FirstOffsetOf(p.ID), kafka.LastOffsetOf(p.ID)}}})
+			if err != nil || len(offs.Topics[h.topic]) != 1 {
+				return false
+			}
+			po = offs.Topics[h.topic][0]
+			return po.Error == nil && po.FirstOffset >= 0
+		}, "offsets of %s partition %d", h.topic, p.ID)
 		if po.LastOffset <= po.FirstOffset {
 			continue
 		}
