@@ -79,7 +79,8 @@ func admissionError(r admission.Result) error {
 // With ?wait= (status_wait.go) a PENDING request is answered as soon as its
 // status leaves PENDING, or PENDING at the end of the wait.
 func (s *Server) getOrder(c echo.Context) error {
-	wait, err := parseWait(c.QueryParam("wait"), s.cfg.Ingress.StatusWaitMax)
+	_, sent := c.QueryParams()["wait"]
+	wait, err := parseWait(c.QueryParam("wait"), sent, s.cfg.Ingress.StatusWaitMax)
 	if err != nil {
 		return err
 	}

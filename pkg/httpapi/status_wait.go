@@ -16,9 +16,11 @@ import (
 // valid values always succeed and its invalid ones are always a 400.
 var waitPattern = regexp.MustCompile(`^([0-9]{1,6})(ms|s)$`)
 
-// parseWait reads ?wait=, cut to max; "" is 0 (answer at once).
-func parseWait(raw string, max time.Duration) (time.Duration, error) {
-	if raw == "" {
+// parseWait reads ?wait=, cut to max; absent (sent false) is 0, answer at
+// once. Present but empty does not match the pattern and is a 400, as the
+// description says.
+func parseWait(raw string, sent bool, max time.Duration) (time.Duration, error) {
+	if !sent {
 		return 0, nil
 	}
 	m := waitPattern.FindStringSubmatch(raw)

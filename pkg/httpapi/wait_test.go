@@ -195,6 +195,11 @@ func TestWaitOtherUsersRequest(t *testing.T) {
 			t.Fatalf("wait=%s: %s, want invalid_wait", bad, r.body)
 		}
 	}
+	// Sent but empty is not "no wait": the pattern refuses it (the contract
+	// fuzzer found ?wait= answered 200).
+	if r := h.do(http.MethodGet, "/api/v1/orders/"+rid+"?wait=", "", h.as(21)); r.Code != 400 || r.json(t)["error"] != "invalid_wait" {
+		t.Fatalf("wait= (empty): %d %s, want 400 invalid_wait", r.Code, r.Body)
+	}
 	// Above the cap is cut to it, never refused; 0 is a plain poll.
 	if r := h.poll(context.Background(), 21, rid, "0s"); r.code != 200 || r.status != orderstatus.Pending {
 		t.Fatalf("wait=0s: %d %s", r.code, r.body)
