@@ -18,8 +18,25 @@ const (
 	RankFinal  StatusRank = 2
 )
 
-// StatusTTL is how long a cached status lives; MySQL answers after that.
+// StatusTTL is how long a cached final status lives; MySQL answers after
+// that.
 const StatusTTL = 30 * time.Minute
+
+// UnpaidStatusTTL is how long a cached UNPAID lives. UNPAID is the one cached
+// status that a later write replaces (PAID, CANCELLED), and without
+// FLASHSALE_REDIS_WAIT_REPLICAS a Redis failover can lose that later write:
+// the promoted replica then serves the older UNPAID. This bounds how long a
+// buyer who paid can read UNPAID after a failover, at the cost of one MySQL
+// read (shared per request) per poll of an UNPAID order per period.
+const UnpaidStatusTTL = 5 * time.Second
+
+// ttl is how long a status of this rank stays cached.
+func (r StatusRank) ttl() time.Duration {
+	if r < RankFinal {
+		return UnpaidStatusTTL
+	}
+	return StatusTTL
+}
 
 // PutStatus caches the JSON status of a request unless a newer one is cached.
 func (s *Store) PutStatus(ctx context.Context, itemID int64, requestID string, rank StatusRank, json []byte) error {
@@ -36,7 +53,7 @@ func (s *Store) PutStatus(ctx context.Context, itemID int64, requestID string, r
 func statusPutCall(itemID int64, requestID string, rank StatusRank, json []byte) ([]string, []any) {
 	k := KeysOf(itemID)
 	return []string{k.Status(requestID)},
-		[]any{int(rank), json, StatusTTL.Milliseconds(), k.StatusChannel(), requestID}
+		[]any{int(rank), json, rank.ttl().Milliseconds(), k.StatusChannel(), requestID}
 }
 
 // GetStatus returns the cached JSON status of a request, if any.
