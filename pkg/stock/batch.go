@@ -2,7 +2,6 @@ package stock
 
 import (
 	"context"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -25,12 +24,12 @@ func (s *Store) PutStatuses(ctx context.Context, entries []StatusEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	_, err := s.pipelined(ctx, "stock: put statuses", func(p redis.Pipeliner) {
-		for _, e := range entries {
-			keys, args := statusPutCall(e.ItemID, e.RequestID, e.Rank, e.JSON)
-			statusPutScript.EvalSha(ctx, p, keys, args...)
-		}
-	})
+	calls := make([]scriptCall, len(entries))
+	for i, e := range entries {
+		keys, args := statusPutCall(e.ItemID, e.RequestID, e.Rank, e.JSON)
+		calls[i] = scriptCall{statusPutScript, keys, args}
+	}
+	_, err := s.pipelined(ctx, "stock: put statuses", calls)
 	return err
 }
 
@@ -47,12 +46,12 @@ func (s *Store) ReleaseMany(ctx context.Context, entries []ReleaseEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	_, err := s.pipelined(ctx, "stock: release many", func(p redis.Pipeliner) {
-		for _, e := range entries {
-			keys, args := releaseCall(e.ItemID, e.RequestID, e.Options)
-			releaseScript.EvalSha(ctx, p, keys, args...)
-		}
-	})
+	calls := make([]scriptCall, len(entries))
+	for i, e := range entries {
+		keys, args := releaseCall(e.ItemID, e.RequestID, e.Options)
+		calls[i] = scriptCall{releaseScript, keys, args}
+	}
+	_, err := s.pipelined(ctx, "stock: release many", calls)
 	return err
 }
 
@@ -70,12 +69,12 @@ func (s *Store) RestoreMany(ctx context.Context, entries []RestoreEntry) ([]Rest
 	if len(entries) == 0 {
 		return nil, nil
 	}
-	cmds, err := s.pipelined(ctx, "stock: restore many", func(p redis.Pipeliner) {
-		for _, e := range entries {
-			k := KeysOf(e.ItemID)
-			restoreScript.EvalSha(ctx, p, []string{k.Stock, k.RestoreGuard(e.RequestID)}, e.Qty)
-		}
-	})
+	calls := make([]scriptCall, len(entries))
+	for i, e := range entries {
+		k := KeysOf(e.ItemID)
+		calls[i] = scriptCall{restoreScript, []string{k.Stock, k.RestoreGuard(e.RequestID)}, []any{e.Qty}}
+	}
+	cmds, err := s.pipelined(ctx, "stock: restore many", calls)
 	if err != nil {
 		return nil, err
 	}
@@ -112,26 +111,63 @@ func (s *Store) ExpireRestoreGuards(ctx context.Context, entries []RestoreEntry)
 	return nil
 }
 
-// pipelined runs the script calls fill queues and returns their commands.
-// Scripts are idempotent, so after a NOSCRIPT (Redis restarted, failover)
-// they are loaded and the whole pipeline is sent once more.
-func (s *Store) pipelined(ctx context.Context, op string, fill func(redis.Pipeliner)) ([]redis.Cmder, error) {
-	for attempt := 0; ; attempt++ {
-		cmds, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { fill(p); return nil })
-		if err == nil {
-			return cmds, nil
+// scriptCall is one script call of a batch.
+type scriptCall struct {
+	script *redis.Script
+	keys   []string
+	args   []any
+}
+
+// pipelined sends calls by EVALSHA in one pipeline and returns their
+// commands, in the order of calls.
+//
+// A shard that lost its script cache (Redis restarted, a failover to a
+// replica that never ran them) answers NOSCRIPT for its part only; on a
+// Cluster the other shards' parts have run. Only the calls that got NOSCRIPT
+// are sent again, by EVAL, which carries the script and cannot meet NOSCRIPT
+// a second time. Resending the whole pipeline, as this did before, was safe
+// for the stock (every script is idempotent) but made the calls that had run
+// answer a second time: RestoreMany reported a restore applied at the first
+// send as "seen", and the reaper's count of restored orders came out short.
+//
+// The scripts are loaded on every shard too, so later batches find them;
+// that is an optimisation, and its failure (a replica down) does not fail
+// the batch.
+func (s *Store) pipelined(ctx context.Context, op string, calls []scriptCall) ([]redis.Cmder, error) {
+	cmds, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, c := range calls {
+			c.script.EvalSha(ctx, p, c.keys, c.args...)
 		}
-		noScript := false
-		for _, c := range cmds {
-			if e := c.Err(); e != nil && strings.HasPrefix(e.Error(), "NOSCRIPT") {
-				noScript = true
+		return nil
+	})
+	if err == nil {
+		return cmds, nil
+	}
+	var again []int
+	for i, c := range cmds {
+		if e := c.Err(); e != nil {
+			if !isNoScript(e) {
+				return nil, unavailable(op, err)
 			}
-		}
-		if !noScript || attempt > 0 {
-			return nil, unavailable(op, err)
-		}
-		if err := LoadScripts(ctx, s.rdb); err != nil {
-			return nil, unavailable(op, err)
+			again = append(again, i)
 		}
 	}
+	if len(again) == 0 || len(cmds) != len(calls) {
+		return nil, unavailable(op, err)
+	}
+	_ = LoadScripts(ctx, s.rdb)
+	resent, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, i := range again {
+			c := calls[i]
+			c.script.Eval(ctx, p, c.keys, c.args...)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, unavailable(op, err)
+	}
+	for j, i := range again {
+		cmds[i] = resent[j]
+	}
+	return cmds, nil
 }
