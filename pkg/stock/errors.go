@@ -21,8 +21,8 @@ var ErrPending = errors.New("stock: reservations pending")
 const poolTimeout = "redis: connection pool timeout"
 
 // NotSent reports whether a failed call certainly never reached Redis: the
-// connection could not be made, no pooled connection was free, or the client
-// is closed. Any other failure (a timeout or a reset after the command was
+// connection could not be made, no pooled connection was free, the client
+// is closed, or the call left the Coalescer's queue unsent. Any other failure (a timeout or a reset after the command was
 // written) is ambiguous: the command may have run and only its reply was lost.
 func NotSent(err error) bool {
 	if err == nil {
@@ -32,7 +32,7 @@ func NotSent(err error) bool {
 	if errors.As(err, &op) && op.Op == "dial" {
 		return true
 	}
-	if errors.Is(err, redis.ErrClosed) {
+	if errors.Is(err, redis.ErrClosed) || errors.Is(err, ErrNotSent) {
 		return true
 	}
 	return strings.Contains(err.Error(), poolTimeout)

@@ -2,10 +2,8 @@ package stock
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"strings"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Lookup is what Redis knows about one request: its cached status and its
@@ -19,28 +17,24 @@ type Lookup struct {
 }
 
 // LookupRequest reads the status cache and the reservation of requestID in
-// one round trip (MULTI/EXEC: both keys share the item's hash slot, so the
-// two reads are also one consistent view). Status polls therefore cost one
-// Redis call and no MySQL call while the request is pending.
+// one call (lookup.lua), which shares a round trip with other hot-path calls
+// when the Store has a Coalescer.
 func (s *Store) LookupRequest(ctx context.Context, itemID int64, requestID string) (Lookup, error) {
 	k := KeysOf(itemID)
-	var stCmd *redis.StringCmd
-	var rsCmd *redis.StringCmd
-	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		stCmd = p.Get(ctx, k.Status(requestID))
-		rsCmd = p.HGet(ctx, k.Reservations, requestID)
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	res, err := s.run(ctx, lookupScript, []string{k.Status(requestID), k.Reservations}, requestID).Slice()
+	if err != nil {
 		return Lookup{}, unavailable("stock: lookup request", err)
 	}
+	if len(res) != 2 {
+		return Lookup{}, fmt.Errorf("stock: lookup request: unexpected reply %v", res)
+	}
 	var out Lookup
-	if v, err := stCmd.Result(); err == nil {
+	if v, ok := res[0].(string); ok {
 		if _, js, ok := strings.Cut(v, "|"); ok {
 			out.Status = []byte(js)
 		}
 	}
-	if v, err := rsCmd.Result(); err == nil {
+	if v, ok := res[1].(string); ok {
 		r, err := parseReservation(requestID, v)
 		if err != nil {
 			return Lookup{}, err

@@ -16,8 +16,14 @@ func mustScript(name string) *redis.Script {
 	if err != nil {
 		panic(fmt.Sprintf("stock: embedded script %s: %v", name, err)) // build-time invariant
 	}
-	return redis.NewScript(string(b))
+	sc := redis.NewScript(string(b))
+	scriptSources[sc.Hash()] = string(b)
+	return sc
 }
+
+// scriptSources maps each script's SHA1 to its source, for the Coalescer's
+// EVAL after a NOSCRIPT.
+var scriptSources = map[string]string{}
 
 // The scripts run by EVALSHA; go-redis falls back to EVAL on NOSCRIPT (after
 // a Redis restart or failover), which also loads them again.
@@ -29,9 +35,10 @@ var (
 	statusPutScript = mustScript("status_put.lua")
 	warmScript      = mustScript("warm.lua")
 	ackScript       = mustScript("ack.lua")
+	lookupScript    = mustScript("lookup.lua")
 )
 
-var allScripts = []*redis.Script{admitScript, releaseScript, settleScript, restoreScript, statusPutScript, warmScript, ackScript}
+var allScripts = []*redis.Script{admitScript, releaseScript, settleScript, restoreScript, statusPutScript, warmScript, ackScript, lookupScript}
 
 // LoadScripts loads every script once at start-up so the first requests do
 // not pay for EVAL. It is an optimisation: NOSCRIPT is handled on every call.

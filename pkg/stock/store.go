@@ -22,10 +22,24 @@ const MarkedGuardTTL = time.Hour
 // Store runs the stock operations on Redis (a single node or a Cluster).
 type Store struct {
 	rdb redis.UniversalClient
+	co  *Coalescer
 }
 
 // New returns a Store on rdb.
 func New(rdb redis.UniversalClient) *Store { return &Store{rdb: rdb} }
+
+// WithCoalescer returns a Store whose hot-path calls (Admit, Ack,
+// LookupRequest) share round trips through co; the rest go straight to rdb.
+// The caller closes co after the Store's last use.
+func (s *Store) WithCoalescer(co *Coalescer) *Store { return &Store{rdb: s.rdb, co: co} }
+
+// run runs script on the Coalescer when there is one, else alone.
+func (s *Store) run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	if s.co != nil {
+		return s.co.EvalSha(ctx, script, keys, args...)
+	}
+	return script.Run(ctx, s.rdb, keys, args...)
+}
 
 // Client returns the underlying client (for health checks).
 func (s *Store) Client() redis.UniversalClient { return s.rdb }
@@ -118,7 +132,7 @@ func (s *Store) Admit(ctx context.Context, r AdmitRequest) (AdmitResult, error) 
 	if r.WaitReplicas > 0 {
 		res, replicas, err = s.admitAndWait(ctx, k.Stock, keys, args, r.WaitReplicas, r.WaitTimeout)
 	} else {
-		res, err = admitScript.Run(ctx, s.rdb, keys, args...).StringSlice()
+		res, err = s.run(ctx, admitScript, keys, args...).StringSlice()
 	}
 	if err != nil {
 		return AdmitResult{}, unavailable("stock: admit", err)
@@ -453,7 +467,7 @@ func (s *Store) IdempotencyAnswer(ctx context.Context, itemID, userID int64, ide
 // reports false when the key no longer names requestID (expired, or
 // released after an abort).
 func (s *Store) Ack(ctx context.Context, itemID, userID int64, idempotencyKey, requestID string) (bool, error) {
-	n, err := ackScript.Run(ctx, s.rdb, []string{KeysOf(itemID).Idempotency(userID, idempotencyKey)}, requestID).Int()
+	n, err := s.run(ctx, ackScript, []string{KeysOf(itemID).Idempotency(userID, idempotencyKey)}, requestID).Int()
 	if err != nil {
 		return false, unavailable("stock: ack", err)
 	}

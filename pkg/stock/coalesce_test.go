@@ -1,0 +1,291 @@
+package stock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/reqid"
+	"github.com/flashsale-dev/flashsale/pkg/stock"
+)
+
+// batchSizes records the Coalescer's batch sizes.
+type batchSizes struct {
+	mu      sync.Mutex
+	batches int
+	calls   int
+	largest int
+}
+
+func (b *batchSizes) observe(n int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.batches++
+	b.calls += n
+	b.largest = max(b.largest, n)
+}
+
+// TestCoalescerRepliesEachCaller: many callers at once each get their own
+// reply; a command Redis refuses fails only that caller; and the calls did
+// share round trips (fewer batches than calls).
+func TestCoalescerRepliesEachCaller(t *testing.T) {
+	t.Parallel()
+	rdb := testenv.Redis(t)
+	var sizes batchSizes
+	co := stock.NewCoalescer(rdb, stock.CoalesceConfig{MaxBatch: 64, Flushers: 2, Observe: sizes.observe})
+	defer co.Close()
+	bad := "coalesce-bad-" + testenv.Suffix()
+	if err := rdb.Set(context.Background(), bad, "not a number", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	const callers = 3000
+	var wg sync.WaitGroup
+	var wrong, failedBad atomic.Int64
+	for i := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if i%100 == 7 {
+				err := co.Do(ctx, redis.NewIntCmd(ctx, "incr", bad))
+				if err != nil && !errors.Is(err, stock.ErrNotSent) {
+					failedBad.Add(1)
+				}
+				return
+			}
+			want := fmt.Sprintf("caller-%d", i)
+			cmd := redis.NewStringCmd(ctx, "echo", want)
+			if err := co.Do(ctx, cmd); err != nil || cmd.Val() != want {
+				t.Errorf("caller %d: got %q, %v", i, cmd.Val(), err)
+				wrong.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if wrong.Load() > 0 {
+		t.Fatalf("%d callers got another's reply or an error", wrong.Load())
+	}
+	if failedBad.Load() != callers/100 {
+		t.Fatalf("%d of %d refused commands failed", failedBad.Load(), callers/100)
+	}
+	if sizes.calls != callers || sizes.batches >= callers {
+		t.Fatalf("%d calls in %d batches (largest %d): nothing was coalesced", sizes.calls, sizes.batches, sizes.largest)
+	}
+	t.Logf("%d calls in %d batches, largest %d", sizes.calls, sizes.batches, sizes.largest)
+}
+
+// TestCoalescerSendsAloneWhenIdle: a lone call is its own batch at once.
+func TestCoalescerSendsAloneWhenIdle(t *testing.T) {
+	t.Parallel()
+	var sizes batchSizes
+	co := stock.NewCoalescer(testenv.Redis(t), stock.CoalesceConfig{MaxBatch: 64, Flushers: 2, Observe: sizes.observe})
+	defer co.Close()
+	for range 20 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := co.Do(ctx, redis.NewStatusCmd(ctx, "ping")); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+	}
+	if sizes.batches != 20 || sizes.largest != 1 {
+		t.Fatalf("20 sequential calls went in %d batches, largest %d", sizes.batches, sizes.largest)
+	}
+}
+
+// TestCoalescerReloadsScriptsOnce: after SCRIPT FLUSH every coalesced
+// script call still gets its reply (EVAL after NOSCRIPT).
+func TestCoalescerReloadsScriptsOnce(t *testing.T) {
+	red := testenv.StartPrivateRedis(t)
+	rdb := red.Client(2 * time.Second)
+	co := stock.NewCoalescer(rdb, stock.CoalesceConfig{MaxBatch: 32, Flushers: 2})
+	defer co.Close()
+	s := stock.New(rdb).WithCoalescer(co)
+	ctx := context.Background()
+	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	id := warmItem(t, stock.New(rdb), 1000, 1)
+	var wg sync.WaitGroup
+	var admitted atomic.Int64
+	for u := range 200 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := s.Admit(ctx, stock.AdmitRequest{ItemID: id, UserID: int64(u + 1), Qty: 1, RequestID: reqid.New(id, time.Now()),
+				Deadline: time.Now().Add(5 * time.Second)})
+			if err != nil || r.Code != stock.Admitted {
+				t.Errorf("user %d: %v %v", u+1, r.Code, err)
+				return
+			}
+			admitted.Add(1)
+		}()
+	}
+	wg.Wait()
+	if left, _, _ := stock.New(rdb).Stock(ctx, id); admitted.Load() != 200 || left != 800 {
+		t.Fatalf("admitted %d, stock %d, want 200 and 800", admitted.Load(), left)
+	}
+}
+
+// outcome is one coalesced admission's result.
+type outcome struct {
+	rid      string
+	user     int64
+	code     stock.AdmitCode
+	err      error
+	deadline time.Time
+	returned time.Time
+}
+
+// TestCoalescedAdmissionThroughStallAndKill races many buyers, each with
+// its own random deadline, through one Coalescer at one item while its
+// Redis is stalled (SIGSTOP) and then killed mid-batch. Every caller gets
+// exactly its own reply or an error, none waits past its deadline, a call
+// reported never sent reserved nothing, and nothing is reserved twice.
+func TestCoalescedAdmissionThroughStallAndKill(t *testing.T) {
+	red := testenv.StartPrivateRedis(t)
+	rdb := red.Client(time.Second)
+	co := stock.NewCoalescer(rdb, stock.CoalesceConfig{MaxBatch: 64, Flushers: 2})
+	defer co.Close()
+	s := stock.New(rdb).WithCoalescer(co)
+	const units, buyers = 1500, 4000
+	id := warmItem(t, stock.New(rdb), units, 1)
+
+	admitAll := func(from, to int64, results chan<- outcome) {
+		var wg sync.WaitGroup
+		for u := from; u < to; u++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				time.Sleep(time.Duration(rand.IntN(400)) * time.Millisecond)
+				d := time.Duration(20+rand.IntN(480)) * time.Millisecond
+				ctx, cancel := context.WithTimeout(context.Background(), d)
+				defer cancel()
+				dl, _ := ctx.Deadline()
+				rid := reqid.New(id, time.Now())
+				r, err := s.Admit(ctx, stock.AdmitRequest{ItemID: id, UserID: u, Qty: 1, RequestID: rid, Deadline: dl})
+				if err == nil && r.Code == stock.Admitted && r.RequestID != "" && r.RequestID != rid {
+					t.Errorf("user %d got request %s's reply", u, r.RequestID)
+				}
+				results <- outcome{rid: rid, user: u, code: r.Code, err: err, deadline: dl, returned: time.Now()}
+			}()
+		}
+		wg.Wait()
+	}
+
+	// Phase 1: a burst with a 300 ms stall in its middle.
+	results := make(chan outcome, buyers)
+	go func() {
+		time.Sleep(150 * time.Millisecond)
+		red.Pause()
+		time.Sleep(300 * time.Millisecond)
+		red.Resume()
+	}()
+	admitAll(1, buyers+1, results)
+	close(results)
+	var all []outcome
+	for o := range results {
+		all = append(all, o)
+	}
+	checkDeadlines(t, all)
+
+	// Nothing reserved twice, nothing reserved by a call reported never
+	// sent or refused, every admitted call's reservation present.
+	ctx := context.Background()
+	res, err := rdb.HGetAll(ctx, stock.KeysOf(id).Reservations).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	left, _, err := stock.New(rdb).Stock(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(res))+left != units {
+		t.Fatalf("%d reservations + %d stock left != %d units", len(res), left, units)
+	}
+	holders, err := rdb.HGetAll(ctx, stock.KeysOf(id).Holders).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(holders) != len(res) {
+		t.Fatalf("%d buyer marks for %d reservations", len(holders), len(res))
+	}
+	var admitted, notSent, ambiguous, refused int
+	for _, o := range all {
+		_, has := res[o.rid]
+		switch {
+		case o.err == nil && o.code == stock.Admitted:
+			admitted++
+			if !has {
+				t.Errorf("user %d admitted without a reservation", o.user)
+			}
+		case o.err != nil && stock.NotSent(o.err):
+			notSent++
+			if has {
+				t.Errorf("user %d: call reported never sent (%v) but it reserved", o.user, o.err)
+			}
+		case o.err != nil:
+			ambiguous++
+		default:
+			refused++
+			if has {
+				t.Errorf("user %d: verdict %s but it reserved", o.user, o.code)
+			}
+		}
+	}
+	t.Logf("stall: %d admitted, %d never sent, %d ambiguous, %d refused (sold out, late); %d reserved, %d left",
+		admitted, notSent, ambiguous, refused, len(res), left)
+	if admitted == 0 || notSent+ambiguous == 0 {
+		t.Fatalf("the stall did not cut any call (%d admitted, %d errors): the test proves nothing", admitted, notSent+ambiguous)
+	}
+
+	// Phase 2: Redis SIGKILLed mid-burst: every caller still returns by its
+	// deadline, with an error or its own verdict.
+	results = make(chan outcome, buyers)
+	go func() {
+		time.Sleep(150 * time.Millisecond)
+		red.Stop()
+	}()
+	admitAll(buyers+1, 2*buyers+1, results)
+	close(results)
+	all = all[:0]
+	var failed int
+	for o := range results {
+		all = append(all, o)
+		if o.err != nil {
+			failed++
+		}
+	}
+	checkDeadlines(t, all)
+	if failed == 0 {
+		t.Fatal("no call failed after the kill: the test proves nothing")
+	}
+}
+
+// checkDeadlines fails for every caller that came back long after its
+// deadline. The slack covers the scheduler of a loaded 2-core machine, not
+// a batch: a caller waits for its own context only.
+func checkDeadlines(t *testing.T, all []outcome) {
+	t.Helper()
+	const slack = time.Second
+	late := 0
+	for _, o := range all {
+		if o.returned.After(o.deadline.Add(slack)) {
+			late++
+			if late <= 5 {
+				t.Errorf("user %d returned %v after its deadline (%v)", o.user, o.returned.Sub(o.deadline), o.err)
+			}
+		}
+	}
+	if late > 0 {
+		t.Fatalf("%d of %d callers waited past their deadline", late, len(all))
+	}
+}
