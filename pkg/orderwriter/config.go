@@ -25,6 +25,16 @@ type Config struct {
 	// BatchWait is how long a round waits to fill once it has a message;
 	// default 20ms.
 	BatchWait time.Duration
+	// ItemParallelism bounds the item writes (one transaction and its Redis
+	// step each) run at once, across all batches in flight; default 8. Items
+	// are independent rows, so they need not wait for each other. Keep the
+	// MySQL pool at least this large.
+	ItemParallelism int
+	// BatchesInFlight bounds the fetched batches not yet covered by a
+	// committed offset; default 2: one written while the next is fetched
+	// and written, its offsets committed in the background. It bounds what
+	// a crash redelivers and how far fetching runs ahead of a stuck item.
+	BatchesInFlight int
 	// MaxBackoff caps the retry backoff; default 5s.
 	MaxBackoff time.Duration
 	// MinBackoff is the first retry delay; default 50ms.
@@ -80,6 +90,8 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	defInt(&out.BatchSize, 500)
 	def(&out.BatchWait, 20*time.Millisecond)
+	defInt(&out.ItemParallelism, 8)
+	defInt(&out.BatchesInFlight, 2)
 	def(&out.MaxBackoff, 5*time.Second)
 	def(&out.MinBackoff, 50*time.Millisecond)
 	def(&out.GiveUpAfter, 30*time.Second)

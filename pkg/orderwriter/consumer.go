@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -24,6 +25,10 @@ type Consumer struct {
 	items  *ItemWriter
 	after  *afterCommit
 	dlq    *dlqWriter
+	// tr holds the fetched, uncommitted messages of all rounds in flight.
+	tr *tracker
+	// itemSlots bounds concurrent item writes (ItemParallelism).
+	itemSlots chan struct{}
 }
 
 // New builds a consumer; Run starts it. db and st are shared with the caller,
@@ -56,19 +61,28 @@ func New(cfg Config, db *sql.DB, st *stock.Store, m *Metrics, log *slog.Logger) 
 		return nil, fmt.Errorf("orderwriter: reader config: %w", err)
 	}
 	return &Consumer{
-		cfg:    c,
-		log:    log,
-		m:      m,
-		reader: kafka.NewReader(rc),
-		items:  &ItemWriter{DB: db, PaymentWindow: c.PaymentWindow, TxTimeout: 5 * c.StoreTimeout},
-		after:  &afterCommit{stock: st},
-		dlq:    newDLQWriter(c),
+		cfg:       c,
+		log:       log,
+		m:         m,
+		reader:    kafka.NewReader(rc),
+		items:     &ItemWriter{DB: db, PaymentWindow: c.PaymentWindow, TxTimeout: 5 * c.StoreTimeout},
+		after:     &afterCommit{stock: st},
+		dlq:       newDLQWriter(c),
+		tr:        newTracker(),
+		itemSlots: make(chan struct{}, c.ItemParallelism),
 	}, nil
 }
 
-// Run consumes until ctx is done. Then it finishes the round in hand (within
-// DrainTimeout), commits what was written, and closes the reader, which leaves
-// the group so the partitions move to another replica at once.
+// Run consumes until ctx is done. Then it finishes the batches in hand
+// (within DrainTimeout), commits what was written, and closes the reader,
+// which leaves the group so the partitions move to another replica at once.
+//
+// Run overlaps its work: while batches are written (their items
+// concurrently, ItemParallelism at a time) the next batch is fetched, and
+// offsets are committed in the background (commitLoop) as rounds finish. At
+// most BatchesInFlight fetched batches are not yet covered by a committed
+// offset; a batch frees its place only when it is, so a stuck item stops
+// fetching after that many batches instead of piling up redelivery.
 func (c *Consumer) Run(ctx context.Context) error {
 	defer func() {
 		if err := c.reader.Close(); err != nil {
@@ -95,11 +109,39 @@ func (c *Consumer) Run(ctx context.Context) error {
 	}()
 	defer func() { stopLag(); <-lagDone }()
 
+	// Writes and the last commit outlive ctx by DrainTimeout.
+	wctx, cancel := drainContext(ctx, c.cfg.DrainTimeout)
+	defer cancel()
+	stopCommit, commitDone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(commitDone)
+		c.commitLoop(wctx, stopCommit)
+	}()
+	var rounds sync.WaitGroup
+	defer func() {
+		rounds.Wait()
+		close(stopCommit)
+		<-commitDone
+	}()
+
+	places := make(chan struct{}, c.cfg.BatchesInFlight)
 	bo := backoff{min: c.cfg.MinBackoff, max: c.cfg.MaxBackoff}
 	for {
+		select {
+		case places <- struct{}{}:
+		case <-ctx.Done():
+			return nil
+		}
 		batch, err := c.fetch(ctx)
 		if len(batch) > 0 {
-			c.round(ctx, batch)
+			c.tr.add(batch, func() { <-places })
+			rounds.Add(1)
+			go func() {
+				defer rounds.Done()
+				c.round(wctx, batch)
+			}()
+		} else {
+			<-places
 		}
 		if ctx.Err() != nil {
 			return nil
@@ -136,19 +178,20 @@ func (c *Consumer) fetch(ctx context.Context) ([]*entry, error) {
 	return batch, nil
 }
 
-// drainContext is not cancelled when ctx is, but d after it: the round in hand
-// gets a bounded time to finish after shutdown starts.
+// drainContext is not cancelled when ctx is, but d after it: the batches in
+// hand get a bounded time to finish after shutdown starts.
 func drainContext(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(ctx, func() { time.AfterFunc(d, cancel) })
 	return wctx, func() { stop(); cancel() }
 }
 
-// round writes one batch and commits the offsets of what is done.
+// round writes one batch: its items concurrently, at most ItemParallelism
+// item writes at a time across all rounds in flight (items are independent
+// rows and transactions). It marks what it finished done; the commit loop
+// commits it.
 func (c *Consumer) round(ctx context.Context, batch []*entry) {
 	start := time.Now()
-	wctx, cancel := drainContext(ctx, c.cfg.DrainTimeout)
-	defer cancel()
 	c.m.BatchSize.Observe(float64(len(batch)))
 
 	// Decode; poison goes to the DLQ. Group the rest by item, in offset order.
@@ -170,30 +213,29 @@ func (c *Consumer) round(ctx context.Context, batch []*entry) {
 		}
 		groups[om.ItemID] = append(groups[om.ItemID], e)
 	}
-	if c.deadLetter(wctx, poison) == nil {
-		for _, e := range poisonEntries {
-			e.done = true
-		}
+	if c.deadLetter(ctx, poison) == nil {
+		c.tr.markDone(poisonEntries...)
 	}
+	var items sync.WaitGroup
 	for _, item := range order {
-		if wctx.Err() != nil {
+		if !acquire(ctx, c.itemSlots) {
 			break
 		}
-		c.writeGroup(wctx, item, groups[item], decoded)
+		items.Add(1)
+		go func() {
+			defer items.Done()
+			defer func() { <-c.itemSlots }()
+			c.writeGroup(ctx, item, groups[item], decoded)
+		}()
 	}
+	items.Wait()
 
-	offs := newOffsets(batch)
-	if msgs := offs.committable(); len(msgs) > 0 {
-		if err := c.reader.CommitMessages(wctx, msgs...); err != nil {
-			// The messages will be redelivered (to us or to the partition's new
-			// owner after a rebalance) and absorbed by the arbiter.
-			c.m.CommitErrors.Inc()
-			c.log.Warn("commit offsets", "err", err, "messages", len(batch))
-		}
+	last := map[int]kafka.Message{}
+	for _, e := range batch {
+		last[e.msg.Partition] = e.msg
 	}
-	for p, es := range offs.parts {
-		last := es[len(es)-1].msg
-		c.m.fetchLag.set(p, float64(max(0, last.HighWaterMark-last.Offset-1)))
+	for p, m := range last {
+		c.m.fetchLag.set(p, float64(max(0, m.HighWaterMark-m.Offset-1)))
 	}
 	c.m.BatchDuration.Observe(time.Since(start).Seconds())
 }
@@ -229,9 +271,7 @@ func (c *Consumer) writeGroupSince(ctx context.Context, item int64, es []*entry,
 				c.log.Warn("rejected requests of an item MySQL does not have", "item", item, "requests", n)
 			}
 			if c.applyAfterCommit(ctx, res) == nil {
-				for _, e := range es {
-					e.done = true
-				}
+				c.tr.markDone(es...)
 			}
 			return
 		}

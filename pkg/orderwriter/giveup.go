@@ -34,13 +34,13 @@ func (c *Consumer) giveUp(ctx context.Context, e *entry, m queue.OrderMessage, c
 		if ctx.Err() == nil {
 			c.log.Error("could not reject a dead-lettered request; the reaper voids it after the orphan grace",
 				"item", m.ItemID, "request_id", m.RequestID, "err", err)
-			e.done = true
+			c.tr.markDone(e)
 		}
 		return
 	}
 	c.record(res)
 	if c.applyAfterCommit(ctx, res) == nil {
-		e.done = true
+		c.tr.markDone(e)
 	}
 }
 

@@ -35,7 +35,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		BatchDuration: f.NewHistogram(prometheus.HistogramOpts{
 			Name:    "flashsale_consumer_batch_duration_seconds",
-			Help:    "Time to write one round to MySQL and Redis and commit its offsets.",
+			Help:    "Time to write one round to MySQL and Redis (its offsets are committed in the background afterwards).",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
 		}),
 		Outcomes: f.NewCounterVec(prometheus.CounterOpts{
