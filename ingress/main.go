@@ -57,16 +57,28 @@ func run(ctx context.Context, c config.Common, in config.Ingress, log *slog.Logg
 	if err := stock.LoadScripts(ctx, rdb); err != nil {
 		log.Warn("lua scripts not preloaded; they load on first use", "err", err)
 	}
-	writer := queue.NewWriter(c.Brokers(), c.OrdersTopic, in.PublishTimeout)
+	codec, err := queue.ParseCompression(in.PublishCompression)
+	if err != nil {
+		return err
+	}
+	writer := queue.NewBatchedWriter(c.Brokers(), c.OrdersTopic, in.PublishTimeout, queue.Batching{
+		Size: in.PublishBatchSize, Bytes: int64(in.PublishBatchBytes), Timeout: in.PublishBatchTimeout, Compression: codec})
 	wctx, wcancel := context.WithTimeout(ctx, in.PublishTimeout)
 	if err := queue.Warm(wctx, writer); err != nil {
 		log.Warn("kafka writer not warmed; the first publishes will be slower", "err", err)
 	}
 	wcancel()
 	reg := ops.NewRegistry()
+	st := stock.New(rdb)
+	if b := in.RedisBatch; b.MaxBatch > 0 {
+		co := stock.NewCoalescer(rdb, stock.CoalesceConfig{MaxBatch: b.MaxBatch, Window: b.Window, Flushers: b.Flushers,
+			Observe: httpapi.RedisBatchSizes(reg)})
+		defer co.Close() // before rdb.Close: deferred later, run earlier
+		st = st.WithCoalescer(co)
+	}
 	ops.ServePprof(ctx, c.PprofAddr, log)
 	srv, err := httpapi.New(httpapi.Config{Ingress: in, StoreTimeout: c.StoreTimeout, Brokers: c.Brokers(), Topic: c.OrdersTopic, Group: c.ConsumerGroup},
-		httpapi.Deps{DB: db, Stock: stock.New(rdb), Publisher: writer, Registry: reg, Log: log, OpenAPI: openAPI})
+		httpapi.Deps{DB: db, Stock: st, Publisher: writer, Registry: reg, Log: log, OpenAPI: openAPI})
 	if err != nil {
 		_ = writer.Close()
 		return err

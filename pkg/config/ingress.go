@@ -53,6 +53,14 @@ type Ingress struct {
 	// PublishTimeout bounds one synchronous Kafka publish; past it the request
 	// is aborted through the arbiter and the buyer gets 503.
 	PublishTimeout time.Duration
+	// PublishBatchTimeout, PublishBatchSize and PublishBatchBytes are how
+	// the Kafka writer coalesces concurrent synchronous publishes (a batch
+	// leaves when its timeout ends or it is full); PublishCompression is
+	// its codec. Each request still waits for its batch's acks.
+	PublishBatchTimeout time.Duration
+	PublishBatchSize    int
+	PublishBatchBytes   int
+	PublishCompression  string
 	// SoldOutTTL is how long a sold-out answer is served from memory.
 	SoldOutTTL time.Duration
 	// UserRateLimit is admissions per user per item per second (0 = off).
@@ -70,6 +78,8 @@ type Ingress struct {
 	// WAIT) until that many replicas of the item's primary have its
 	// reservation, so it survives a failover; RedisWaitTimeout bounds it.
 	RedisWaitReplicas int
+	// RedisBatch coalesces the hot path's Redis calls (redisbatch.go).
+	RedisBatch RedisBatching
 	RedisWaitTimeout  time.Duration
 	// StatusWaitMax caps GET /api/v1/orders/{request_id}?wait= (longer
 	// waits are cut to it); 0 switches waiting off (every poll answers at
@@ -97,12 +107,17 @@ func (c *Ingress) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.JWTIssuer, "jwt-issuer", "", "the iss claim every bearer token must carry, empty to not check it")
 	fs.DurationVar(&c.JWTMaxTTL, "jwt-max-ttl", 24*time.Hour, "longest accepted token lifetime exp - iat, a Go duration such as 24h")
 	fs.DurationVar(&c.PublishTimeout, "publish-timeout", 3*time.Second, "Kafka publish timeout, a Go duration such as 3s")
+	fs.DurationVar(&c.PublishBatchTimeout, "publish-batch-timeout", 2*time.Millisecond, "how long a Kafka batch waits for more publishes before it is sent, a Go duration from 100us to 1s")
+	fs.IntVar(&c.PublishBatchSize, "publish-batch-size", 1000, "most messages in one Kafka batch, 1 to 100000")
+	fs.IntVar(&c.PublishBatchBytes, "publish-batch-bytes", 1<<20, "most bytes in one Kafka batch, 1024 to 1048576 (the broker's message.max.bytes)")
+	fs.StringVar(&c.PublishCompression, "publish-compression", "none", "Kafka batch compression: none, gzip, snappy, lz4 or zstd")
 	fs.DurationVar(&c.SoldOutTTL, "soldout-ttl", 500*time.Millisecond, "how long a sold-out item is answered from memory, a Go duration up to 10s")
 	fs.IntVar(&c.UserRateLimit, "user-rate-limit", 5, "order attempts per user per item per second, 0 to switch off")
 	fs.IntVar(&c.IPRateLimit, "ip-rate-limit", 0, "requests per client IP per second, 0 to switch off")
 	fs.StringVar(&c.TrustedProxies, "trusted-proxies", "", "comma-separated CIDRs whose X-Forwarded-For is trusted")
 	fs.IntVar(&c.AdmissionRPS, "admission-rps", 0, "admissions per second this process accepts before shedding with 503, 0 to switch off")
 	fs.DurationVar(&c.IdempotencyTTL, "idempotency-ttl", 24*time.Hour, "how long an Idempotency-Key answer is kept, a Go duration")
+	c.RedisBatch.RegisterFlags(fs)
 	fs.IntVar(&c.RedisWaitReplicas, "redis-wait-replicas", 0, "replicas that must have an admission's reservation before the ingress goes on (Redis WAIT), 0 to switch off")
 	fs.DurationVar(&c.RedisWaitTimeout, "redis-wait-timeout", 100*time.Millisecond, "how long an admission waits for FLASHSALE_REDIS_WAIT_REPLICAS, a Go duration")
 	fs.DurationVar(&c.StatusWaitMax, "status-wait-max", 30*time.Second, "longest wait a status poll may ask for with ?wait=, a Go duration up to 2m, 0 to switch waiting off")
@@ -138,6 +153,9 @@ func (c *Ingress) Validate() error {
 	if c.PublishTimeout <= 0 {
 		return fmt.Errorf("FLASHSALE_PUBLISH_TIMEOUT: %v (expected a positive duration)", c.PublishTimeout)
 	}
+	if err := c.validatePublishBatching(); err != nil {
+		return err
+	}
 	if c.SoldOutTTL < 0 || c.SoldOutTTL > 10*time.Second {
 		return fmt.Errorf("FLASHSALE_SOLDOUT_TTL: %v (expected a duration from 0 to 10s)", c.SoldOutTTL)
 	}
@@ -146,6 +164,9 @@ func (c *Ingress) Validate() error {
 	}
 	if _, err := ParseCIDRs(c.TrustedProxies); err != nil {
 		return fmt.Errorf("FLASHSALE_TRUSTED_PROXIES: %v (expected comma-separated CIDRs)", err)
+	}
+	if err := c.RedisBatch.Validate(); err != nil {
+		return err
 	}
 	if c.RedisWaitReplicas < 0 || c.RedisWaitReplicas > 5 {
 		return fmt.Errorf("FLASHSALE_REDIS_WAIT_REPLICAS: %d (expected 0 to switch off, or 1 to 5)", c.RedisWaitReplicas)
@@ -196,4 +217,27 @@ func (c *Ingress) validateTokenKeys() error {
 		return fmt.Errorf("FLASHSALE_JWT_SECRET: a default shipped in the repository or a placeholder, so anyone can mint tokens with it (expected a random secret, e.g. openssl rand -hex 32)")
 	}
 	return nil
+}
+
+// validatePublishBatching checks the Kafka writer's batching. A zero timeout
+// or size is refused rather than passed on: kafka-go reads 0 as its own
+// defaults, a batch timeout of 1 s.
+func (c *Ingress) validatePublishBatching() error {
+	if c.PublishBatchTimeout < 100*time.Microsecond || c.PublishBatchTimeout > time.Second {
+		return fmt.Errorf("FLASHSALE_PUBLISH_BATCH_TIMEOUT: %v (expected a duration from 100us to 1s)", c.PublishBatchTimeout)
+	}
+	if c.PublishBatchTimeout >= c.PublishTimeout {
+		return fmt.Errorf("FLASHSALE_PUBLISH_BATCH_TIMEOUT: %v (expected less than FLASHSALE_PUBLISH_TIMEOUT, %v)", c.PublishBatchTimeout, c.PublishTimeout)
+	}
+	if c.PublishBatchSize < 1 || c.PublishBatchSize > 100_000 {
+		return fmt.Errorf("FLASHSALE_PUBLISH_BATCH_SIZE: %d (expected 1 to 100000)", c.PublishBatchSize)
+	}
+	if c.PublishBatchBytes < 1024 || c.PublishBatchBytes > 1<<20 {
+		return fmt.Errorf("FLASHSALE_PUBLISH_BATCH_BYTES: %d (expected 1024 to 1048576)", c.PublishBatchBytes)
+	}
+	switch c.PublishCompression {
+	case "none", "gzip", "snappy", "lz4", "zstd":
+		return nil
+	}
+	return fmt.Errorf("FLASHSALE_PUBLISH_COMPRESSION: %q (expected none, gzip, snappy, lz4 or zstd)", c.PublishCompression)
 }

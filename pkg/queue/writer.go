@@ -9,20 +9,27 @@ import (
 )
 
 // NewWriter returns the one kafka-go Writer a process shares for the orders
-// topic, configured for durability:
+// topic, configured for durability, with DefaultBatching:
 //
 //   - RequiredAcks: RequireAll. A kafka.Writer literal defaults to
 //     RequireNone, where a broker crash silently loses an "accepted" order.
 //   - Async: false. With Async, errors are dropped unless Completion is set,
-//     and a lost publish is lost stock.
-//   - BatchTimeout of a few ms instead of the 1s default, so synchronous
-//     writes from many handlers batch together without waiting a second.
+//     and a lost publish is lost stock; and the ingress answers 202 only
+//     once the message is acknowledged, which Async cannot tell it.
 //   - Balancer: Hash on the key (item id), so one item stays on one partition.
 //
 // kafka-go has no idempotent producer: its retries can duplicate a message.
 // The consumer's arbiter absorbs duplicates.
 func NewWriter(brokers []string, topic string, writeTimeout time.Duration) *kafka.Writer {
-	return NewWriterWithTransport(brokers, topic, writeTimeout, &kafka.Transport{MetadataTTL: metadataTTL})
+	return NewBatchedWriter(brokers, topic, writeTimeout, DefaultBatching())
+}
+
+// NewBatchedWriter is NewWriter with the batching of b (the ingress's
+// FLASHSALE_PUBLISH_BATCH_* settings).
+func NewBatchedWriter(brokers []string, topic string, writeTimeout time.Duration, b Batching) *kafka.Writer {
+	w := NewWriterWithTransport(brokers, topic, writeTimeout, &kafka.Transport{MetadataTTL: metadataTTL})
+	b.apply(w)
+	return w
 }
 
 // metadataTTL is how stale the writer's view of partition leaders may get.
@@ -38,15 +45,13 @@ const metadataTTL = time.Second
 // fault injector, so even connections to brokers learned from metadata can be
 // cut or stalled.
 func NewWriterWithTransport(brokers []string, topic string, writeTimeout time.Duration, transport kafka.RoundTripper) *kafka.Writer {
-	return &kafka.Writer{
+	w := &kafka.Writer{
 		Transport:              transport,
 		Addr:                   kafka.TCP(brokers...),
 		Topic:                  topic,
 		Balancer:               &kafka.Hash{},
 		RequiredAcks:           kafka.RequireAll,
 		Async:                  false,
-		BatchTimeout:           2 * time.Millisecond,
-		BatchSize:              1000,
 		MaxAttempts:            3,
 		WriteBackoffMin:        20 * time.Millisecond,
 		WriteBackoffMax:        200 * time.Millisecond,
@@ -54,6 +59,49 @@ func NewWriterWithTransport(brokers []string, topic string, writeTimeout time.Du
 		WriteTimeout:           writeTimeout,
 		AllowAutoTopicCreation: false,
 	}
+	DefaultBatching().apply(w)
+	return w
+}
+
+// Batching is how the orders writer coalesces the synchronous publishes of
+// concurrent requests. kafka-go keeps one open batch per partition: the
+// first message starts its Timeout, and the batch is sent when Timeout
+// ends or Size messages or Bytes are in it, whichever comes first; the
+// batches of one partition are sent one at a time. Every caller waits for
+// its batch's acks, so Timeout is the least a publish costs and the most a
+// batch waits for company. A sale's item is one key, so one partition: all
+// its admissions share that one queue of batches.
+type Batching struct {
+	// Size caps the messages of one batch (kafka-go's BatchSize).
+	Size int
+	// Bytes caps the bytes of one batch (kafka-go's BatchBytes), at most
+	// the broker's message.max.bytes (1 MiB by default).
+	Bytes int64
+	// Timeout is how long a batch waits for more messages (kafka-go's
+	// BatchTimeout; kafka-go would wait 1 s when it is 0).
+	Timeout time.Duration
+	// Compression of each batch; kafka.Compression(0) sends it uncompressed.
+	Compression kafka.Compression
+}
+
+// DefaultBatching is the batching the ingress ships with, chosen from the
+// sweep in BENCHMARKS.md ("Kafka publish").
+func DefaultBatching() Batching {
+	return Batching{Size: 1000, Bytes: 1 << 20, Timeout: 2 * time.Millisecond}
+}
+
+func (b Batching) apply(w *kafka.Writer) {
+	w.BatchSize, w.BatchBytes, w.BatchTimeout, w.Compression = b.Size, b.Bytes, b.Timeout, b.Compression
+}
+
+// ParseCompression reads a codec name as the settings spell it: none, gzip,
+// snappy, lz4 or zstd.
+func ParseCompression(name string) (kafka.Compression, error) {
+	var c kafka.Compression
+	if err := c.UnmarshalText([]byte(name)); err != nil {
+		return 0, fmt.Errorf("queue: compression %q: %w", name, err)
+	}
+	return c, nil
 }
 
 // Warm connects the writer's transport to the brokers and caches the topic's
