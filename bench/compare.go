@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -21,13 +22,19 @@ const (
 // of requests in flight.
 const defaultCompareConcurrency = 64
 
-// RunCompare runs baseline (a), baseline (b) and flashsale one after the
-// other with the same plan, the same concurrency, on the same MariaDB and
-// Redis, and computes the ratios. A scenario that cannot start is reported
-// as failed; the others still run.
+// RunCompare runs the baselines -baselines names (a, b or both, in that
+// order) and then flashsale, one after the other with the same plan, the
+// same concurrency, on the same MariaDB and Redis, and computes the ratios
+// to the baselines that ran (a baseline left out has no ratio and is listed
+// as skipped). A scenario that cannot start is reported as failed; the
+// others still run.
 func RunCompare(ctx context.Context, c config.Common, w Workload) (Output, error) {
 	if w.Concurrency == 0 {
 		w.Concurrency = defaultCompareConcurrency
+	}
+	names, err := parseBaselines(w.Settings.Baselines)
+	if err != nil {
+		return Output{}, fmt.Errorf("bench: -baselines %q: %w", w.Settings.Baselines, err)
 	}
 	db, err := OpenBaselineDB(ctx, c.DSN(), w.Settings.BaselineDB, min(w.Concurrency+8, 128))
 	if err != nil {
@@ -37,26 +44,23 @@ func RunCompare(ctx context.Context, c config.Common, w Workload) (Output, error
 	rdb := stock.NewClient(c.RedisAddrs(), c.StoreTimeout, w.Concurrency+8)
 	defer rdb.Close()
 
-	baselines := []struct {
-		name string
-		o    Orderer
-	}{
-		{BaselineA, ForUpdateOrderer{DB: db}},
-		{BaselineB, RedisLockOrderer{DB: db, Redis: rdb, TTL: 5 * time.Second, Wait: w.Settings.RequestTimeout / 2}},
+	orderers := map[string]Orderer{
+		BaselineA: ForUpdateOrderer{DB: db},
+		BaselineB: RedisLockOrderer{DB: db, Redis: rdb, TTL: 5 * time.Second, Wait: w.Settings.RequestTimeout / 2},
 	}
-	var out Output
-	for _, bl := range baselines {
+	out := Output{SkippedBaselines: skippedBaselines(names)}
+	for _, name := range names {
 		if ctx.Err() != nil {
 			break
 		}
-		rep, err := runBaseline(ctx, w, bl.name, db, bl.o)
+		rep, err := runBaseline(ctx, w, name, db, orderers[name])
 		if err != nil {
 			return out, err
 		}
 		out.Runs = append(out.Runs, rep)
 	}
 	if ctx.Err() == nil {
-		sc := Scenario{Name: "flashsale", Base: w.Settings.Target, Brokers: c.Brokers(), Group: w.LagGroup, Topic: w.LagTopic}
+		sc := Scenario{Name: "flashsale", Base: w.Settings.Target, Brokers: c.Brokers(), Group: w.LagGroup, Topic: w.LagTopic, Metrics: w.Settings.IngressMetrics}
 		rep, err := RunScenario(ctx, w, sc)
 		if err != nil {
 			slog.Error("flashsale scenario could not start", "err", err)

@@ -38,6 +38,8 @@ type Settings struct {
 	JSON bool
 	// Compare runs the two baselines and flashsale one after the other.
 	Compare bool
+	// Baselines chooses which baselines -compare runs: "a", "b" or "a,b".
+	Baselines string
 	// JWTSecret signs buyer and admin tokens (HS256).
 	JWTSecret string
 	// PollTimeout bounds how long accepted requests are polled after the attack.
@@ -63,6 +65,10 @@ type Settings struct {
 	BaselineDB string
 	// Quiet turns off the progress line.
 	Quiet bool
+	// IngressMetrics is the ingress's /metrics URL (its ops listener,
+	// FLASHSALE_METRICS_ADDR): the Kafka publish histogram is scraped
+	// before and after flashsale's attack; "" = not scraped.
+	IngressMetrics string
 	// HTML, when set, is the file the self-contained HTML report is written
 	// to: the summary and charts of each run's timeline (sampled once a
 	// second only then).
@@ -83,6 +89,7 @@ func (s *Settings) RegisterFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&s.PayFraction, "pay", 0.5, "fraction of buyers with an UNPAID order who pay")
 	fs.BoolVar(&s.JSON, "json", false, "print the report as JSON on stdout")
 	fs.BoolVar(&s.Compare, "compare", false, "run baseline (a) SELECT FOR UPDATE, baseline (b) Redis lock, then flashsale, same workload")
+	fs.StringVar(&s.Baselines, "baselines", "a,b", "baselines -compare runs before flashsale: a (SELECT FOR UPDATE), b (Redis lock) or a,b")
 	fs.StringVar(&s.JWTSecret, "jwt-secret", "", "HS256 secret the ingress verifies tokens with")
 	fs.DurationVar(&s.PollTimeout, "poll-timeout", 60*time.Second, "how long accepted requests are polled to a terminal status after the attack")
 	fs.DurationVar(&s.PollInterval, "poll-interval", 250*time.Millisecond, "pause between polling rounds")
@@ -93,6 +100,7 @@ func (s *Settings) RegisterFlags(fs *flag.FlagSet) {
 	fs.Int64Var(&s.Seed, "seed", 1, "seed of the workload plan")
 	fs.StringVar(&s.BaselineDB, "baseline-db", "flashsale_bench", "MySQL database for the baselines' own tables (created if missing)")
 	fs.BoolVar(&s.Quiet, "quiet", false, "no progress line on stderr")
+	fs.StringVar(&s.IngressMetrics, "ingress-metrics", "http://127.0.0.1:9103/metrics", "the ingress's /metrics URL on its ops listener, scraped for the Kafka publish latency; empty = don't scrape")
 	fs.StringVar(&s.HTML, "html", "", "also write a self-contained HTML report with charts of the sale's time line to this file")
 }
 
@@ -125,6 +133,12 @@ func (s *Settings) Validate() error {
 		return fmt.Errorf("FLASHSALE_ITEM: %d (expected 0 or a positive id)", s.ItemID)
 	case !identifier(s.BaselineDB):
 		return fmt.Errorf("FLASHSALE_BASELINE_DB: %q (expected letters, digits and _)", s.BaselineDB)
+	}
+	if u, err := url.Parse(s.IngressMetrics); s.IngressMetrics != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+		return fmt.Errorf("FLASHSALE_INGRESS_METRICS: %q (expected the ingress's metrics URL such as http://127.0.0.1:9103/metrics, or empty)", s.IngressMetrics)
+	}
+	if _, err := parseBaselines(s.Baselines); err != nil {
+		return fmt.Errorf("-baselines (FLASHSALE_BASELINES): %q: %v (expected a, b or a,b)", s.Baselines, err)
 	}
 	return nil
 }

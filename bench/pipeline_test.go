@@ -32,6 +32,8 @@ type pipeline struct {
 	Brokers []string
 	Topic   string
 	Group   string
+	// MetricsURL is the ingress's /metrics on its ops handler.
+	MetricsURL string
 }
 
 func startPipeline(t *testing.T, paymentWindow time.Duration) pipeline {
@@ -54,6 +56,7 @@ func startPipeline(t *testing.T, paymentWindow time.Duration) pipeline {
 		t.Fatalf("ingress: %v", err)
 	}
 	ts := httptest.NewServer(srv.Echo())
+	opsTS := httptest.NewServer(srv.Ops())
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -81,13 +84,14 @@ func startPipeline(t *testing.T, paymentWindow time.Duration) pipeline {
 	}()
 	t.Cleanup(func() {
 		ts.Close()
+		opsTS.Close()
 		cancel()
 		wg.Wait()
 		_ = w.Close()
 	})
 	c := testenv.Common(t)
 	c.MySQLDSN = dsn
-	return pipeline{URL: ts.URL, Common: c, Brokers: brokers, Topic: topic, Group: group}
+	return pipeline{URL: ts.URL, Common: c, Brokers: brokers, Topic: topic, Group: group, MetricsURL: opsTS.URL + "/metrics"}
 }
 
 // testSettings are a short run's settings: small N, a stock that sells out,
@@ -95,5 +99,5 @@ func startPipeline(t *testing.T, paymentWindow time.Duration) pipeline {
 func testSettings(target string) Settings {
 	return Settings{Target: target, Buyers: 400, Units: 40, Rate: 400, DupFraction: 0.05, ReplayFraction: 0.05,
 		PayFraction: 0.5, JWTSecret: testSecret, PollTimeout: 30 * time.Second, PollInterval: 100 * time.Millisecond,
-		ReapWait: 20 * time.Second, RequestTimeout: 10 * time.Second, Seed: 7, BaselineDB: "flashsale_bench_t" + testenv.Suffix(), Quiet: true}
+		ReapWait: 20 * time.Second, RequestTimeout: 10 * time.Second, Seed: 7, BaselineDB: "flashsale_bench_t" + testenv.Suffix(), Baselines: "a,b", Quiet: true}
 }

@@ -48,10 +48,14 @@ type Report struct {
 	// last accepted request was terminal (0: all settled during the attack).
 	SettleAfterAttackSecs float64 `json:"settle_after_attack_seconds"`
 	// LagPeak is the peak consumer lag (messages); nil when not measured.
-	LagPeak  *int64 `json:"lag_peak,omitempty"`
-	LagNote  string `json:"lag_note,omitempty"`
-	Audit    *Audit `json:"audit,omitempty"`
-	AuditErr string `json:"audit_error,omitempty"`
+	LagPeak *int64 `json:"lag_peak,omitempty"`
+	LagNote string `json:"lag_note,omitempty"`
+	// Publish is the ingress's Kafka publish latency during the attack
+	// (flashsale with -ingress-metrics only); PublishNote says why not.
+	Publish     *PublishStats `json:"publish,omitempty"`
+	PublishNote string        `json:"publish_note,omitempty"`
+	Audit       *Audit        `json:"audit,omitempty"`
+	AuditErr    string        `json:"audit_error,omitempty"`
 	// Checks are the bench's own findings (unsettled requests, replays that
 	// did not get their first answer, more units ordered than exist).
 	Checks      []string `json:"checks"`
@@ -86,6 +90,9 @@ type Ratio struct {
 type Output struct {
 	Runs   []Report `json:"runs"`
 	Ratios []Ratio  `json:"ratios,omitempty"`
+	// SkippedBaselines are the baselines -compare was told not to run
+	// (-baselines): they have no run and no ratio.
+	SkippedBaselines []string `json:"skipped_baselines,omitempty"`
 	// Lua is the bare admission script's rate (sold-out path) in the same
 	// run; SoldOutVsLua is flashsale's sold-out answers/s over it.
 	Lua          *LuaFigure `json:"lua,omitempty"`
@@ -132,6 +139,9 @@ func WriteText(w io.Writer, o Output) error {
 		for _, r := range o.Ratios {
 			fmt.Fprintf(&b, "flashsale / %s: throughput x%.1f, p99 %.1fx lower\n", r.Baseline, r.Throughput, r.P99)
 		}
+	}
+	for _, name := range o.SkippedBaselines {
+		fmt.Fprintf(&b, "%s: not run (-baselines), no ratio\n", name)
 	}
 	if o.Lua != nil {
 		fmt.Fprintf(&b, "bare admission Lua (sold-out path, %d concurrent EVALSHA, no HTTP): %.0f/s; flashsale's HTTP sold-out answers/s are %.2f of it\n",
@@ -191,6 +201,12 @@ func writeRun(b *bytes.Buffer, r *Report) {
 		pollMode = fmt.Sprintf("long polls ?wait=%dms", s.PollWaitMs)
 	}
 	fmt.Fprintf(b, "status requests %d (%s), %.2f per settled request\n", s.Polls, pollMode, s.PollsPerSettled)
+	switch {
+	case r.Publish != nil:
+		fmt.Fprintf(b, "%s\n", publishLine(r.Publish))
+	case r.PublishNote != "":
+		fmt.Fprintf(b, "kafka publish: %s\n", r.PublishNote)
+	}
 	switch {
 	case r.LagPeak != nil:
 		fmt.Fprintf(b, "consumer lag peak: %d messages\n", *r.LagPeak)

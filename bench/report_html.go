@@ -56,7 +56,7 @@ func WriteHTML(w io.Writer, o Output, written time.Time) error {
 	if bytes.Contains(bytes.ToLower(js), []byte("</script")) {
 		return fmt.Errorf("bench: %s contains </script: cannot inline it", echartsAsset)
 	}
-	page := htmlPage{Written: written.UTC().Format(time.RFC3339), Pass: o.Pass, ECharts: template.JS(js)}
+	page := htmlPage{Written: written.UTC().Format(time.RFC3339), Pass: o.Pass, ECharts: template.JS(js), Compare: compareLines(o)}
 	options := map[string]json.RawMessage{}
 	for i := range o.Runs {
 		r := &o.Runs[i]
@@ -92,7 +92,23 @@ type htmlPage struct {
 	Pass    bool
 	ECharts template.JS
 	Options template.JS
+	// Compare has the -compare ratios and the baselines not run.
+	Compare []string
 	Runs    []htmlRun
+}
+
+// compareLines are the side-by-side facts of a -compare run for the page:
+// a ratio per baseline that ran, and a line per baseline left out, so a
+// page with one baseline says why the other is missing.
+func compareLines(o Output) []string {
+	var lines []string
+	for _, r := range o.Ratios {
+		lines = append(lines, fmt.Sprintf("flashsale / %s: throughput ×%.1f, p99 %.1f× lower", r.Baseline, r.Throughput, r.P99))
+	}
+	for _, name := range o.SkippedBaselines {
+		lines = append(lines, name+": not run (-baselines), no ratio")
+	}
+	return lines
 }
 
 type htmlRun struct {
@@ -113,6 +129,9 @@ func headline(r *Report) []string {
 		fmt.Sprintf("%d buyers for %d units, %s; item %d at %s", r.Buyers, r.Units, load, r.ItemID, r.Target),
 		fmt.Sprintf("sent %d of %d attempts in %.1f s: %.0f answers/s, p50 %.1f ms, p99 %.1f ms; %d accepted (202), %d sold out (410)",
 			r.Sent, r.Planned, r.AttackSecs, r.All.PerSec, r.All.P50ms, r.All.P99ms, r.Outcome(OutAccepted).Count, r.Outcome(OutSoldOut).Count),
+	}
+	if r.Publish != nil {
+		lines = append(lines, publishLine(r.Publish))
 	}
 	if a := r.Audit; a != nil {
 		lines = append(lines, fmt.Sprintf("audit %s: total %d, MySQL stock %d, Redis stock %d, pending %d, unpaid %d, paid %d, cancelled %d, rejected %d",
@@ -145,7 +164,8 @@ pre { font-size: 12px; background: #fafafa; padding: 8px; overflow-x: auto; }
 <body>
 <h1>flashsale bench report</h1>
 <p>written {{.Written}}; result {{if .Pass}}<b class="PASS">PASS</b>{{else}}<b class="FAIL">FAIL</b>{{end}}; x axis: minutes:seconds since the run started, one sample a second</p>
-{{range .Runs}}<section class="run">
+{{range .Compare}}<p>{{.}}</p>
+{{end}}{{range .Runs}}<section class="run">
 <h2>{{.Scenario}} {{if .Pass}}<span class="PASS">PASS</span>{{else}}<span class="FAIL">FAIL</span>{{end}}</h2>
 {{range .Lines}}<p>{{.}}</p>
 {{end}}{{if .Charts}}<div class="grid">

@@ -26,6 +26,9 @@ type Scenario struct {
 	Group, Topic string
 	// ReapWait bounds the wait for the reaper (flashsale only).
 	ReapWait time.Duration
+	// Metrics, when set, is the ingress's /metrics URL: its Kafka publish
+	// histogram is scraped before and after the attack (flashsale only).
+	Metrics string
 }
 
 // Workload is what every scenario of one invocation shares.
@@ -128,9 +131,11 @@ func RunScenario(ctx context.Context, w Workload, sc Scenario) (Report, error) {
 		defer close(settled)
 		settler.Run(ctx, attackDone, s.PollInterval, s.PollTimeout)
 	}()
+	pub := startPublishScrape(ctx, sc.Metrics)
 	slog.Info("attack", "scenario", sc.Name, "item", itemID, "attempts", n, "mode", rep.Mode)
 	err := atk.Run(ctx, rec)
 	attackEnd := time.Now()
+	rep.Publish, rep.PublishNote = pub.finish(ctx)
 	if sampler != nil {
 		sampler.AttackEnded(attackEnd)
 	}
