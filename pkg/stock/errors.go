@@ -20,10 +20,19 @@ var ErrPending = errors.New("stock: reservations pending")
 // does not export: no connection was free, so nothing was sent.
 const poolTimeout = "redis: connection pool timeout"
 
-// NotSent reports whether a failed call certainly never reached Redis: the
+// NotSent reports whether a failed call certainly never ran on Redis: the
 // connection could not be made, no pooled connection was free, the client
-// is closed, or the call left the Coalescer's queue unsent. Any other failure (a timeout or a reset after the command was
-// written) is ambiguous: the command may have run and only its reply was lost.
+// is closed, the call left the Coalescer's queue unsent, or a Redis Cluster
+// node refused the command before running it (clusterRefused). Any other
+// failure (a timeout or a reset after the command was written) is
+// ambiguous: the command may have run and only its reply was lost.
+//
+// go-redis returns the last attempt's error only. An earlier attempt that
+// timed out after writing would make a "not sent" last error wrong, but a
+// timed-out call is not attempted again here: ContextTimeoutEnabled ends a
+// read at the call's deadline (the store timeout, as ReadTimeout), and
+// go-redis' backoff before the next attempt then fails with the context's
+// error, which is ambiguous.
 func NotSent(err error) bool {
 	if err == nil {
 		return false
@@ -35,5 +44,25 @@ func NotSent(err error) bool {
 	if errors.Is(err, redis.ErrClosed) || errors.Is(err, ErrNotSent) {
 		return true
 	}
-	return strings.Contains(err.Error(), poolTimeout)
+	return strings.Contains(err.Error(), poolTimeout) || clusterRefused(err)
+}
+
+// clusterRefused reports a Cluster node's refusal to run a command, which
+// it decides before running anything (the cluster spec's redirections):
+// TRYAGAIN while a slot migrates and a multi-key command's keys are split
+// between the two nodes or one of them does not exist yet (admit.lua with a
+// new Idempotency-Key), MOVED or ASK once go-redis has followed
+// MaxRedirects of them, and CLUSTERDOWN. go-redis retries each of these
+// itself (TRYAGAIN and CLUSTERDOWN with a backoff: 69-234 ms in all before
+// the caller saw TRYAGAIN in reshard_cluster_test.go), so the caller sees
+// one only when a migration or an outage outlasts that.
+func clusterRefused(err error) bool {
+	if redis.IsTryAgainError(err) || redis.IsClusterDownError(err) {
+		return true
+	}
+	if _, ok := redis.IsMovedError(err); ok {
+		return true
+	}
+	_, ok := redis.IsAskError(err)
+	return ok
 }
