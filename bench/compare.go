@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -60,7 +61,8 @@ func RunCompare(ctx context.Context, c config.Common, w Workload) (Output, error
 		out.Runs = append(out.Runs, rep)
 	}
 	if ctx.Err() == nil {
-		sc := Scenario{Name: "flashsale", Base: w.Settings.Target, Brokers: c.Brokers(), Group: w.LagGroup, Topic: w.LagTopic, Metrics: w.Settings.IngressMetrics}
+		sc := Scenario{Name: "flashsale", Base: w.Settings.Target, Brokers: c.Brokers(),
+			Group: cmp.Or(w.LagGroup, c.ConsumerGroup), Topic: cmp.Or(w.LagTopic, c.OrdersTopic), Metrics: w.Settings.IngressMetrics}
 		rep, err := RunScenario(ctx, w, sc)
 		if err != nil {
 			slog.Error("flashsale scenario could not start", "err", err)

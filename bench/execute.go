@@ -24,7 +24,8 @@ func Execute(ctx context.Context, c config.Common, s Settings) (Output, error) {
 	if s.Compare {
 		return RunCompare(ctx, c, w)
 	}
-	rep, err := RunScenario(ctx, w, Scenario{Name: "flashsale", Base: s.Target, Brokers: c.Brokers(), ReapWait: s.ReapWait, Metrics: s.IngressMetrics})
+	rep, err := RunScenario(ctx, w, Scenario{Name: "flashsale", Base: s.Target, Brokers: c.Brokers(), Group: c.ConsumerGroup, Topic: c.OrdersTopic,
+		ReapWait: s.ReapWait, Metrics: s.IngressMetrics})
 	if err != nil {
 		return Output{}, err
 	}
