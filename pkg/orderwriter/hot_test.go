@@ -63,10 +63,15 @@ func TestHotItemWithRebalancingReplicas(t *testing.T) {
 	if st.Stock != 0 || st.Pending != 0 || st.Buyers != units {
 		t.Errorf("redis: stock %d pending %d buyers %d; want 0, 0, %d (rejected buyers may try again)", st.Stock, st.Pending, st.Buyers, units)
 	}
-	// A sample of statuses: every request has a terminal one cached.
+	// A sample of statuses: every request has a terminal one cached. An
+	// UNPAID one lives only stock.UnpaidStatusTTL, which a slow run (-race)
+	// outlasts; pending 0 above shows its after-commit step ran.
 	for i := 0; i < n; i += 97 {
 		v, ok, err := orderstatus.Get(ctx, e.st, e.item, msgs[i].RequestID)
 		dec, derr := store.GetDecision(ctx, e.db, msgs[i].RequestID)
+		if err == nil && derr == nil && !ok && dec.Outcome == store.Ordered {
+			continue
+		}
 		if err != nil || derr != nil || !ok {
 			t.Fatalf("status of %s: %v %v %v", msgs[i].RequestID, ok, err, derr)
 		}
