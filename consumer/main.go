@@ -42,7 +42,9 @@ func run(common config.Common, cc config.Consumer) error {
 	defer stop()
 	ops.ExitAfter(ctx, common.ShutdownTimeout, log)
 
-	db, err := store.Open(ctx, common.DSN(), 8, common.StoreTimeout)
+	// One connection per concurrent item write, plus room for the give-up
+	// path and the readiness check.
+	db, err := store.Open(ctx, common.DSN(), max(8, cc.ItemParallelism+2), common.StoreTimeout)
 	if err != nil {
 		return err
 	}
@@ -57,16 +59,18 @@ func run(common config.Common, cc config.Consumer) error {
 	reg := ops.NewRegistry()
 	ops.ServePprof(ctx, common.PprofAddr, log)
 	c, err := orderwriter.New(orderwriter.Config{
-		Brokers:       common.Brokers(),
-		Topic:         common.OrdersTopic,
-		DLQTopic:      common.DLQTopic,
-		GroupID:       common.ConsumerGroup,
-		BatchSize:     cc.BatchSize,
-		BatchWait:     cc.BatchWait,
-		MaxBackoff:    cc.MaxBackoff,
-		GiveUpAfter:   cc.GiveUpAfter,
-		PaymentWindow: common.PaymentWindow,
-		StoreTimeout:  common.StoreTimeout,
+		Brokers:         common.Brokers(),
+		Topic:           common.OrdersTopic,
+		DLQTopic:        common.DLQTopic,
+		GroupID:         common.ConsumerGroup,
+		BatchSize:       cc.BatchSize,
+		BatchWait:       cc.BatchWait,
+		MaxBackoff:      cc.MaxBackoff,
+		GiveUpAfter:     cc.GiveUpAfter,
+		ItemParallelism: cc.ItemParallelism,
+		BatchesInFlight: cc.BatchesInFlight,
+		PaymentWindow:   common.PaymentWindow,
+		StoreTimeout:    common.StoreTimeout,
 		// Leave a quarter of the shutdown budget to commit, leave the group
 		// and stop the ops server.
 		DrainTimeout: common.ShutdownTimeout * 3 / 4,
@@ -90,7 +94,8 @@ func run(common config.Common, cc config.Consumer) error {
 		serveErr <- ops.Serve(rctx, srv, cc.MetricsAddr, common.ShutdownTimeout/4, log)
 		cancel()
 	}()
-	log.Info("consuming", "batch_size", cc.BatchSize, "batch_wait", cc.BatchWait.String())
+	log.Info("consuming", "batch_size", cc.BatchSize, "batch_wait", cc.BatchWait.String(),
+		"item_parallelism", cc.ItemParallelism, "batches_in_flight", cc.BatchesInFlight)
 	runErr := c.Run(rctx)
 	log.Info("left the consumer group")
 	cancel()

@@ -24,6 +24,13 @@ type Consumer struct {
 	// read-only failover) never give up. Keep it well below the reaper's
 	// FLASHSALE_ORPHAN_GRACE, or the reaper voids the request first.
 	GiveUpAfter time.Duration
+	// ItemParallelism is how many items' writes (a transaction and its
+	// Redis step each) run at once, across the batches in flight.
+	ItemParallelism int
+	// BatchesInFlight is how many fetched batches may wait for their
+	// offsets' commit: the next batch is fetched and written while earlier
+	// ones finish and commit in the background.
+	BatchesInFlight int
 }
 
 // RegisterFlags implements Registerer.
@@ -32,6 +39,8 @@ func (c *Consumer) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.BatchSize, "batch-size", 500, "most messages per write round, 1 to 5000")
 	fs.DurationVar(&c.BatchWait, "batch-wait", 20*time.Millisecond, "how long a round waits to fill, a Go duration such as 20ms")
 	fs.DurationVar(&c.MaxBackoff, "max-backoff", 5*time.Second, "cap of retry backoff on transient errors, a Go duration")
+	fs.IntVar(&c.ItemParallelism, "item-parallelism", 8, "items of the batches in flight written concurrently, 1 to 256 (the MySQL pool grows to match)")
+	fs.IntVar(&c.BatchesInFlight, "batches-in-flight", 2, "fetched batches not yet committed, 1 to 16 (1: fetch, write and commit one after the other)")
 	fs.DurationVar(&c.GiveUpAfter, "give-up-after", 30*time.Second, "how long a message may fail with a permanent error before it is dead-lettered and rejected, a Go duration")
 }
 
@@ -48,6 +57,12 @@ func (c *Consumer) Validate() error {
 	}
 	if c.MaxBackoff <= 0 {
 		return fmt.Errorf("FLASHSALE_MAX_BACKOFF: %v (expected a positive duration)", c.MaxBackoff)
+	}
+	if c.ItemParallelism < 1 || c.ItemParallelism > 256 {
+		return fmt.Errorf("FLASHSALE_ITEM_PARALLELISM: %d (expected 1 to 256)", c.ItemParallelism)
+	}
+	if c.BatchesInFlight < 1 || c.BatchesInFlight > 16 {
+		return fmt.Errorf("FLASHSALE_BATCHES_IN_FLIGHT: %d (expected 1 to 16)", c.BatchesInFlight)
 	}
 	if c.GiveUpAfter <= 0 {
 		return fmt.Errorf("FLASHSALE_GIVE_UP_AFTER: %v (expected a positive duration)", c.GiveUpAfter)

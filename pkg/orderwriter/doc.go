@@ -21,6 +21,17 @@
 // If the CAS finds less stock than Redis admitted, the transaction is rolled
 // back and the item is decided request by request under SELECT ... FOR UPDATE.
 //
+// # Overlap
+//
+// The items of a batch are written concurrently (ItemParallelism item
+// writes at a time, across batches), the next batch is fetched and written
+// while earlier ones finish (BatchesInFlight), and offsets are committed in
+// the background. Batches may finish out of order; the commit loop commits
+// per partition only the prefix whose every message is done, so a crash
+// redelivers at most BatchesInFlight batches and never loses one. Two
+// batches of one hot item may be in their transactions at once: they meet
+// only at the stock CAS, as two replicas after a rebalance do.
+//
 // # Scaling
 //
 // Kafka assigns each partition of the orders topic to exactly one member of
