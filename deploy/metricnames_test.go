@@ -49,6 +49,7 @@ func exported(t *testing.T) map[string]bool {
 	r := &descRecorder{names: map[string]bool{}}
 	httpapi.NewMetrics(r)
 	httpapi.RegisterWaitMetrics(r, func() (int, int) { return 0, 0 })
+	httpapi.RedisBatchSizes(r)
 	admission.NewMetrics(r)
 	orderwriter.NewMetrics(r)
 	reap.NewMetrics(r)

@@ -69,9 +69,16 @@ func run(ctx context.Context, c config.Common, in config.Ingress, log *slog.Logg
 	}
 	wcancel()
 	reg := ops.NewRegistry()
+	st := stock.New(rdb)
+	if b := in.RedisBatch; b.MaxBatch > 0 {
+		co := stock.NewCoalescer(rdb, stock.CoalesceConfig{MaxBatch: b.MaxBatch, Window: b.Window, Flushers: b.Flushers,
+			Observe: httpapi.RedisBatchSizes(reg)})
+		defer co.Close() // before rdb.Close: deferred later, run earlier
+		st = st.WithCoalescer(co)
+	}
 	ops.ServePprof(ctx, c.PprofAddr, log)
 	srv, err := httpapi.New(httpapi.Config{Ingress: in, StoreTimeout: c.StoreTimeout, Brokers: c.Brokers(), Topic: c.OrdersTopic, Group: c.ConsumerGroup},
-		httpapi.Deps{DB: db, Stock: stock.New(rdb), Publisher: writer, Registry: reg, Log: log, OpenAPI: openAPI})
+		httpapi.Deps{DB: db, Stock: st, Publisher: writer, Registry: reg, Log: log, OpenAPI: openAPI})
 	if err != nil {
 		_ = writer.Close()
 		return err

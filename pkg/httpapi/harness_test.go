@@ -94,7 +94,17 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	}
 	t.Cleanup(func() { _ = w.Close() })
 	reg := prometheus.NewRegistry()
+	// The hot path shares Redis round trips as the ingress does by default.
+	b := in.RedisBatch
+	if b.Flushers == 0 {
+		b = config.RedisBatching{MaxBatch: 128, Flushers: 4}
+	}
 	st := stock.New(rdb)
+	if b.MaxBatch > 0 {
+		co := stock.NewCoalescer(rdb, stock.CoalesceConfig{MaxBatch: b.MaxBatch, Window: b.Window, Flushers: b.Flushers})
+		t.Cleanup(co.Close)
+		st = st.WithCoalescer(co)
+	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv, err := New(Config{Ingress: in, StoreTimeout: o.storeTimeout, Brokers: brokers, Topic: topic, Group: group},
 		Deps{DB: db, Stock: st, Publisher: w, Registry: reg, Log: log, OpenAPI: []byte("openapi: 3.0.3\n")})
