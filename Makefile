@@ -7,7 +7,7 @@ STACK_ENV = eval "$$($(STACK) env)" &&
 CLUSTER_ENV = eval "$$($(STACK) env --cluster)" &&
 GOTEST_FLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: report-deps report-assets run test test-faults test-cluster test-faults-cluster cluster-up bench stack-up stack-down stack-status env setup build vet fmt lint clean
+.PHONY: report-deps report-assets run test test-faults test-cluster test-cluster-reduced test-faults-cluster cluster-up bench stack-up stack-down stack-status env setup build vet fmt lint clean
 
 ## run: bring up the stack, migrate, start the pipeline and run the demo flash sale
 run: stack-up setup build
@@ -15,11 +15,20 @@ run: stack-up setup build
 
 ## test: bring up the stack and run every test: unit, integration and race
 ## tests in parallel, the API contract (Schemathesis against a real ingress,
-## deploy/contract/run.sh), then the reduced fault suite alone (it stops servers)
+## deploy/contract/run.sh), the reduced fault suite alone (it stops servers),
+## then the reduced cluster run (test-cluster-reduced)
 test: stack-up setup report-deps vet
 	@$(STACK_ENV) $(GO) test $(GOTEST_FLAGS) ./...
 	@$(STACK_ENV) deploy/contract/run.sh
 	@$(STACK_ENV) $(GO) test -tags faults -count=1 -p 1 -timeout 40m ./faults/
+	@$(MAKE) --no-print-directory test-cluster-reduced
+
+## test-cluster-reduced: what make test runs on the local clusters: the
+## cluster tests, then two of the cluster fault tests (the orders' leader
+## broker SIGKILLed, the sale item's Redis primary SIGKILLed with and
+## without WAIT); test-faults-cluster runs all of them
+test-cluster-reduced: test-cluster
+	@$(CLUSTER_ENV) $(GO) test -tags 'faults cluster' -count=1 -p 1 -timeout 20m -run '^TestCluster(LeaderKilled|RedisPrimaryKilled)$$' ./faults/
 
 ## test-faults: the full fault-injection suite (kills and cuts servers)
 test-faults: stack-up setup
