@@ -41,7 +41,7 @@ func (r StatusRank) ttl() time.Duration {
 // PutStatus caches the JSON status of a request unless a newer one is cached.
 func (s *Store) PutStatus(ctx context.Context, itemID int64, requestID string, rank StatusRank, json []byte) error {
 	keys, args := statusPutCall(itemID, requestID, rank, json)
-	err := statusPutScript.Run(ctx, s.rdb, keys, args...).Err()
+	err := s.run(ctx, statusPutScript, keys, args...).Err()
 	if err != nil {
 		return unavailable("stock: put status", err)
 	}

@@ -29,7 +29,8 @@ type Store struct {
 func New(rdb redis.UniversalClient) *Store { return &Store{rdb: rdb} }
 
 // WithCoalescer returns a Store whose hot-path calls (Admit, Ack,
-// LookupRequest) share round trips through co; the rest go straight to rdb.
+// LookupRequest, PutStatus) share round trips through co; the rest go
+// straight to rdb.
 // The caller closes co after the Store's last use.
 func (s *Store) WithCoalescer(co *Coalescer) *Store { return &Store{rdb: s.rdb, co: co} }
 
