@@ -73,6 +73,16 @@ type Settings struct {
 	// to: the summary and charts of each run's timeline (sampled once a
 	// second only then).
 	HTML string
+	// Drain, when above 0, selects the drain mode (bench/drain.go): that
+	// many orders queued in Kafka, then written by the real consumer.
+	Drain int
+	// DrainItems spreads the drain's orders over that many items (1: one hot
+	// item on one partition).
+	DrainItems int
+	// DrainSample is how many orders baseline (a) writes after the drain.
+	DrainSample int
+	// DrainCPUProfile, when set, is where the CPU profile of the drain goes.
+	DrainCPUProfile string
 }
 
 // RegisterFlags implements config.Registerer.
@@ -101,6 +111,10 @@ func (s *Settings) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&s.BaselineDB, "baseline-db", "flashsale_bench", "MySQL database for the baselines' own tables (created if missing)")
 	fs.BoolVar(&s.Quiet, "quiet", false, "no progress line on stderr")
 	fs.StringVar(&s.IngressMetrics, "ingress-metrics", "http://127.0.0.1:9103/metrics", "the ingress's /metrics URL on its ops listener, scraped for the Kafka publish latency; empty = don't scrape")
+	fs.IntVar(&s.Drain, "drain", 0, "drain mode: queue this many orders, time the real consumer writing them, then baseline (a) over -drain-sample; 0 = a sale")
+	fs.IntVar(&s.DrainItems, "drain-items", 1000, "items the drain's orders are spread over (1 = one hot item on one partition)")
+	fs.IntVar(&s.DrainSample, "drain-sample", 50_000, "orders baseline (a) writes after the drain, with the same MySQL pool (0 = none)")
+	fs.StringVar(&s.DrainCPUProfile, "drain-cpuprofile", "", "write a CPU profile of the drain (this process: the consumer) to this file")
 	fs.StringVar(&s.HTML, "html", "", "also write a self-contained HTML report with charts of the sale's time line to this file")
 }
 
@@ -131,6 +145,8 @@ func (s *Settings) Validate() error {
 		return fmt.Errorf("FLASHSALE_POLL_WAIT: %v (expected 0 for plain polling, or up to 2m)", s.PollWait)
 	case s.ItemID < 0:
 		return fmt.Errorf("FLASHSALE_ITEM: %d (expected 0 or a positive id)", s.ItemID)
+	case s.Drain < 0 || s.DrainItems < 1 || s.DrainSample < 0 || (s.Drain > 0 && s.DrainItems > s.Drain):
+		return fmt.Errorf("FLASHSALE_DRAIN, FLASHSALE_DRAIN_ITEMS, FLASHSALE_DRAIN_SAMPLE: expected 0 or more orders over 1 to that many items")
 	case !identifier(s.BaselineDB):
 		return fmt.Errorf("FLASHSALE_BASELINE_DB: %q (expected letters, digits and _)", s.BaselineDB)
 	}

@@ -31,8 +31,9 @@ func main() { os.Exit(run(os.Args[1:])) }
 func run(args []string) int {
 	var c config.Common
 	var s Settings
+	var cc config.Consumer // the drain mode's consumer
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	if err := config.Parse(fs, args, &c, &s); err != nil {
+	if err := config.Parse(fs, args, &c, &s, &cc); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
@@ -55,6 +56,13 @@ func run(args []string) int {
 	// audit) is still printed.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if s.Drain > 0 {
+		if err := runDrain(ctx, c, cc, s, os.Stdout); err != nil {
+			slog.Error("bench", "err", err)
+			return 1
+		}
+		return 0
+	}
 	out, err := Execute(ctx, c, s)
 	if err != nil {
 		slog.Error("bench", "err", err)
