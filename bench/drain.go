@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
@@ -23,6 +24,7 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/queue"
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
+	"github.com/flashsale-dev/flashsale/pkg/store"
 	"github.com/flashsale-dev/flashsale/schema"
 )
 
@@ -52,13 +54,16 @@ type DrainResult struct {
 func runDrain(ctx context.Context, c config.Common, cc config.Consumer, s Settings, out io.Writer) error {
 	log := slog.Default()
 	pool := max(8, cc.ItemParallelism+2) // as consumer/main.go opens it
+	if err := dropDrainDB(ctx, c.DSN()); err != nil {
+		return err
+	}
 	db, err := OpenBaselineDB(ctx, c.DSN(), drainDB, pool)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	if err := resetDrainDB(ctx, db); err != nil {
-		return err
+	if _, err := migrate.Apply(ctx, db, schema.FS, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+		return fmt.Errorf("drain: migrate: %w", err)
 	}
 	rdb := stock.NewClient(c.RedisAddrs(), c.StoreTimeout, 256)
 	defer rdb.Close()
@@ -121,15 +126,21 @@ func runDrain(ctx context.Context, c config.Common, cc config.Consumer, s Settin
 	return nil
 }
 
-func resetDrainDB(ctx context.Context, db *sql.DB) error {
-	for _, q := range []string{"DROP TABLE IF EXISTS orders", "DROP TABLE IF EXISTS request_outcomes", "DROP TABLE IF EXISTS stock_restores",
-		"DROP TABLE IF EXISTS items", "DROP TABLE IF EXISTS schema_migrations", "TRUNCATE TABLE baseline_orders", "TRUNCATE TABLE baseline_items"} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("drain: %s: %w", q, err)
-		}
+// dropDrainDB drops the drain's database of an earlier run, so each run
+// starts from empty tables.
+func dropDrainDB(ctx context.Context, dsn string) error {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return fmt.Errorf("drain: dsn: %w", err)
 	}
-	if _, err := migrate.Apply(ctx, db, schema.FS, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
-		return fmt.Errorf("drain: migrate: %w", err)
+	cfg.DBName = ""
+	admin, err := store.Open(ctx, cfg.FormatDSN(), 1, 5*time.Second)
+	if err != nil {
+		return fmt.Errorf("drain: mysql: %w", err)
+	}
+	defer admin.Close()
+	if _, err := admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+drainDB); err != nil {
+		return fmt.Errorf("drain: drop %s: %w", drainDB, err)
 	}
 	return nil
 }
