@@ -24,7 +24,8 @@ type LuaFigure struct {
 }
 
 // MeasureLua runs stock.Store.Admit (one EVALSHA round trip each, as the
-// ingress does) against a throwaway item with no stock, for d, at the given
+// ingress did before it coalesced its calls; kept so the ratio means what
+// issue 7 measured) against a throwaway item with no stock, for d, at the given
 // concurrency, then deletes the item's keys. The sold-out path reserves
 // nothing, so no reservation, order or MySQL row is ever created.
 func MeasureLua(ctx context.Context, rdb redis.UniversalClient, concurrency int, d time.Duration) (LuaFigure, error) {
