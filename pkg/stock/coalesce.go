@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -286,8 +285,7 @@ func (c *Coalescer) batchContext(batch []*coalescedCall) (context.Context, conte
 // evalOnNoScript returns the EVAL that replaces cmd when cmd was an EVALSHA
 // Redis did not know, or nil.
 func evalOnNoScript(cmd redis.Cmder) *redis.Cmd {
-	err := cmd.Err()
-	if err == nil || !strings.HasPrefix(err.Error(), "NOSCRIPT") {
+	if err := cmd.Err(); err == nil || !isNoScript(err) {
 		return nil
 	}
 	if _, ok := cmd.(*redis.Cmd); !ok {
