@@ -77,7 +77,11 @@ func redisPrimaryKilled(t *testing.T, wait int) {
 	waitAccepted(t, w, w.nAccept.Load()+10)
 	rep := p.settle(fmt.Sprintf("redis primary of the item SIGKILLed (WAIT replicas %d)", wait), start, w)
 	d := rep.direct
-	t.Logf("WAIT %d: Redis drift after the failover: redis stock %d vs mysql %d; audit violations %v", wait, d.RedisStock, d.DBStock, d.Violations)
+	// Units Redis holds above MySQL once everything settled are the
+	// admissions (DECRBY, reservation, buyer mark) the promoted replica
+	// never received: what the failover lost.
+	t.Logf("WAIT %d: reservations lost with the primary: %d units (redis stock %d vs mysql %d); audit violations %v",
+		wait, d.RedisStock-d.DBStock, d.RedisStock, d.DBStock, d.Violations)
 	for _, inv := range []string{"I1", "I2", "I7"} {
 		if len(rep.invariants[inv]) > 0 {
 			t.Errorf("%s broke after a Redis failover: MySQL must keep it whatever Redis forgot", inv)
