@@ -78,10 +78,10 @@ func (r *Reaper) sweepOrphans(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// unknownScanEvery is how often, at most, the sweep scans Redis for
-// reservations of items MySQL does not list: a scan walks the whole
-// keyspace, so not every pass, yet often enough that such an orphan waits
-// little more than the grace.
+// unknownScanEvery is how often, at most, the sweep asks Redis for
+// reservations of items MySQL does not list: a pipeline of one existence
+// check per item ever warmed, so not every pass, yet often enough that such
+// an orphan waits little more than the grace.
 func (r *Reaper) unknownScanEvery() time.Duration { return min(r.cfg.OrphanGrace/4, time.Minute) }
 
 // unknownItems returns the items with Redis reservations that are not among
@@ -111,7 +111,8 @@ func (r *Reaper) unknownItems(ctx context.Context, known []int64, now time.Time)
 	return out, nil
 }
 
-// unknownScanCalls bounds one keyspace scan, in StoreTimeouts.
+// unknownScanCalls bounds one read of the warmed-items registry and its
+// existence checks, in StoreTimeouts.
 const unknownScanCalls = 30
 
 func (r *Reaper) redisNow(ctx context.Context) (time.Time, error) {

@@ -3,53 +3,51 @@ package stock
 import (
 	"context"
 	"strconv"
-	"strings"
-	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // ReservedItems returns the ids of every item that has a reservations hash
 // in Redis, whether or not MySQL knows the item: the reaper uses it to find
-// reservations of items it would otherwise never visit. It walks the whole
-// keyspace with SCAN (never KEYS, so Redis is not blocked), on every master
-// of a Cluster, so callers should run it seldom.
+// reservations of items it would otherwise never visit. It reads the
+// registry of warmed items (WarmedItems; an item gets reservations only
+// once warmed) and asks each item's shard, in one pipeline, whether its
+// reservations hash exists: a cost in items, not in keys.
 func (s *Store) ReservedItems(ctx context.Context) ([]int64, error) {
-	const prefix, suffix = "fs:{item:", "}:resv"
-	var mu sync.Mutex
-	seen := map[int64]bool{}
-	scan := func(ctx context.Context, c redis.Cmdable) error {
-		var cursor uint64
-		for {
-			keys, next, err := c.ScanType(ctx, cursor, prefix+"*"+suffix, 1000, "hash").Result()
-			if err != nil {
-				return unavailable("stock: scan reservations keys", err)
-			}
-			mu.Lock()
-			for _, k := range keys {
-				id, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(k, prefix), suffix), 10, 64)
-				if err == nil {
-					seen[id] = true
-				}
-			}
-			mu.Unlock()
-			if cursor = next; cursor == 0 {
-				return nil
+	var ids []int64
+	var cursor uint64
+	for {
+		members, next, err := s.rdb.SScan(ctx, WarmedItems, cursor, "", 1000).Result()
+		if err != nil {
+			return nil, unavailable("stock: read warmed items", err)
+		}
+		for _, m := range members {
+			if id, err := strconv.ParseInt(m, 10, 64); err == nil {
+				ids = append(ids, id)
 			}
 		}
+		if cursor = next; cursor == 0 {
+			break
+		}
 	}
-	var err error
-	if cc, ok := s.rdb.(*redis.ClusterClient); ok {
-		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return scan(ctx, c) })
-	} else {
-		err = scan(ctx, s.rdb)
+	if len(ids) == 0 {
+		return nil, nil
 	}
+	exists := make([]*redis.IntCmd, len(ids))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			exists[i] = p.Exists(ctx, KeysOf(id).Reservations)
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, err
+		return nil, unavailable("stock: find reserved items", err)
 	}
-	out := make([]int64, 0, len(seen))
-	for id := range seen {
-		out = append(out, id)
+	var out []int64
+	for i, id := range ids {
+		if exists[i].Val() > 0 {
+			out = append(out, id)
+		}
 	}
 	return out, nil
 }

@@ -12,10 +12,10 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
-// ReservedItems on a Redis Cluster walks every primary: an item holding a
-// reservation is found whichever primary serves its slot, and an item
-// without one is not, however many keys (statuses, more than one SCAN page)
-// it has. The cluster is shared, so other items may be reported too.
+// ReservedItems on a Redis Cluster asks every item's primary: an item
+// holding a reservation is found whichever primary serves its slot (the
+// registry of warmed items lives on one shard, the reservations on theirs),
+// and an item without one is not, however many keys (statuses) it has. The cluster is shared, so other items may be reported too.
 func TestClusterReservedItemsScansEveryPrimary(t *testing.T) {
 	cc := testenv.RedisCluster(t)
 	s := stock.New(cc)

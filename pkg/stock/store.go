@@ -404,6 +404,11 @@ func (s *Store) Warm(ctx context.Context, snap Snapshot) error {
 	for _, b := range snap.Buyers {
 		args = append(args, HolderBit(b.UserID))
 	}
+	// Registered before the warm, so the registry holds every item that
+	// can have reservations (ReservedItems).
+	if err := s.rdb.SAdd(ctx, WarmedItems, snap.ItemID).Err(); err != nil {
+		return unavailable("stock: register warmed item", err)
+	}
 	res, err := warmScript.Run(ctx, s.rdb, keys, args...).StringSlice()
 	if err != nil {
 		return unavailable("stock: warm", err)
