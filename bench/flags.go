@@ -145,7 +145,7 @@ func (s *Settings) Validate() error {
 		return fmt.Errorf("FLASHSALE_POLL_WAIT: %v (expected 0 for plain polling, or up to 2m)", s.PollWait)
 	case s.ItemID < 0:
 		return fmt.Errorf("FLASHSALE_ITEM: %d (expected 0 or a positive id)", s.ItemID)
-	case s.Drain < 0 || s.DrainItems < 1 || s.DrainSample < 0 || (s.Drain > 0 && s.DrainItems > s.Drain):
+	case s.Drain < 0 || s.DrainSample < 0 || (s.Drain > 0 && (s.DrainItems < 1 || s.DrainItems > s.Drain)):
 		return fmt.Errorf("FLASHSALE_DRAIN, FLASHSALE_DRAIN_ITEMS, FLASHSALE_DRAIN_SAMPLE: expected 0 or more orders over 1 to that many items")
 	case !identifier(s.BaselineDB):
 		return fmt.Errorf("FLASHSALE_BASELINE_DB: %q (expected letters, digits and _)", s.BaselineDB)
