@@ -71,7 +71,12 @@ const (
 )
 
 type coalescedCall struct {
-	cmd      redis.Cmder
+	cmd redis.Cmder
+	// script, keys and args are set for an EVALSHA, so a NOSCRIPT reply can
+	// be sent again as EVAL of the same script.
+	script   *redis.Script
+	keys     []string
+	args     []any
 	deadline time.Time
 	state    atomic.Int32
 	done     chan struct{}
@@ -89,35 +94,26 @@ func NewCoalescer(rdb redis.UniversalClient, cfg CoalesceConfig) *Coalescer {
 	return c
 }
 
-// Close stops the flushers after their batches in flight; calls still
-// queued fail with ErrNotSent.
+// Close stops the flushers after their batches in flight. Calls still
+// queued fail with ErrNotSent: their callers, waiting in do, see the
+// Coalescer closed and take them out of the queue.
 func (c *Coalescer) Close() {
 	c.once.Do(func() { close(c.done) })
 	c.wg.Wait()
-	for {
-		select {
-		case cl := <-c.queue:
-			if cl.state.CompareAndSwap(callQueued, callTaken) {
-				cl.cmd.SetErr(fmt.Errorf("%w: %w", ErrNotSent, redis.ErrClosed))
-				close(cl.done)
-			}
-		default:
-			return
-		}
-	}
 }
 
 // Do sends cmd in the next batch and waits for its reply or ctx. On an
 // error other than the command's own, cmd is not to be read afterwards: a
 // batch already on the wire may still fill it in.
 func (c *Coalescer) Do(ctx context.Context, cmd redis.Cmder) error {
-	_, err := c.do(ctx, cmd)
+	_, err := c.do(ctx, &coalescedCall{cmd: cmd})
 	return err
 }
 
 // do is Do, also saying whether cmd holds its reply.
-func (c *Coalescer) do(ctx context.Context, cmd redis.Cmder) (replied bool, err error) {
-	cl := &coalescedCall{cmd: cmd, done: make(chan struct{})}
+func (c *Coalescer) do(ctx context.Context, cl *coalescedCall) (replied bool, err error) {
+	cmd := cl.cmd
+	cl.done = make(chan struct{})
 	cl.deadline, _ = ctx.Deadline()
 	select {
 	case <-c.done:
@@ -164,7 +160,7 @@ func (c *Coalescer) EvalSha(ctx context.Context, script *redis.Script, keys []st
 	}
 	cmdArgs = append(cmdArgs, args...)
 	cmd := redis.NewCmd(ctx, cmdArgs...)
-	if ok, err := c.do(ctx, cmd); !ok {
+	if ok, err := c.do(ctx, &coalescedCall{cmd: cmd, script: script, keys: keys, args: args}); !ok {
 		cmd = redis.NewCmd(ctx, cmdArgs...)
 		cmd.SetErr(err)
 	}
@@ -198,6 +194,12 @@ func (c *Coalescer) flusher() {
 // fill adds the calls already queued, and with a Window those arriving
 // within it, up to MaxBatch.
 func (c *Coalescer) fill(batch []*coalescedCall) []*coalescedCall {
+	var linger <-chan time.Time
+	if c.cfg.Window > 0 {
+		t := time.NewTimer(c.cfg.Window)
+		defer t.Stop()
+		linger = t.C
+	}
 	for len(batch) < c.cfg.MaxBatch {
 		select {
 		case cl := <-c.queue:
@@ -205,18 +207,13 @@ func (c *Coalescer) fill(batch []*coalescedCall) []*coalescedCall {
 			continue
 		default:
 		}
-		break
-	}
-	if c.cfg.Window <= 0 || len(batch) >= c.cfg.MaxBatch {
-		return batch
-	}
-	t := time.NewTimer(c.cfg.Window)
-	defer t.Stop()
-	for len(batch) < c.cfg.MaxBatch {
+		if linger == nil {
+			return batch
+		}
 		select {
 		case cl := <-c.queue:
 			batch = append(batch, cl)
-		case <-t.C:
+		case <-linger:
 			return batch
 		case <-c.done:
 			return batch
@@ -236,16 +233,16 @@ func (c *Coalescer) send(batch []*coalescedCall) {
 	defer cancel()
 	c.exec(ctx, batch)
 	var again []*coalescedCall
-	var evals []*redis.Cmd
 	for _, cl := range batch {
-		if ev := evalOnNoScript(cl.cmd); ev != nil {
-			again, evals = append(again, cl), append(evals, ev)
+		if cl.script != nil && isNoScript(cl.cmd.Err()) {
+			again = append(again, cl)
 		}
 	}
 	if len(again) > 0 {
 		p := c.rdb.Pipeline()
-		for _, ev := range evals {
-			_ = p.Process(ctx, ev)
+		evals := make([]*redis.Cmd, len(again))
+		for i, cl := range again {
+			evals[i] = cl.script.Eval(ctx, p, cl.keys, cl.args...)
 		}
 		_, _ = p.Exec(ctx)
 		for i, cl := range again {
@@ -280,26 +277,4 @@ func (c *Coalescer) batchContext(batch []*coalescedCall) (context.Context, conte
 		}
 	}
 	return context.WithDeadline(context.Background(), latest)
-}
-
-// evalOnNoScript returns the EVAL that replaces cmd when cmd was an EVALSHA
-// Redis did not know, or nil.
-func evalOnNoScript(cmd redis.Cmder) *redis.Cmd {
-	if err := cmd.Err(); err == nil || !isNoScript(err) {
-		return nil
-	}
-	if _, ok := cmd.(*redis.Cmd); !ok {
-		return nil
-	}
-	args := cmd.Args()
-	if len(args) < 2 || args[0] != "evalsha" {
-		return nil
-	}
-	sha, _ := args[1].(string)
-	src, ok := scriptSources[sha]
-	if !ok {
-		return nil
-	}
-	evalArgs := append([]any{"eval", src}, args[2:]...)
-	return redis.NewCmd(context.Background(), evalArgs...)
 }

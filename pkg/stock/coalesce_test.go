@@ -289,3 +289,48 @@ func checkDeadlines(t *testing.T, all []outcome) {
 		t.Fatalf("%d of %d callers waited past their deadline", late, len(all))
 	}
 }
+
+// TestCoalescerCloseFailsQueuedCallsAsNotSent: closing with calls queued
+// behind a stalled Redis answers each queued call ErrNotSent at once (it
+// never reached Redis, so its caller may say "nothing happened"), while the
+// batch already on the wire ends with its own deadline; nobody hangs.
+func TestCoalescerCloseFailsQueuedCallsAsNotSent(t *testing.T) {
+	red := testenv.StartPrivateRedis(t)
+	co := stock.NewCoalescer(red.Client(time.Second), stock.CoalesceConfig{MaxBatch: 4, Flushers: 1})
+	red.Pause()
+	defer red.Resume()
+	const callers = 50
+	errs := make(chan error, callers)
+	for i := range callers {
+		go func() {
+			// A deadline far past the test's patience: only Close can
+			// release the queued calls in time.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			errs <- co.Do(ctx, redis.NewStringCmd(ctx, "echo", fmt.Sprint(i)))
+		}()
+	}
+	time.Sleep(200 * time.Millisecond) // the first batch is on the wire, the rest queued
+	closed := make(chan struct{})
+	go func() { co.Close(); close(closed) }()
+	var notSent, other int
+	for range callers {
+		select {
+		case err := <-errs:
+			if errors.Is(err, stock.ErrNotSent) && stock.NotSent(err) {
+				notSent++
+			} else {
+				other++
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("a caller hung after Close (%d not sent, %d other so far)", notSent, other)
+		}
+	}
+	<-closed
+	if notSent < callers-4 || other > 4 {
+		t.Fatalf("%d calls reported never sent, %d other errors: want every queued call (at least %d) never sent, at most one batch of 4 ambiguous", notSent, other, callers-4)
+	}
+	if err := co.Do(context.Background(), redis.NewStatusCmd(context.Background(), "ping")); !errors.Is(err, stock.ErrNotSent) {
+		t.Fatalf("Do after Close: %v, want ErrNotSent", err)
+	}
+}

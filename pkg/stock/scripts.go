@@ -16,14 +16,8 @@ func mustScript(name string) *redis.Script {
 	if err != nil {
 		panic(fmt.Sprintf("stock: embedded script %s: %v", name, err)) // build-time invariant
 	}
-	sc := redis.NewScript(string(b))
-	scriptSources[sc.Hash()] = string(b)
-	return sc
+	return redis.NewScript(string(b))
 }
-
-// scriptSources maps each script's SHA1 to its source, for the Coalescer's
-// EVAL after a NOSCRIPT.
-var scriptSources = map[string]string{}
 
 // The scripts run by EVALSHA; go-redis falls back to EVAL on NOSCRIPT (after
 // a Redis restart or failover), which also loads them again.
