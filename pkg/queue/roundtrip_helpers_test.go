@@ -35,9 +35,7 @@ func groupRoundTrip(t *testing.T, brokers []string, topic, group string, n, keys
 		}
 		msgs[i] = kafka.Message{Key: m.Key(), Value: b}
 	}
-	if err := w.WriteMessages(ctx, msgs...); err != nil {
-		t.Fatalf("write: %v", err)
-	}
+	writeAll(ctx, t, w, msgs)
 
 	var mu sync.Mutex
 	seen := map[string]int{}
@@ -95,4 +93,35 @@ func groupRoundTrip(t *testing.T, brokers []string, topic, group string, n, keys
 		t.Fatalf("saw %d distinct messages, want %d", len(seen), n)
 	}
 	return partitions
+}
+
+// writeAll writes msgs, sending again only the messages a broker refused
+// with UnknownTopicOrPartition: a topic created a moment ago is known to
+// the broker that created it before its partitions' leaders all have it
+// (seen on a cluster started cold: "[3] Unknown Topic Or Partition").
+// Resending only those keeps every message in the log exactly once.
+func writeAll(ctx context.Context, t *testing.T, w *kafka.Writer, msgs []kafka.Message) {
+	t.Helper()
+	for {
+		err := w.WriteMessages(ctx, msgs...)
+		if err == nil {
+			return
+		}
+		var we kafka.WriteErrors
+		if !errors.As(err, &we) || ctx.Err() != nil {
+			t.Fatalf("write: %v", err)
+		}
+		var again []kafka.Message
+		for i, e := range we {
+			if e == nil {
+				continue
+			}
+			if !errors.Is(e, kafka.UnknownTopicOrPartition) {
+				t.Fatalf("write: %v", e)
+			}
+			again = append(again, msgs[i])
+		}
+		msgs = again
+		time.Sleep(200 * time.Millisecond)
+	}
 }
