@@ -38,6 +38,12 @@ type Config struct {
 	WaitTimeout  time.Duration
 	// StoreTimeout bounds each Redis and MySQL call of the path.
 	StoreTimeout time.Duration
+	// BucketWait bounds how long a buyer whose home bucket is empty waits
+	// for the rebalancer while other buckets of the item still have stock
+	// (see config.Ingress.BucketWait); BucketPoll is the pause between the
+	// looks.
+	BucketWait time.Duration
+	BucketPoll time.Duration
 }
 
 // Request is one buyer's attempt, already authenticated and validated.
@@ -46,6 +52,10 @@ type Request struct {
 	UserID         int64
 	Qty            int
 	IdempotencyKey string
+
+	// buckets is the item's bucket count and bucket the buyer's home
+	// bucket, set by admit.
+	buckets, bucket int
 }
 
 // Service admits orders. It is safe for concurrent use.
@@ -56,6 +66,7 @@ type Service struct {
 	pub      Publisher
 	limiter  *rate.Limiter // nil = off
 	soldOut  *soldOutCache
+	counts   *bucketCounts
 	inflight sync.Map // request id -> *flight, for concurrent replays
 	retries  *retryQueue
 	m        *Metrics
@@ -73,7 +84,7 @@ type flight struct {
 
 // New returns a Service.
 func New(cfg Config, st *stock.Store, db *sql.DB, pub Publisher, m *Metrics, log *slog.Logger) *Service {
-	s := &Service{cfg: cfg, stock: st, db: db, pub: pub, soldOut: newSoldOutCache(cfg.SoldOutTTL), m: m, log: log, now: time.Now}
+	s := &Service{cfg: cfg, stock: st, db: db, pub: pub, soldOut: newSoldOutCache(cfg.SoldOutTTL), counts: newBucketCounts(), m: m, log: log, now: time.Now}
 	s.retries = &retryQueue{run: func(ctx context.Context, c compensation) error {
 		return s.compensate(ctx, c, s.cfg.StoreTimeout)
 	}, log: log}
@@ -101,26 +112,120 @@ func (s *Service) admit(ctx context.Context, r Request) Result {
 	if s.limiter != nil && !s.limiter.Allow() {
 		return Result{Outcome: Shed, RetryAfter: time.Second}
 	}
-	rid := reqid.New(r.ItemID, now)
+	// A count that changed since it was read (a re-bucketing warm) is
+	// answered Moved by the script, which did nothing: read it anew, once.
+	for try := 0; ; try++ {
+		cctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
+		n, err := s.counts.get(cctx, s.stock, r.ItemID, now, try > 0)
+		cancel()
+		if err != nil {
+			s.log.WarnContext(ctx, "admission: redis unavailable", "item_id", r.ItemID, "err", err)
+			return Result{Outcome: Unavailable}
+		}
+		r.buckets, r.bucket = n, stock.HomeBucket(r.UserID, n)
+		res, moved := s.admitIn(ctx, r, now)
+		if !moved {
+			return res
+		}
+		if try > 0 {
+			return Result{Outcome: Unavailable}
+		}
+	}
+}
+
+// admitIn is one admission in the buyer's home bucket, under its own
+// request id; moved reports that the item's bucket count was not r.buckets.
+func (s *Service) admitIn(ctx context.Context, r Request, now time.Time) (res Result, moved bool) {
+	rid := reqid.NewIn(r.ItemID, r.bucket, now)
 	f := &flight{done: make(chan struct{})}
 	s.inflight.Store(rid, f) // before Redis: a replay may learn rid from Redis at once
 	defer func() {
 		s.inflight.Delete(rid)
 		close(f.done)
 	}()
-	f.res = s.reserveAndPublish(ctx, r, rid, now)
-	return f.res
+	f.res, moved = s.reserveAndPublish(ctx, r, rid, now)
+	return f.res, moved
 }
 
-func (s *Service) reserveAndPublish(ctx context.Context, r Request, rid string, now time.Time) Result {
-	deadline := now.Add(s.cfg.StoreTimeout)
+func (s *Service) reserveAndPublish(ctx context.Context, r Request, rid string, now time.Time) (Result, bool) {
+	ar, deadline, err := s.reserve(ctx, r, rid, now)
+	if err == nil && ar.Code == stock.SoldOut && r.buckets > 1 {
+		ar, deadline, err = s.awaitStock(ctx, r, rid, now, ar)
+	}
+	if err == nil && ar.Code == stock.Moved {
+		return Result{}, true
+	}
+	return s.answer(ctx, r, rid, now, ar, deadline, err), false
+}
+
+// reserve runs the admission script once, in r's home bucket.
+func (s *Service) reserve(ctx context.Context, r Request, rid string, now time.Time) (stock.AdmitResult, time.Time, error) {
+	deadline := s.now().Add(s.cfg.StoreTimeout)
 	rctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
 	ar, err := s.stock.Admit(rctx, stock.AdmitRequest{
-		ItemID: r.ItemID, UserID: r.UserID, Qty: r.Qty, RequestID: rid, Now: now, Deadline: deadline,
+		ItemID: r.ItemID, Buckets: r.buckets, Bucket: r.bucket, UserID: r.UserID, Qty: r.Qty, RequestID: rid, Now: now, Deadline: deadline,
 		UserRatePerSec: s.cfg.UserRateLimit, IdempotencyKey: r.IdempotencyKey, IdempotencyTTL: s.cfg.IdempotencyTTL,
 		WaitReplicas: s.cfg.WaitReplicas, WaitTimeout: s.cfg.WaitTimeout,
 	})
-	cancel()
+	return ar, deadline, err
+}
+
+// awaitStock handles a home bucket found short while the item has other
+// buckets. "Sold out" is answered only when no bucket has the qty, by a
+// read that cannot miss units moving between buckets
+// (stock.SoldOutEverywhere). Otherwise the script already raised the
+// bucket's want flag, the rebalancer moves stock here within a pass or two,
+// and the admission is tried again (same request id: the script is
+// idempotent per id) every BucketPoll, for at most BucketWait. A wait that
+// runs out answers StockMoving: nothing is reserved, try again.
+func (s *Service) awaitStock(ctx context.Context, r Request, rid string, now time.Time, ar stock.AdmitResult) (stock.AdmitResult, time.Time, error) {
+	start := s.now()
+	result := "error"
+	defer func() { s.m.bucketWaits.WithLabelValues(result).Observe(s.now().Sub(start).Seconds()) }()
+	until := start.Add(s.cfg.BucketWait)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
+		gone, err := s.stock.SoldOutEverywhere(cctx, r.ItemID, r.buckets, r.Qty)
+		cancel()
+		switch {
+		case err != nil:
+			// Only reads failed; the last script run reserved nothing.
+			return stock.AdmitResult{Code: stockUnreadable}, time.Time{}, nil
+		case gone:
+			result, ar.StockLeft = "sold_out", 0
+			return ar, time.Time{}, nil
+		case !s.now().Before(until):
+			result = "timed_out"
+			return stock.AdmitResult{Code: stockMoving}, time.Time{}, nil
+		}
+		t := time.NewTimer(s.cfg.BucketPoll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			result = "timed_out"
+			return stock.AdmitResult{Code: stockMoving}, time.Time{}, nil
+		case <-t.C:
+		}
+		var deadline time.Time
+		ar, deadline, err = s.reserve(ctx, r, rid, now)
+		if err != nil || ar.Code != stock.SoldOut {
+			if err == nil {
+				result = "refilled"
+			}
+			return ar, deadline, err
+		}
+	}
+}
+
+// Verdicts of awaitStock that the script never gives.
+const (
+	stockMoving     stock.AdmitCode = "stock_moving"
+	stockUnreadable stock.AdmitCode = "stock_unreadable"
+)
+
+// answer turns the script's verdict (or its error) into the buyer's answer.
+func (s *Service) answer(ctx context.Context, r Request, rid string, now time.Time, ar stock.AdmitResult, deadline time.Time, err error) Result {
 	if err != nil && stock.NotSent(err) {
 		s.log.WarnContext(ctx, "admission: redis unavailable", "item_id", r.ItemID, "err", err)
 		return Result{Outcome: Unavailable}
@@ -145,9 +250,13 @@ func (s *Service) reserveAndPublish(ctx context.Context, r Request, rid string, 
 		return s.replay(ctx, r, ar.RequestID, false)
 	case stock.SoldOut:
 		if ar.StockLeft <= 0 && s.soldOut.NeedsMark(r.ItemID, now) {
-			s.soldOut.Mark(r.ItemID, now, s.holderBits(ctx, r.ItemID))
+			s.soldOut.Mark(r.ItemID, now, s.holderBits(ctx, r.ItemID, r.buckets))
 		}
 		return Result{Outcome: SoldOut}
+	case stockMoving:
+		return Result{Outcome: StockMoving, RetryAfter: time.Second}
+	case stockUnreadable:
+		return Result{Outcome: Unavailable}
 	case stock.Unknown:
 		return Result{Outcome: UnknownItem}
 	case stock.NotActive:
@@ -196,7 +305,7 @@ func (s *Service) replay(ctx context.Context, r Request, first string, acked boo
 // so nothing is reserved and the buyer may simply retry.
 func (s *Service) replayUnacked(ctx context.Context, r Request, first string) Result {
 	rctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
-	rid, acked, found, err := s.stock.IdempotencyAnswer(rctx, r.ItemID, r.UserID, r.IdempotencyKey)
+	rid, acked, found, err := s.stock.IdempotencyAnswer(rctx, r.ItemID, r.bucket, r.UserID, r.IdempotencyKey)
 	cancel()
 	switch {
 	case err == nil && found && rid == first && acked:
@@ -327,10 +436,10 @@ func (s *Service) compensate(ctx context.Context, c compensation, timeout time.D
 
 // holderBits reads the item's holder bitmap for the sold-out flag; nil when
 // it cannot be read (keyed requests then keep going to Redis).
-func (s *Service) holderBits(ctx context.Context, item int64) stock.HolderBitmap {
+func (s *Service) holderBits(ctx context.Context, item int64, buckets int) stock.HolderBitmap {
 	bctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
 	defer cancel()
-	b, err := s.stock.HolderBits(bctx, item)
+	b, err := s.stock.HolderBits(bctx, item, buckets)
 	if err != nil {
 		s.log.DebugContext(ctx, "admission: no holder bitmap for the sold-out flag", "item_id", item, "err", err)
 		return nil

@@ -12,6 +12,7 @@ type Metrics struct {
 	publishFailures prometheus.Counter
 	soldOutHits     prometheus.Counter
 	waitShort       prometheus.Counter
+	bucketWaits     *prometheus.HistogramVec
 }
 
 // NewMetrics registers the admission metrics on reg.
@@ -38,6 +39,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "flashsale_soldout_cache_hits_total",
 			Help: "Sold-out answers given from process memory without a Redis round trip.",
 		}),
+		bucketWaits: f.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "flashsale_bucket_wait_seconds",
+			Help:    "Waits of buyers whose home bucket was empty while other buckets of the item had stock, by how they ended: refilled (stock arrived), sold_out (every bucket empty), timed_out (FLASHSALE_BUCKET_WAIT passed: 503 stock_moving), error.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"result"}),
 		waitShort: f.NewCounter(prometheus.CounterOpts{
 			Name: "flashsale_redis_wait_short_total",
 			Help: "Admissions whose reservation fewer replicas than FLASHSALE_REDIS_WAIT_REPLICAS acknowledged within FLASHSALE_REDIS_WAIT_TIMEOUT (admitted anyway).",

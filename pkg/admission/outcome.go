@@ -18,6 +18,10 @@ const (
 	SoldOut     Outcome = "sold_out"     // from Redis: 410
 	SoldOutMem  Outcome = "sold_out_mem" // from the in-memory flag: 410
 	Shed        Outcome = "shed"         // in-process limiter: 503
+	// StockMoving: the buyer's home bucket is empty while other buckets of
+	// the item still have stock, and the rebalancer did not move any here
+	// within the bucket wait. 503 with Retry-After; nothing is reserved.
+	StockMoving Outcome = "stock_moving"
 	// Unavailable: Redis could not be reached, or it did not confirm and the
 	// request was then decided ABORTED and released: 503, and it is known
 	// that nothing is reserved.

@@ -72,7 +72,7 @@ func (c *Catalog) Put(ctx context.Context, it store.Item) (store.Item, error) {
 		if err != nil {
 			return err
 		}
-		full = ch.Created || ch.StockChanged || !warmed
+		full = ch.Created || ch.StockChanged || ch.BucketsChanged || !warmed
 		if full && !ch.Created {
 			if err := c.checkPending(ctx, it.ID, warmed); err != nil {
 				return err
@@ -115,8 +115,9 @@ func (c *Catalog) checkPending(ctx context.Context, id int64, warmed bool) error
 	return nil
 }
 
-// rebuild writes item id's committed state to Redis, under its row lock so
-// no consumer or reaper stock change commits in between.
+// rebuild writes item id's committed state to Redis, under its row lock
+// (and its bucket rows' locks) so no consumer or reaper stock change commits
+// in between.
 func (c *Catalog) rebuild(ctx context.Context, id int64, metaOnly bool) error {
 	return store.RunInTx(ctx, c.db, sql.LevelDefault, func(tx *sql.Tx) error {
 		it, err := store.GetItemForUpdate(ctx, tx, id)
@@ -156,12 +157,39 @@ func (c *Catalog) checkLag(ctx context.Context) error {
 	return nil
 }
 
-// warm writes the snapshot of it (read inside tx) to Redis.
+// warm writes the snapshot of it (read inside tx) to Redis: every bucket's
+// stock row, each buyer's mark in their home bucket.
 func (c *Catalog) warm(ctx context.Context, tx *sql.Tx, it store.Item, metaOnly bool) error {
 	snap := stock.Snapshot{ItemID: it.ID, Stock: it.Stock, StartsAt: it.StartsAt, EndsAt: it.EndsAt,
 		PerUserLimit: it.PerUserLimit, MetaOnly: metaOnly}
+	rows, err := store.BucketRows(ctx, tx, it.ID, true)
+	if err != nil {
+		return err
+	}
+	if it.Bucketed() {
+		if len(rows) != it.Buckets {
+			return fmt.Errorf("catalog: item %d has %d buckets but %d bucket rows", it.ID, it.Buckets, len(rows))
+		}
+		for _, r := range rows {
+			snap.BucketStock = append(snap.BucketStock, r.Stock)
+		}
+	}
+	prev, _, err := c.st.Buckets(ctx, it.ID)
+	if err != nil {
+		return err
+	}
+	snap.PrevBuckets = prev
 	if !metaOnly {
-		var err error
+		// A transfer between buckets that is not finished has moved units
+		// in one store and not yet in the other; a copy of MySQL would
+		// put them back where the transfer already took them from.
+		open, err := store.OpenTransfersOf(ctx, tx, it.ID)
+		if err != nil {
+			return err
+		}
+		if open > 0 {
+			return fmt.Errorf("%w: %d transfers between buckets of item %d not finished", ErrInFlight, open, it.ID)
+		}
 		holdings, err := store.BuyersOf(ctx, tx, it.ID)
 		if err != nil {
 			return err
@@ -169,8 +197,12 @@ func (c *Catalog) warm(ctx context.Context, tx *sql.Tx, it store.Item, metaOnly 
 		for _, h := range holdings {
 			snap.Buyers = append(snap.Buyers, stock.Holder{UserID: h.UserID, RequestID: h.RequestID})
 		}
-		if snap.UnappliedRestores, err = store.UnappliedRestoresOf(ctx, tx, it.ID); err != nil {
+		restores, err := store.UnappliedRestoresOf(ctx, tx, it.ID)
+		if err != nil {
 			return err
+		}
+		for _, o := range restores {
+			snap.UnappliedRestores = append(snap.UnappliedRestores, stock.RestoreRef{RequestID: o.RequestID, Bucket: o.Bucket})
 		}
 	}
 	if err := c.st.Warm(ctx, snap); err != nil {

@@ -79,7 +79,9 @@ type Ingress struct {
 	// reservation, so it survives a failover; RedisWaitTimeout bounds it.
 	RedisWaitReplicas int
 	// RedisBatch coalesces the hot path's Redis calls (redisbatch.go).
-	RedisBatch       RedisBatching
+	RedisBatch RedisBatching
+	// Buckets: stock bucket settings (buckets.go).
+	Buckets          Buckets
 	RedisWaitTimeout time.Duration
 	// StatusWaitMax caps GET /api/v1/orders/{request_id}?wait= (longer
 	// waits are cut to it); 0 switches waiting off (every poll answers at
@@ -118,6 +120,7 @@ func (c *Ingress) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.AdmissionRPS, "admission-rps", 0, "admissions per second this process accepts before shedding with 503, 0 to switch off")
 	fs.DurationVar(&c.IdempotencyTTL, "idempotency-ttl", 24*time.Hour, "how long an Idempotency-Key answer is kept, a Go duration")
 	c.RedisBatch.RegisterFlags(fs)
+	c.Buckets.RegisterFlags(fs)
 	fs.IntVar(&c.RedisWaitReplicas, "redis-wait-replicas", 0, "replicas that must have an admission's reservation before the ingress goes on (Redis WAIT), 0 to switch off")
 	fs.DurationVar(&c.RedisWaitTimeout, "redis-wait-timeout", 100*time.Millisecond, "how long an admission waits for FLASHSALE_REDIS_WAIT_REPLICAS, a Go duration")
 	fs.DurationVar(&c.StatusWaitMax, "status-wait-max", 30*time.Second, "longest wait a status poll may ask for with ?wait=, a Go duration up to 2m, 0 to switch waiting off")
@@ -164,6 +167,9 @@ func (c *Ingress) Validate() error {
 	}
 	if _, err := ParseCIDRs(c.TrustedProxies); err != nil {
 		return fmt.Errorf("FLASHSALE_TRUSTED_PROXIES: %v (expected comma-separated CIDRs)", err)
+	}
+	if err := c.Buckets.Validate(); err != nil {
+		return err
 	}
 	if err := c.RedisBatch.Validate(); err != nil {
 		return err

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 	"unicode/utf8"
@@ -21,6 +22,9 @@ type itemBody struct {
 	PerUserLimit *int       `json:"per_user_limit"`
 	StartsAt     *time.Time `json:"starts_at"`
 	EndsAt       *time.Time `json:"ends_at"`
+	// Buckets is optional: a new item gets 1, an existing one keeps its
+	// count.
+	Buckets *int `json:"buckets"`
 }
 
 type adminItem struct {
@@ -32,11 +36,12 @@ type adminItem struct {
 	PerUserLimit int       `json:"per_user_limit"`
 	StartsAt     time.Time `json:"starts_at"`
 	EndsAt       time.Time `json:"ends_at"`
+	Buckets      int       `json:"buckets"`
 }
 
 func toAdminItem(it store.Item) adminItem {
 	return adminItem{ID: it.ID, Name: it.Name, PriceCents: it.PriceCents, TotalStock: it.TotalStock, Stock: it.Stock,
-		PerUserLimit: it.PerUserLimit, StartsAt: it.StartsAt.UTC(), EndsAt: it.EndsAt.UTC()}
+		PerUserLimit: it.PerUserLimit, StartsAt: it.StartsAt.UTC(), EndsAt: it.EndsAt.UTC(), Buckets: max(it.Buckets, 1)}
 }
 
 // Bounds of admin input: the stock columns are INT.
@@ -58,8 +63,10 @@ const (
 // one a sale time may have.
 func saleYear(t time.Time) bool { return t.Year() >= minSaleYear && t.Year() <= maxSaleYear }
 
-func (b itemBody) validate(id int64) (store.Item, error) {
+func (b itemBody) validate(id int64, maxBuckets int) (store.Item, error) {
 	switch {
+	case b.Buckets != nil && (*b.Buckets < 1 || *b.Buckets > maxBuckets):
+		return store.Item{}, badRequest("invalid_buckets", fmt.Sprintf("buckets must be an integer from 1 to %d", maxBuckets))
 	case b.Name == nil || *b.Name == "" || utf8.RuneCountInString(*b.Name) > 200:
 		return store.Item{}, badRequest("invalid_name", "name must be 1 to 200 characters")
 	case b.PriceCents == nil || *b.PriceCents < 0:
@@ -71,8 +78,12 @@ func (b itemBody) validate(id int64) (store.Item, error) {
 	case b.StartsAt == nil || b.EndsAt == nil || !b.StartsAt.Before(*b.EndsAt) || !saleYear(*b.StartsAt) || !saleYear(*b.EndsAt):
 		return store.Item{}, badRequest("invalid_window", "starts_at and ends_at are RFC 3339 times of the years 1970 to 9998 with starts_at before ends_at")
 	}
-	return store.Item{ID: id, Name: *b.Name, PriceCents: *b.PriceCents, TotalStock: *b.Stock,
-		PerUserLimit: *b.PerUserLimit, StartsAt: b.StartsAt.UTC(), EndsAt: b.EndsAt.UTC()}, nil
+	it := store.Item{ID: id, Name: *b.Name, PriceCents: *b.PriceCents, TotalStock: *b.Stock,
+		PerUserLimit: *b.PerUserLimit, StartsAt: b.StartsAt.UTC(), EndsAt: b.EndsAt.UTC()}
+	if b.Buckets != nil {
+		it.Buckets = *b.Buckets
+	}
+	return it, nil
 }
 
 // putItem is PUT /api/v1/admin/items/{id}: create or update, then warm.
@@ -85,7 +96,7 @@ func (s *Server) putItem(c echo.Context) error {
 	if err := decodeStrict(c, &b); err != nil {
 		return err
 	}
-	in, err := b.validate(id)
+	in, err := b.validate(id, s.cfg.Ingress.Buckets.Max)
 	if err != nil {
 		return err
 	}
@@ -124,6 +135,8 @@ func (s *Server) catalogError(c echo.Context, err error) error {
 		return notFound("no such item")
 	case errors.Is(err, store.ErrHasOrders):
 		return newErr(http.StatusConflict, "has_orders", "the stock of an item with orders cannot change")
+	case errors.Is(err, store.ErrTransfersOpen):
+		return newErr(http.StatusConflict, "in_flight", "stock is moving between this item's buckets; retry when the transfers have finished")
 	case errors.Is(err, catalog.ErrInFlight):
 		return newErr(http.StatusConflict, "in_flight", "requests for this item are still in flight; retry when they have settled")
 	}

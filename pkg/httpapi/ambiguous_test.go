@@ -74,7 +74,7 @@ func TestLostRedisReplyNeverMisleadsOrLocksOut(t *testing.T) {
 		t.Fatalf("lost reply: %d %s", r.Code, r.Body)
 	}
 	body := r.json(t)
-	_, held, _, err := shared.HeldBy(context.Background(), item, 7)
+	_, held, _, err := shared.HeldBy(context.Background(), item, 0, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestLostRedisReplyNeverMisleadsOrLocksOut(t *testing.T) {
 	// Within seconds of Redis answering again the hold is released and the
 	// request is decided: the buyer can poll it and can buy.
 	testenv.Eventually(t, 10*time.Second, 100*time.Millisecond, func() bool {
-		_, held, _, err := shared.HeldBy(context.Background(), item, 7)
+		_, held, _, err := shared.HeldBy(context.Background(), item, 0, 7)
 		return err == nil && !held
 	}, "the aborted hold was not released after Redis recovered")
 	if rid != "" {

@@ -65,6 +65,9 @@ func admissionError(r admission.Result) error {
 		return e
 	case admission.SoldOut, admission.SoldOutMem:
 		return newErr(http.StatusGone, "sold_out", "sold out")
+	case admission.StockMoving:
+		return &apiError{Status: http.StatusServiceUnavailable, Code: "stock_moving", RetryAfter: r.RetryAfter,
+			Message: "your share of this item's stock is being refilled from its other buckets; nothing was reserved, retry shortly"}
 	case admission.Unconfirmed:
 		return &apiError{Status: http.StatusServiceUnavailable, Code: "outcome_unknown", RequestID: r.RequestID, RetryAfter: time.Second,
 			Message: "the outcome of this request is not known yet; poll GET /api/v1/orders/{request_id} for its final status before ordering again"}

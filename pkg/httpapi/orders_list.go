@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/flashsale-dev/flashsale/pkg/orderstatus"
+	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
@@ -31,7 +32,7 @@ func (s *Server) heldOrder(c echo.Context) error {
 	}
 	user := principal(c).UserID
 	rctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
-	rid, held, warmed, err := s.st.HeldBy(rctx, item, user)
+	rid, held, warmed, err := s.heldBy(rctx, item, user)
 	cancel()
 	if err != nil {
 		s.log.WarnContext(ctx, "held order: redis unavailable", "err", err)
@@ -58,4 +59,14 @@ func (s *Server) heldOrder(c echo.Context) error {
 		return unavailable("order lookup temporarily unavailable")
 	}
 	return c.JSON(http.StatusOK, orderstatus.FromOrder(o))
+}
+
+// heldBy reads the buyer mark of user in their home bucket of item: the
+// item's bucket count first (bucket 0's meta), then the mark.
+func (s *Server) heldBy(ctx context.Context, item, user int64) (rid string, held, warmed bool, err error) {
+	n, warmed, err := s.st.Buckets(ctx, item)
+	if err != nil || !warmed {
+		return "", false, false, err
+	}
+	return s.st.HeldBy(ctx, item, stock.HomeBucket(user, n), user)
 }

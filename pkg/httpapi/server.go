@@ -106,6 +106,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 		SoldOutTTL: cfg.Ingress.SoldOutTTL, PublishTimeout: cfg.Ingress.PublishTimeout,
 		IdempotencyTTL: cfg.Ingress.IdempotencyTTL, StoreTimeout: cfg.StoreTimeout,
 		WaitReplicas: cfg.Ingress.RedisWaitReplicas, WaitTimeout: cfg.Ingress.RedisWaitTimeout,
+		BucketWait: cfg.Ingress.Buckets.Wait, BucketPoll: cfg.Ingress.Buckets.Poll,
 	}, d.Stock, d.DB, d.Publisher, admission.NewMetrics(d.Registerer), d.Log)
 	s.catalog = catalog.New(d.DB, d.Stock, s.consumerLag)
 	if cfg.Ingress.IPRateLimit > 0 {

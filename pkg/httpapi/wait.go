@@ -9,6 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/reqid"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
@@ -29,8 +31,8 @@ type statusWaits struct {
 	subTO time.Duration // bounds one subscribe
 
 	mu     sync.Mutex
-	n      int // waiting polls
-	items  map[int64]*itemWatch
+	n      int                           // waiting polls
+	items  map[queue.StockKey]*itemWatch // one per bucket of an item
 	closed bool
 	done   chan struct{} // closed by stop: every waiter answers now
 }
@@ -47,7 +49,7 @@ type itemWatch struct {
 
 // waiter is one waiting poll.
 type waiter struct {
-	item int64
+	item queue.StockKey
 	rid  string
 	w    *itemWatch
 	wake chan struct{} // buffered 1: a wake is never lost, never blocks
@@ -55,14 +57,17 @@ type waiter struct {
 
 func newStatusWaits(st *stock.Store, max int, subTimeout time.Duration, log *slog.Logger) *statusWaits {
 	return &statusWaits{st: st, max: max, log: log, subTO: subTimeout,
-		items: map[int64]*itemWatch{}, done: make(chan struct{})}
+		items: map[queue.StockKey]*itemWatch{}, done: make(chan struct{})}
 }
 
 // acquire registers a waiter for rid of item, subscribing to item's channel
 // if no poll waits on it yet. nil means no room (the bound, or shutting
 // down): answer at once. Register BEFORE the status is read again, so an
 // announcement between that read and the wait is not lost.
-func (s *statusWaits) acquire(item int64, rid string) *waiter {
+func (s *statusWaits) acquire(itemID int64, rid string) *waiter {
+	// Statuses are announced on the channel of the bucket the request was
+	// admitted in (its own slot).
+	item := queue.StockKey{ItemID: itemID, Bucket: reqid.Bucket(rid)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed || s.n >= s.max {
@@ -109,14 +114,14 @@ func (s *statusWaits) release(wt *waiter) {
 }
 
 // follow subscribes to item and wakes its waiters until the last one left.
-func (s *statusWaits) follow(item int64, w *itemWatch) {
+func (s *statusWaits) follow(item queue.StockKey, w *itemWatch) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.subTO)
-	sub, err := s.st.SubscribeStatuses(ctx, item)
+	sub, err := s.st.SubscribeStatuses(ctx, item.ItemID, item.Bucket)
 	cancel()
 	s.mu.Lock()
 	if err != nil {
 		// The waiters answer what they read; the next poll tries again.
-		s.log.Warn("status wait: subscribe failed", "item", item, "err", err)
+		s.log.Warn("status wait: subscribe failed", "item", item.ItemID, "bucket", item.Bucket, "err", err)
 		if s.items[item] == w {
 			delete(s.items, item)
 		}

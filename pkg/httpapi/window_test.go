@@ -38,7 +38,7 @@ func TestSaleWindowYears(t *testing.T) {
 		if err := json.Unmarshal([]byte(body), &b); err != nil {
 			t.Fatalf("%s: %v", body, err)
 		}
-		_, err := b.validate(1)
+		_, err := b.validate(1, 64)
 		if tc.ok != (err == nil) {
 			t.Errorf("%s .. %s: err %v, want ok=%v", tc.starts, tc.ends, err, tc.ok)
 		}

@@ -194,11 +194,12 @@ func (c *Consumer) round(ctx context.Context, batch []*entry) {
 	start := time.Now()
 	c.m.BatchSize.Observe(float64(len(batch)))
 
-	// Decode; poison goes to the DLQ. Group the rest by item, in offset order.
+	// Decode; poison goes to the DLQ. Group the rest by stock row (item and
+	// bucket), in offset order.
 	var poison []deadLetter
 	var poisonEntries []*entry
-	groups := map[int64][]*entry{}
-	var order []int64
+	groups := map[queue.StockKey][]*entry{}
+	var order []queue.StockKey
 	decoded := make(map[*entry]queue.OrderMessage, len(batch))
 	for _, e := range batch {
 		om, err := queue.Decode(e.msg.Value)
@@ -208,16 +209,17 @@ func (c *Consumer) round(ctx context.Context, batch []*entry) {
 			continue
 		}
 		decoded[e] = om
-		if _, ok := groups[om.ItemID]; !ok {
-			order = append(order, om.ItemID)
+		k := om.StockKey()
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
 		}
-		groups[om.ItemID] = append(groups[om.ItemID], e)
+		groups[k] = append(groups[k], e)
 	}
 	if c.deadLetter(ctx, poison) == nil {
 		c.tr.markDone(poisonEntries...)
 	}
 	var items sync.WaitGroup
-	for _, item := range order {
+	for _, k := range order {
 		if !acquire(ctx, c.itemSlots) {
 			break
 		}
@@ -225,7 +227,7 @@ func (c *Consumer) round(ctx context.Context, batch []*entry) {
 		go func() {
 			defer items.Done()
 			defer func() { <-c.itemSlots }()
-			c.writeGroup(ctx, item, groups[item], decoded)
+			c.writeGroup(ctx, k.ItemID, groups[k], decoded)
 		}()
 	}
 	items.Wait()

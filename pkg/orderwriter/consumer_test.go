@@ -143,7 +143,7 @@ func TestDuplicateBuyer(t *testing.T) {
 	// The buyer mark names the order each buyer holds, not the rejected
 	// request that set it again, so the buyer can find the order to pay.
 	for _, m := range first {
-		if rid, held, _, err := e.st.HeldBy(ctx, e.item, m.UserID); err != nil || !held || rid != m.RequestID {
+		if rid, held, _, err := e.st.HeldBy(ctx, e.item, 0, m.UserID); err != nil || !held || rid != m.RequestID {
 			t.Errorf("buyer mark of %d names %q (%v %v), want their order's request %s", m.UserID, rid, held, err, m.RequestID)
 		}
 	}

@@ -20,6 +20,8 @@ var errShortStock = errors.New("orderwriter: MySQL stock short of the batch")
 // delivery (replays), whose Redis step is idempotent and may not have run.
 type ItemResult struct {
 	ItemID int64
+	// Bucket is the stock bucket the batch's requests were admitted in.
+	Bucket int
 	// Ordered are the orders of ORDERED requests of the batch (new and replayed).
 	Ordered []store.Order
 	// Rejected are the REJECTED decisions of the batch (new and replayed).
@@ -36,7 +38,11 @@ type ItemResult struct {
 	Fallback bool
 }
 
-// ItemWriter writes one item's requests in one transaction.
+// ItemWriter writes one item's requests in one transaction. The requests of
+// a bucketed item come grouped by bucket (the consumer groups by
+// queue.OrderMessage.StockKey), and the transaction takes stock from that
+// bucket's row only, so writers of different buckets never wait on each
+// other.
 type ItemWriter struct {
 	DB            *sql.DB
 	PaymentWindow time.Duration
@@ -62,6 +68,11 @@ type ItemWriter struct {
 // Errors: errRace (retry now), store.IsTransient errors (retry with
 // backoff), anything else (retried until the consumer gives up).
 func (w *ItemWriter) WriteItem(ctx context.Context, itemID int64, msgs []queue.OrderMessage) (ItemResult, error) {
+	for _, m := range msgs[1:] {
+		if m.Bucket() != msgs[0].Bucket() {
+			return ItemResult{}, fmt.Errorf("orderwriter: item %d: requests of buckets %d and %d in one group", itemID, msgs[0].Bucket(), m.Bucket())
+		}
+	}
 	res, err := w.attempt(ctx, itemID, msgs, false)
 	if errors.Is(err, errShortStock) {
 		res, err = w.attempt(ctx, itemID, msgs, true)
@@ -77,7 +88,7 @@ func (w *ItemWriter) attempt(ctx context.Context, itemID int64, msgs []queue.Ord
 	}
 	var res ItemResult
 	err := store.RunInTx(ctx, w.DB, sql.LevelReadCommitted, func(tx *sql.Tx) error {
-		res = ItemResult{ItemID: itemID, New: map[[2]string]int{}, Fallback: fallback}
+		res = ItemResult{ItemID: itemID, Bucket: msgs[0].Bucket(), New: map[[2]string]int{}, Fallback: fallback}
 		return w.decide(ctx, tx, itemID, msgs, fallback, &res)
 	})
 	return res, err
@@ -120,19 +131,21 @@ func (w *ItemWriter) decide(ctx context.Context, tx *sql.Tx, itemID int64, msgs 
 		}
 	}
 
-	var item store.Item
-	if fallback {
-		// Lock the hot row first: nobody else may take stock while this
-		// transaction decides who fits.
-		item, err = store.GetItemForUpdate(ctx, tx, itemID)
-	} else {
-		item, err = store.GetItem(ctx, tx, itemID)
-	}
+	bucket := res.Bucket
+	item, err := store.GetItem(ctx, tx, itemID)
 	if errors.Is(err, store.ErrNotFound) {
 		return rejectAll(ctx, tx, itemID, fresh, replayOrdered, store.ReasonUnknownItem, res)
 	}
 	if err != nil {
 		return err
+	}
+	avail := item.Stock
+	if fallback {
+		// Lock the hot row first: nobody else may take stock from it while
+		// this transaction decides who fits.
+		if avail, err = store.LockStockRow(ctx, tx, item, bucket); err != nil {
+			return err
+		}
 	}
 
 	users := make([]int64, 0, len(fresh))
@@ -147,7 +160,6 @@ func (w *ItemWriter) decide(ctx context.Context, tx *sql.Tx, itemID int64, msgs 
 	orders := make([]store.NewOrder, 0, len(fresh))
 	decisions := make([]store.Decision, 0, len(fresh))
 	var take int64
-	avail := item.Stock
 	for _, m := range fresh {
 		d := store.Decision{RequestID: m.RequestID, ItemID: itemID, UserID: m.UserID, Qty: m.Qty}
 		switch {
@@ -177,7 +189,7 @@ func (w *ItemWriter) decide(ctx context.Context, tx *sql.Tx, itemID int64, msgs 
 
 	// INSERTs before the UPDATE: the hot items row is locked only from the CAS
 	// to the commit.
-	if err := store.InsertOrders(ctx, tx, itemID, item.PriceCents, w.PaymentWindow, orders); err != nil {
+	if err := store.InsertOrders(ctx, tx, itemID, bucket, item.PriceCents, w.PaymentWindow, orders); err != nil {
 		if store.IsDuplicate(err) {
 			return fmt.Errorf("%w: %w", errRace, err)
 		}
@@ -199,7 +211,7 @@ func (w *ItemWriter) decide(ctx context.Context, tx *sql.Tx, itemID int64, msgs 
 	if len(res.Ordered) != len(readBack) {
 		return fmt.Errorf("orderwriter: item %d: read back %d of %d orders", itemID, len(res.Ordered), len(readBack))
 	}
-	ok, err := store.TakeStock(ctx, tx, itemID, take)
+	ok, err := store.TakeStock(ctx, tx, item, bucket, take)
 	if err != nil {
 		return err
 	}

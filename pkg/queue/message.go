@@ -38,9 +38,30 @@ type OrderMessage struct {
 	ReservedMs int64  `json:"reserved_ms"`
 }
 
-// Key is the Kafka message key: the item id, so one item's requests share a
-// partition and one consumer writes them in order.
-func (m OrderMessage) Key() []byte { return strconv.AppendInt(nil, m.ItemID, 10) }
+// Key is the Kafka message key: the item id, with ".<bucket>" for a bucket
+// of a bucketed item, so one stock row's requests share a partition and one
+// consumer writes them in order, while a hot item's buckets spread over
+// partitions and so over consumer replicas.
+func (m OrderMessage) Key() []byte {
+	k := strconv.AppendInt(nil, m.ItemID, 10)
+	if b := m.Bucket(); b > 0 {
+		k = append(k, '.')
+		k = strconv.AppendInt(k, int64(b), 10)
+	}
+	return k
+}
+
+// Bucket is the stock bucket the request was admitted in (from its id).
+func (m OrderMessage) Bucket() int { return reqid.Bucket(m.RequestID) }
+
+// StockKey names the stock row the request takes from: its item and bucket.
+type StockKey struct {
+	ItemID int64
+	Bucket int
+}
+
+// StockKey returns the message's StockKey.
+func (m OrderMessage) StockKey() StockKey { return StockKey{m.ItemID, m.Bucket()} }
 
 // Encode returns the JSON of m with V set.
 func (m OrderMessage) Encode() ([]byte, error) {

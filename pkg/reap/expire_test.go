@@ -332,7 +332,7 @@ func TestCrashBetweenCommitAndRedisRestore(t *testing.T) {
 	if err := e.db.QueryRowContext(ctx, "SELECT o.request_id FROM stock_restores r JOIN orders o ON o.id = r.order_id ORDER BY r.order_id LIMIT 1").Scan(&rid); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := e.st.Restore(ctx, it.ID, rid, 3); err != nil || res != stock.RestoreSeen {
+	if res, err := e.st.Restore(ctx, it.ID, 0, rid, 3); err != nil || res != stock.RestoreSeen {
 		t.Errorf("replayed restore = %v, %v; want RestoreSeen", res, err)
 	}
 	if got, want := e.redisStock(it.ID), it.Total; got != want {

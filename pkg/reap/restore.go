@@ -70,7 +70,7 @@ func (r *Reaper) applyRestores(ctx context.Context, orders []store.Order) error 
 	views := make([]orderstatus.View, len(orders))
 	ids := make([]int64, len(orders))
 	for i, o := range orders {
-		entries[i] = stock.RestoreEntry{ItemID: o.ItemID, RequestID: o.RequestID, Qty: o.Qty}
+		entries[i] = stock.RestoreEntry{ItemID: o.ItemID, Bucket: o.Bucket, RequestID: o.RequestID, Qty: o.Qty}
 		o.Status = store.Cancelled
 		views[i] = orderstatus.FromOrder(o)
 		ids[i] = o.ID

@@ -2,8 +2,12 @@
 //
 // A request id names one admitted order attempt everywhere: the Redis
 // reservation, the Kafka message, the arbiter row, the order. It embeds the
-// item id ("<item>-<time><random>") so a status poll finds the item's Redis
-// slot (and so its Redis Cluster node) from the id alone, without MySQL.
+// item id and, for a bucketed item, the stock bucket the request was admitted
+// in ("<item>-<time><random>" or "<item>.<bucket>-<time><random>"), so a
+// status poll finds the bucket's Redis slot (and so its Redis Cluster node),
+// and the consumer the bucket's stock row, from the id alone, without MySQL.
+// Bucket 0 is written without its suffix, so an unbucketed item's ids are
+// what they were before buckets existed.
 package reqid
 
 import (
@@ -18,17 +22,28 @@ import (
 // ErrMalformed is returned for an id this package did not make.
 var ErrMalformed = errors.New("reqid: malformed request id")
 
-// MaxLen is the longest id: 19 digits, a dash, 12+16 hex characters.
-const MaxLen = 48
+// MaxBucket is the highest bucket index an id can carry.
+const MaxBucket = 999
 
-// New returns a fresh id for item. Its time prefix sorts ids roughly by
-// creation; its 64 random bits make collisions negligible.
-func New(itemID int64, now time.Time) string {
+// MaxLen is the longest id: 19 digits, a dot and 3 digits, a dash, 12+16
+// hex characters.
+const MaxLen = 52
+
+// New returns a fresh id for item's bucket 0 (an unbucketed item).
+func New(itemID int64, now time.Time) string { return NewIn(itemID, 0, now) }
+
+// NewIn returns a fresh id for bucket of item. Its time prefix sorts ids
+// roughly by creation; its 64 random bits make collisions negligible.
+func NewIn(itemID int64, bucket int, now time.Time) string {
 	var b [8]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
 	var sb strings.Builder
 	sb.Grow(MaxLen)
 	sb.WriteString(strconv.FormatInt(itemID, 10))
+	if bucket > 0 {
+		sb.WriteByte('.')
+		sb.WriteString(strconv.Itoa(bucket))
+	}
 	sb.WriteByte('-')
 	ms := strconv.FormatInt(now.UnixMilli(), 16)
 	sb.WriteString(strings.Repeat("0", max(0, 12-len(ms))))
@@ -39,21 +54,52 @@ func New(itemID int64, now time.Time) string {
 
 // Item returns the item id embedded in id.
 func Item(id string) (int64, error) {
+	item, _, err := Parse(id)
+	return item, err
+}
+
+// Bucket returns the bucket embedded in id, 0 for an id without one. It
+// does not validate the rest of id; callers that take ids from outside use
+// Parse.
+func Bucket(id string) int {
+	head, _, _ := strings.Cut(id, "-")
+	_, b, ok := strings.Cut(head, ".")
+	if !ok {
+		return 0
+	}
+	n, err := strconv.Atoi(b)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
+// Parse returns the item id and bucket embedded in id.
+func Parse(id string) (item int64, bucket int, err error) {
 	if len(id) > MaxLen {
-		return 0, ErrMalformed
+		return 0, 0, ErrMalformed
 	}
 	head, tail, ok := strings.Cut(id, "-")
 	if !ok || len(tail) != 28 {
-		return 0, ErrMalformed
+		return 0, 0, ErrMalformed
 	}
-	item, err := strconv.ParseInt(head, 10, 64)
-	if err != nil || item <= 0 {
-		return 0, ErrMalformed
+	itemPart, bucketPart, hasBucket := strings.Cut(head, ".")
+	item, err = strconv.ParseInt(itemPart, 10, 64)
+	if err != nil || item <= 0 || itemPart[0] == '+' {
+		return 0, 0, ErrMalformed
+	}
+	if hasBucket {
+		// Canonical only: 1..MaxBucket, no sign, no leading zero, so one
+		// request has one id.
+		bucket, err = strconv.Atoi(bucketPart)
+		if err != nil || bucket < 1 || bucket > MaxBucket || bucketPart[0] == '0' || bucketPart[0] == '+' {
+			return 0, 0, ErrMalformed
+		}
 	}
 	for _, c := range tail {
 		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return 0, ErrMalformed
+			return 0, 0, ErrMalformed
 		}
 	}
-	return item, nil
+	return item, bucket, nil
 }

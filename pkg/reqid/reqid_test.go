@@ -38,3 +38,25 @@ func FuzzItem(f *testing.F) {
 		}
 	})
 }
+
+func TestBucketRoundTrip(t *testing.T) {
+	for _, b := range []int{0, 1, 7, MaxBucket} {
+		id := NewIn(42, b, time.Now())
+		item, bucket, err := Parse(id)
+		if err != nil || item != 42 || bucket != b || Bucket(id) != b {
+			t.Fatalf("Parse(%q) = %d, %d, %v (Bucket %d); want 42, %d", id, item, bucket, err, Bucket(id), b)
+		}
+		if len(NewIn(9223372036854775807, b, time.Now())) > MaxLen {
+			t.Fatalf("id of bucket %d longer than MaxLen", b)
+		}
+	}
+	if b0 := NewIn(42, 0, time.Now()); b0[:3] != "42-" {
+		t.Fatalf("bucket 0 id %q carries a bucket suffix; unbucketed ids must stay as they were", b0)
+	}
+	tail := New(1, time.Now())[2:]
+	for _, id := range []string{"1.0-" + tail, "1.01-" + tail, "1.1000-" + tail, "1.-" + tail, "1.+3-" + tail, "1.x-" + tail, "+1-" + tail} {
+		if _, _, err := Parse(id); !errors.Is(err, ErrMalformed) {
+			t.Errorf("Parse(%q) err = %v, want ErrMalformed", id, err)
+		}
+	}
+}

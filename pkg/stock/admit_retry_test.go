@@ -56,11 +56,11 @@ func TestAlreadyNamesTheHoldingRequest(t *testing.T) {
 	if r.Code != stock.Already || r.RequestID != first.RequestID {
 		t.Fatalf("second attempt: %+v, want already naming %s", r, first.RequestID)
 	}
-	rid, held, warmed, err := s.HeldBy(ctx, item, 9)
+	rid, held, warmed, err := s.HeldBy(ctx, item, 0, 9)
 	if err != nil || !held || !warmed || rid != first.RequestID {
 		t.Fatalf("HeldBy: %q %v %v %v", rid, held, warmed, err)
 	}
-	if _, held, _, _ := s.HeldBy(ctx, item, 10); held {
+	if _, held, _, _ := s.HeldBy(ctx, item, 0, 10); held {
 		t.Fatal("user 10 holds nothing")
 	}
 }
@@ -131,7 +131,7 @@ func TestWarmManyHolders(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, u := range []int64{1, 500, 501, 999, 1000, 1001, 1501} {
-		rid, held, warmed, err := s.HeldBy(ctx, item, u)
+		rid, held, warmed, err := s.HeldBy(ctx, item, 0, u)
 		if err != nil || !held || !warmed || rid != fmt.Sprintf("r-%d", u) {
 			t.Errorf("user %d: %q %v %v %v", u, rid, held, warmed, err)
 		}
@@ -152,7 +152,7 @@ func TestHolderBits(t *testing.T) {
 	for u := int64(1); u <= 300; u++ {
 		admit(t, s, item, u, 1, "")
 	}
-	bits, err := s.HolderBits(ctx, item)
+	bits, err := s.HolderBits(ctx, item, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestHolderBits(t *testing.T) {
 		PerUserLimit: 1, Buyers: []stock.Holder{{UserID: 5_000_000, RequestID: "r-a"}}}); err != nil {
 		t.Fatal(err)
 	}
-	if bits, err = s.HolderBits(ctx, item); err != nil || !bits.MayHold(5_000_000) || bits.MayHold(1) {
+	if bits, err = s.HolderBits(ctx, item, 1); err != nil || !bits.MayHold(5_000_000) || bits.MayHold(1) {
 		t.Fatalf("after warm: holder %v, user 1 %v (%v)", bits.MayHold(5_000_000), bits.MayHold(1), err)
 	}
 }

@@ -58,7 +58,10 @@ func (s *Store) ReleaseMany(ctx context.Context, entries []ReleaseEntry) error {
 // RestoreEntry is one cancelled order for RestoreMany and
 // ExpireRestoreGuards.
 type RestoreEntry struct {
-	ItemID    int64
+	ItemID int64
+	// Bucket is the bucket the qty goes back to (store.Order.Bucket of the
+	// restore record; 0 for an unbucketed item).
+	Bucket    int
 	RequestID string
 	Qty       int
 }
@@ -71,7 +74,7 @@ func (s *Store) RestoreMany(ctx context.Context, entries []RestoreEntry) ([]Rest
 	}
 	calls := make([]scriptCall, len(entries))
 	for i, e := range entries {
-		k := KeysOf(e.ItemID)
+		k := BucketKeys(e.ItemID, e.Bucket)
 		calls[i] = scriptCall{restoreScript, []string{k.Stock, k.RestoreGuard(e.RequestID)}, []any{e.Qty}}
 	}
 	cmds, err := s.pipelined(ctx, "stock: restore many", calls)
@@ -101,7 +104,7 @@ func (s *Store) ExpireRestoreGuards(ctx context.Context, entries []RestoreEntry)
 	}
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, e := range entries {
-			p.PExpire(ctx, KeysOf(e.ItemID).RestoreGuard(e.RequestID), MarkedGuardTTL)
+			p.PExpire(ctx, BucketKeys(e.ItemID, e.Bucket).RestoreGuard(e.RequestID), MarkedGuardTTL)
 		}
 		return nil
 	})

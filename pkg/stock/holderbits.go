@@ -46,14 +46,34 @@ func (b HolderBitmap) MayHold(userID int64) bool {
 }
 
 // HolderBits reads the item's holder bitmap (Redis numbers bits from the
-// most significant bit of the first byte, as MayHold does).
-func (s *Store) HolderBits(ctx context.Context, itemID int64) (HolderBitmap, error) {
-	b, err := s.rdb.Get(ctx, KeysOf(itemID).HolderBits).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return HolderBitmap{}, nil
-	}
-	if err != nil {
+// most significant bit of the first byte, as MayHold does): the union of its
+// n buckets' bitmaps, one GET per bucket in one pipeline.
+func (s *Store) HolderBits(ctx context.Context, itemID int64, n int) (HolderBitmap, error) {
+	cmds := make([]*redis.StringCmd, max(n, 1))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for b := range cmds {
+			cmds[b] = p.Get(ctx, BucketKeys(itemID, b).HolderBits)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, unavailable("stock: holder bits", err)
 	}
-	return b, nil
+	var out HolderBitmap
+	for _, c := range cmds {
+		b, err := c.Bytes()
+		if err != nil {
+			continue // redis.Nil: no holder in this bucket
+		}
+		if len(b) > len(out) {
+			out = append(out, make(HolderBitmap, len(b)-len(out))...)
+		}
+		for i, x := range b {
+			out[i] |= x
+		}
+	}
+	if out == nil {
+		out = HolderBitmap{}
+	}
+	return out, nil
 }

@@ -3,30 +3,49 @@
 // guards and the status cache, and the Lua scripts (one file per operation,
 // under lua/) that change them atomically.
 //
-// Every key of one item carries the hash tag {item:<id>}, so all keys one
-// script touches live in the same Redis Cluster slot.
+// Every key of one item's stock bucket carries the bucket's hash tag
+// ({item:<id>} for bucket 0, {item:<id>:b<n>} for bucket n), so all keys one
+// script touches live in one Redis Cluster slot, and the buckets of a hot
+// item spread over slots (buckets.go).
 package stock
 
-import "fmt"
+import (
+	"fmt"
 
-// Keys names the Redis keys of one item.
+	"github.com/flashsale-dev/flashsale/pkg/reqid"
+)
+
+// Keys names the Redis keys of one stock bucket of an item (bucket 0 is the
+// whole of an unbucketed item).
 type Keys struct {
 	ItemID int64
+	Bucket int
 	Stock  string // string: units Redis may still admit
-	Meta   string // hash: start_ms, end_ms, limit
+	Meta   string // hash: start_ms, end_ms, limit, buckets
 	// Holders is a hash: user id -> the request id by which the user holds
 	// (or held) this item. It is the buyer mark (one order per buyer), and it
 	// lets a buyer who lost an answer find the request they hold.
 	Holders      string
 	HolderBits   string // bitmap: a bit per hash of a holder's user id (holderbits.go)
 	Reservations string // hash: request id -> "user:qty:reserved_ms"
+	// Want is set (with a short TTL) by admit.lua when a buyer found this
+	// bucket short while the item has other buckets: the rebalancer's
+	// demand signal.
+	Want   string
+	prefix string
 }
 
-// KeysOf returns the keys of item id.
-func KeysOf(id int64) Keys {
-	p := prefix(id)
+// KeysOf returns the keys of item id's bucket 0: all of an unbucketed item.
+func KeysOf(id int64) Keys { return BucketKeys(id, 0) }
+
+// BucketKeys returns the keys of bucket of item id.
+func BucketKeys(id int64, bucket int) Keys {
+	p := bucketPrefix(id, bucket)
 	return Keys{
 		ItemID:       id,
+		Bucket:       bucket,
+		prefix:       p,
+		Want:         p + "want",
 		Stock:        p + "stock",
 		Meta:         p + "meta",
 		Holders:      p + "holders",
@@ -35,7 +54,15 @@ func KeysOf(id int64) Keys {
 	}
 }
 
-func prefix(id int64) string { return fmt.Sprintf("fs:{item:%d}:", id) }
+// RequestKeys returns the keys of the bucket requestID was admitted in.
+func RequestKeys(id int64, requestID string) Keys { return BucketKeys(id, reqid.Bucket(requestID)) }
+
+func bucketPrefix(id int64, bucket int) string {
+	if bucket == 0 {
+		return fmt.Sprintf("fs:{item:%d}:", id)
+	}
+	return fmt.Sprintf("fs:{item:%d:b%d}:", id, bucket)
+}
 
 // WarmedItems is a set of every item id ever warmed. It is the one key
 // without an item's hash tag (on a Cluster it lives on one shard): the
@@ -47,12 +74,12 @@ const WarmedItems = "fs:items"
 
 // Idempotency is the key of one user's Idempotency-Key for this item.
 func (k Keys) Idempotency(userID int64, key string) string {
-	return fmt.Sprintf("%sidem:%d:%s", prefix(k.ItemID), userID, key)
+	return fmt.Sprintf("%sidem:%d:%s", k.prefix, userID, key)
 }
 
 // UserRate is the per-user admission window of this item.
 func (k Keys) UserRate(userID int64) string {
-	return fmt.Sprintf("%srl:%d", prefix(k.ItemID), userID)
+	return fmt.Sprintf("%srl:%d", k.prefix, userID)
 }
 
 // RestoreGuard marks that the qty of the cancelled order of requestID came
@@ -60,17 +87,36 @@ func (k Keys) UserRate(userID int64) string {
 // id: a MySQL restored or reset without Redis hands old order ids out again,
 // and an old guard must not swallow a new order's restore.
 func (k Keys) RestoreGuard(requestID string) string {
-	return prefix(k.ItemID) + "restored:" + requestID
+	return k.prefix + "restored:" + requestID
 }
 
 // Status is the cached buyer-visible status of one request.
 func (k Keys) Status(requestID string) string {
-	return prefix(k.ItemID) + "st:" + requestID
+	return k.prefix + "st:" + requestID
 }
 
 // StatusChannel is the item's shard channel (SPUBLISH/SSUBSCRIBE) on which
 // status_put.lua announces the request id of every status it stores. It
-// carries the item's hash tag, so it lives on the shard of the item's keys.
+// carries the bucket's hash tag, so it lives on the shard of the bucket's
+// keys.
 func (k Keys) StatusChannel() string {
-	return prefix(k.ItemID) + "stn"
+	return k.prefix + "stn"
 }
+
+// TransferGuard records that transfer id's step dir ("out" of the donor,
+// "in" to the recipient) ran in this bucket, and how it ended, so a repeated
+// step is a no-op (pkg/rebalance).
+func (k Keys) TransferGuard(id int64, dir string) string {
+	return fmt.Sprintf("%sx%s:%d", k.prefix, dir, id)
+}
+
+// TransfersLive is a set of the ids of the item's transfers between buckets
+// that are under way, and TransfersDone counts the ones finished. Both are
+// bucket 0's. With the stock keys they make a consistent "is every bucket
+// empty" read: a unit in flight is in neither bucket, so "sold out" may only
+// be answered when no transfer was live or finished while the buckets were
+// read (SoldOutEverywhere).
+func (k Keys) TransfersLive() string { return bucketPrefix(k.ItemID, 0) + "xlive" }
+
+// TransfersDone: see TransfersLive.
+func (k Keys) TransfersDone() string { return bucketPrefix(k.ItemID, 0) + "xdone" }

@@ -20,7 +20,7 @@ type Lookup struct {
 // one call (lookup.lua), which shares a round trip with other hot-path calls
 // when the Store has a Coalescer.
 func (s *Store) LookupRequest(ctx context.Context, itemID int64, requestID string) (Lookup, error) {
-	k := KeysOf(itemID)
+	k := RequestKeys(itemID, requestID)
 	res, err := s.run(ctx, lookupScript, []string{k.Status(requestID), k.Reservations}, requestID).Slice()
 	if err != nil {
 		return Lookup{}, unavailable("stock: lookup request", err)

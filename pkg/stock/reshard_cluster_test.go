@@ -347,7 +347,7 @@ func checkHeld(t *testing.T, s *stock.Store, cc *redis.ClusterClient, item int64
 	}
 	missing := 0
 	for u, rid := range holder {
-		rid2, held, _, err := s.HeldBy(ctx, item, u)
+		rid2, held, _, err := s.HeldBy(ctx, item, 0, u)
 		if err != nil {
 			t.Fatal(err)
 		}

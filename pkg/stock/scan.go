@@ -2,6 +2,7 @@ package stock
 
 import (
 	"context"
+	"errors"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
@@ -33,19 +34,42 @@ func (s *Store) ReservedItems(ctx context.Context) ([]int64, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
+	// Bucket 0's reservations and bucket count first; then the other
+	// buckets of the bucketed items among them.
 	exists := make([]*redis.IntCmd, len(ids))
+	counts := make([]*redis.StringCmd, len(ids))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
 			exists[i] = p.Exists(ctx, KeysOf(id).Reservations)
+			counts[i] = p.HGet(ctx, KeysOf(id).Meta, "buckets")
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, unavailable("stock: find reserved items", err)
+	}
+	reserved := map[int64]bool{}
+	var more []*redis.IntCmd
+	var moreIDs []int64
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			reserved[id] = exists[i].Val() > 0
+			for b := 1; b < parseBuckets(counts[i].Val()); b++ {
+				more = append(more, p.Exists(ctx, BucketKeys(id, b).Reservations))
+				moreIDs = append(moreIDs, id)
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, unavailable("stock: find reserved items", err)
 	}
+	for i, c := range more {
+		reserved[moreIDs[i]] = reserved[moreIDs[i]] || c.Val() > 0
+	}
 	var out []int64
-	for i, id := range ids {
-		if exists[i].Val() > 0 {
+	for _, id := range ids {
+		if reserved[id] {
 			out = append(out, id)
 		}
 	}

@@ -51,14 +51,14 @@ func (s *Store) PutStatus(ctx context.Context, itemID int64, requestID string, r
 // statusPutCall is status_put.lua's keys and arguments: the key, then rank,
 // JSON, TTL and the item's status channel with the request id to publish.
 func statusPutCall(itemID int64, requestID string, rank StatusRank, json []byte) ([]string, []any) {
-	k := KeysOf(itemID)
+	k := RequestKeys(itemID, requestID)
 	return []string{k.Status(requestID)},
 		[]any{int(rank), json, rank.ttl().Milliseconds(), k.StatusChannel(), requestID}
 }
 
 // GetStatus returns the cached JSON status of a request, if any.
 func (s *Store) GetStatus(ctx context.Context, itemID int64, requestID string) ([]byte, bool, error) {
-	v, err := s.rdb.Get(ctx, KeysOf(itemID).Status(requestID)).Result()
+	v, err := s.rdb.Get(ctx, RequestKeys(itemID, requestID).Status(requestID)).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil, false, nil
 	}

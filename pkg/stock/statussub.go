@@ -22,11 +22,12 @@ type StatusSubscription struct {
 // reconnect is reported as a gap.
 const statusIdle = 15 * time.Second
 
-// SubscribeStatuses subscribes to item's status channel (SSUBSCRIBE, on the
-// shard of the item's keys) and returns once Redis confirmed it: every
-// status stored after that is announced to it.
-func (s *Store) SubscribeStatuses(ctx context.Context, itemID int64) (*StatusSubscription, error) {
-	ch := KeysOf(itemID).StatusChannel()
+// SubscribeStatuses subscribes to the status channel of bucket of item
+// (SSUBSCRIBE, on the shard of the bucket's keys) and returns once Redis
+// confirmed it: every status of a request of that bucket stored after that
+// is announced to it.
+func (s *Store) SubscribeStatuses(ctx context.Context, itemID int64, bucket int) (*StatusSubscription, error) {
+	ch := BucketKeys(itemID, bucket).StatusChannel()
 	ps := s.rdb.SSubscribe(ctx, ch)
 	msg, err := ps.Receive(ctx)
 	if err != nil {

@@ -26,7 +26,7 @@ func TestClusterStatusAnnouncements(t *testing.T) {
 	subs := map[int64]*stock.StatusSubscription{}
 	var entries []stock.StatusEntry
 	for _, id := range items {
-		sub, err := s.SubscribeStatuses(ctx, id)
+		sub, err := s.SubscribeStatuses(ctx, id, 0)
 		if err != nil {
 			t.Fatalf("item %d on %s: subscribe: %v", id, testenv.PrimaryOf(t, cc, id), err)
 		}

@@ -17,7 +17,7 @@ func TestStatusPutAnnounces(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	item := testenv.ItemID()
-	sub, err := s.SubscribeStatuses(ctx, item)
+	sub, err := s.SubscribeStatuses(ctx, item, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -175,7 +175,7 @@ func TestRestoreOncePerOrder(t *testing.T) {
 	ctx := context.Background()
 	item := warmItem(t, s, 0, 1)
 	for i := range 3 {
-		res, err := s.Restore(ctx, item, "r-99", 2)
+		res, err := s.Restore(ctx, item, 0, "r-99", 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,7 +190,7 @@ func TestRestoreOncePerOrder(t *testing.T) {
 	if n, _, _ := s.Stock(ctx, item); n != 2 {
 		t.Fatalf("stock %d, want 2", n)
 	}
-	if res, err := s.Restore(ctx, testenv.ItemID(), "r-1", 1); err != nil || res != stock.RestoreNoStock {
+	if res, err := s.Restore(ctx, testenv.ItemID(), 0, "r-1", 1); err != nil || res != stock.RestoreNoStock {
 		t.Fatalf("restore into a lost item = %v, %v", res, err)
 	}
 }
@@ -203,7 +203,7 @@ func TestWarmRefusesWhilePendingAndGuardsRestores(t *testing.T) {
 	admit(t, s, item, 1, 1, "")
 	now := time.Now()
 	snap := stock.Snapshot{ItemID: item, Stock: 10, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), PerUserLimit: 1,
-		Buyers: []stock.Holder{{UserID: 5, RequestID: "r-5"}, {UserID: 6, RequestID: "r-6"}}, UnappliedRestores: []string{"r-77"}}
+		Buyers: []stock.Holder{{UserID: 5, RequestID: "r-5"}, {UserID: 6, RequestID: "r-6"}}, UnappliedRestores: []stock.RestoreRef{{RequestID: "r-77"}}}
 	if err := s.Warm(ctx, snap); !errors.Is(err, stock.ErrPending) {
 		t.Fatalf("warm with pending reservation: %v", err)
 	}
@@ -214,7 +214,7 @@ func TestWarmRefusesWhilePendingAndGuardsRestores(t *testing.T) {
 	if err := s.Warm(ctx, snap); err != nil {
 		t.Fatalf("warm after loss: %v", err)
 	}
-	if res, _ := s.Restore(ctx, item, "r-77", 3); res != stock.RestoreSeen {
+	if res, _ := s.Restore(ctx, item, 0, "r-77", 3); res != stock.RestoreSeen {
 		t.Fatalf("restore counted by the snapshot applied again: %v", res)
 	}
 	st, _ := s.ReadState(ctx, item)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -46,14 +47,14 @@ func CancelExpired(ctx context.Context, db *sql.DB, limit int) ([]Order, error) 
 	err := RunInTx(ctx, db, sql.LevelReadCommitted, func(tx *sql.Tx) error {
 		out = out[:0]
 		rows, err := tx.QueryContext(ctx,
-			"SELECT id, request_id, user_id, item_id, qty, price_cents, created_at, expires_at FROM orders"+
+			"SELECT id, request_id, user_id, item_id, bucket, qty, price_cents, created_at, expires_at FROM orders"+
 				" WHERE status = 'UNPAID' AND expires_at <= NOW(3) ORDER BY expires_at LIMIT ? FOR UPDATE SKIP LOCKED", limit)
 		if err != nil {
 			return fmt.Errorf("store: claim expired: %w", err)
 		}
 		for rows.Next() {
 			var o Order
-			if err := rows.Scan(&o.ID, &o.RequestID, &o.UserID, &o.ItemID, &o.Qty, &o.PriceCents, &o.CreatedAt, &o.ExpiresAt); err != nil {
+			if err := rows.Scan(&o.ID, &o.RequestID, &o.UserID, &o.ItemID, &o.Bucket, &o.Qty, &o.PriceCents, &o.CreatedAt, &o.ExpiresAt); err != nil {
 				rows.Close()
 				return fmt.Errorf("store: claim expired: %w", err)
 			}
@@ -70,10 +71,8 @@ func CancelExpired(ctx context.Context, db *sql.DB, limit int) ([]Order, error) 
 		}
 
 		ids := make([]any, len(out))
-		perItem := map[int64]int64{}
 		for i, o := range out {
 			ids[i] = o.ID
-			perItem[o.ItemID] += int64(o.Qty)
 		}
 		res, err := tx.ExecContext(ctx,
 			"UPDATE orders SET status = 'CANCELLED', cancelled_at = NOW(3) WHERE id IN ("+placeholders(len(ids))+") AND status = 'UNPAID'",
@@ -87,32 +86,19 @@ func CancelExpired(ctx context.Context, db *sql.DB, limit int) ([]Order, error) 
 			return fmt.Errorf("store: cancel expired: %w: %d of %d locked orders changed", ErrInvariant, n, len(out))
 		}
 
-		items := make([]int64, 0, len(perItem))
-		for id := range perItem {
-			items = append(items, id)
-		}
-		slices.Sort(items)
-		for _, id := range items {
-			res, err := tx.ExecContext(ctx, "UPDATE items SET stock = stock + ? WHERE id = ?", perItem[id], id)
-			if err != nil {
-				return fmt.Errorf("store: restore stock of item %d: %w", id, err)
-			}
-			if n, err := res.RowsAffected(); err != nil {
-				return fmt.Errorf("store: restore stock of item %d: %w", id, err)
-			} else if n != 1 {
-				return fmt.Errorf("store: restore stock of item %d: %w: item row missing", id, ErrInvariant)
-			}
+		if err := restoreToBuckets(ctx, tx, out); err != nil {
+			return err
 		}
 
 		var sb strings.Builder
-		sb.WriteString("INSERT INTO stock_restores (order_id, item_id, qty) VALUES ")
-		args := make([]any, 0, 3*len(out))
+		sb.WriteString("INSERT INTO stock_restores (order_id, item_id, bucket, qty) VALUES ")
+		args := make([]any, 0, 4*len(out))
 		for i, o := range out {
 			if i > 0 {
 				sb.WriteByte(',')
 			}
-			sb.WriteString("(?,?,?)")
-			args = append(args, o.ID, o.ItemID, o.Qty)
+			sb.WriteString("(?,?,?,?)")
+			args = append(args, o.ID, o.ItemID, o.Bucket, o.Qty)
 		}
 		if _, err := tx.ExecContext(ctx, sb.String(), args...); err != nil {
 			return fmt.Errorf("store: record restores: %w", err)
@@ -126,6 +112,53 @@ func CancelExpired(ctx context.Context, db *sql.DB, limit int) ([]Order, error) 
 		out[i].Status = Cancelled
 	}
 	return out, nil
+}
+
+// restoreToBuckets gives the cancelled orders' qty back to their stock rows
+// and sets each order's Bucket to the bucket it went back to
+// (RestoreTarget). The rows are updated in (item, bucket) order so that
+// concurrent reapers lock them in the same order and cannot deadlock.
+func restoreToBuckets(ctx context.Context, tx *sql.Tx, orders []Order) error {
+	items := map[int64]Item{}
+	for _, o := range orders {
+		if _, ok := items[o.ItemID]; ok {
+			continue
+		}
+		it, err := GetItem(ctx, tx, o.ItemID)
+		if errors.Is(err, ErrNotFound) {
+			return fmt.Errorf("store: restore stock of item %d: %w: item row missing", o.ItemID, ErrInvariant)
+		}
+		if err != nil {
+			return err
+		}
+		items[o.ItemID] = it
+	}
+	type row struct {
+		item   int64
+		bucket int
+	}
+	qty := map[row]int64{}
+	for i := range orders {
+		o := &orders[i]
+		o.Bucket = RestoreTarget(items[o.ItemID], o.Bucket)
+		qty[row{o.ItemID, o.Bucket}] += int64(o.Qty)
+	}
+	keys := make([]row, 0, len(qty))
+	for k := range qty {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b row) int {
+		if a.item != b.item {
+			return cmp.Compare(a.item, b.item)
+		}
+		return cmp.Compare(a.bucket, b.bucket)
+	})
+	for _, k := range keys {
+		if err := addStock(ctx, tx, items[k.item], k.bucket, qty[k]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ExpiredBacklog counts UNPAID orders past their deadline (database clock),

@@ -17,21 +17,31 @@ var ErrHasOrders = errors.New("store: item has orders")
 
 // Item is a sale item.
 type Item struct {
-	ID           int64
-	Name         string
-	PriceCents   int64
-	TotalStock   int64
-	Stock        int64 // what MySQL still has to sell
+	ID         int64
+	Name       string
+	PriceCents int64
+	TotalStock int64
+	// Stock is what MySQL still has to sell: items.stock plus, for a
+	// bucketed item, the sum of its item_buckets rows.
+	Stock        int64
 	PerUserLimit int
 	StartsAt     time.Time
 	EndsAt       time.Time
+	// Buckets is the item's bucket count (1: unbucketed, items.stock is its
+	// stock row; more: item_buckets rows are, see buckets.go).
+	Buckets int
 }
 
-const itemCols = "id, name, price_cents, total_stock, stock, per_user_limit, starts_at, ends_at"
+// Bucketed reports whether the item's stock lives in item_buckets rows.
+func (it Item) Bucketed() bool { return it.Buckets > 1 }
+
+const itemCols = "id, name, price_cents, total_stock," +
+	" stock + COALESCE((SELECT SUM(b.stock) FROM item_buckets b WHERE b.item_id = items.id), 0)," +
+	" per_user_limit, starts_at, ends_at, buckets"
 
 func scanItem(row interface{ Scan(...any) error }) (Item, error) {
 	var it Item
-	err := row.Scan(&it.ID, &it.Name, &it.PriceCents, &it.TotalStock, &it.Stock, &it.PerUserLimit, &it.StartsAt, &it.EndsAt)
+	err := row.Scan(&it.ID, &it.Name, &it.PriceCents, &it.TotalStock, &it.Stock, &it.PerUserLimit, &it.StartsAt, &it.EndsAt, &it.Buckets)
 	if errors.Is(err, sql.ErrNoRows) {
 		return it, ErrNotFound
 	}

@@ -16,29 +16,49 @@ type ItemChange struct {
 	// StockChanged is true when total stock was set (new item, or changed
 	// before any order existed).
 	StockChanged bool
+	// BucketsChanged is true when the item's stock was laid out over a new
+	// bucket count; PrevBuckets is the count before.
+	BucketsChanged bool
+	PrevBuckets    int
 }
 
+// ErrTransfersOpen is returned when an item's buckets may not be laid out
+// anew because a transfer between them is not finished.
+var ErrTransfersOpen = errors.New("store: transfers between buckets not finished")
+
 // UpsertItem creates item it or updates it inside tx, holding the row lock.
-// it.TotalStock is the requested total stock; on a new item (or an item
+// it.TotalStock is the requested total stock and it.Buckets the bucket count
+// (0 keeps the current one; a new item gets 1); on a new item (or an item
 // without orders) Stock becomes that total. Changing the stock of an item
 // that has orders returns ErrHasOrders: the orders' qty is already counted and
-// silently rebasing it would break conservation (I3).
+// silently rebasing it would break conservation (I3). Changing the bucket
+// count lays the remaining stock out anew (rebucket); the caller must have
+// made sure no reservation is pending (the catalog does), and an unfinished
+// transfer returns ErrTransfersOpen.
 func UpsertItem(ctx context.Context, tx *sql.Tx, it Item) (ItemChange, error) {
 	cur, err := GetItemForUpdate(ctx, tx, it.ID)
 	if errors.Is(err, ErrNotFound) {
-		it.Stock = it.TotalStock
+		it.Stock, it.Buckets = it.TotalStock, max(it.Buckets, 1)
 		_, err = tx.ExecContext(ctx,
 			"INSERT INTO items (id, name, price_cents, total_stock, stock, per_user_limit, starts_at, ends_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
 			it.ID, it.Name, it.PriceCents, it.TotalStock, it.Stock, it.PerUserLimit, it.StartsAt.UTC(), it.EndsAt.UTC())
 		if err != nil {
 			return ItemChange{}, fmt.Errorf("store: insert item %d: %w", it.ID, err)
 		}
-		return ItemChange{Item: it, Created: true, StockChanged: true}, nil
+		if it.Bucketed() {
+			if err := rebucket(ctx, tx, it, it.Buckets); err != nil {
+				return ItemChange{}, err
+			}
+		}
+		return ItemChange{Item: it, Created: true, StockChanged: true, BucketsChanged: it.Bucketed(), PrevBuckets: 1}, nil
 	}
 	if err != nil {
 		return ItemChange{}, err
 	}
-	change := ItemChange{StockChanged: cur.TotalStock != it.TotalStock}
+	if it.Buckets == 0 {
+		it.Buckets = cur.Buckets
+	}
+	change := ItemChange{StockChanged: cur.TotalStock != it.TotalStock, BucketsChanged: cur.Buckets != it.Buckets, PrevBuckets: cur.Buckets}
 	it.Stock = cur.Stock
 	if change.StockChanged {
 		n, err := countOrdersOf(ctx, tx, it.ID)
@@ -51,13 +71,36 @@ func UpsertItem(ctx context.Context, tx *sql.Tx, it Item) (ItemChange, error) {
 		it.Stock = it.TotalStock
 	}
 	_, err = tx.ExecContext(ctx,
-		"UPDATE items SET name = ?, price_cents = ?, total_stock = ?, stock = ?, per_user_limit = ?, starts_at = ?, ends_at = ? WHERE id = ?",
-		it.Name, it.PriceCents, it.TotalStock, it.Stock, it.PerUserLimit, it.StartsAt.UTC(), it.EndsAt.UTC(), it.ID)
+		"UPDATE items SET name = ?, price_cents = ?, total_stock = ?, per_user_limit = ?, starts_at = ?, ends_at = ? WHERE id = ?",
+		it.Name, it.PriceCents, it.TotalStock, it.PerUserLimit, it.StartsAt.UTC(), it.EndsAt.UTC(), it.ID)
 	if err != nil {
 		return ItemChange{}, fmt.Errorf("store: update item %d: %w", it.ID, err)
 	}
+	if change.StockChanged || change.BucketsChanged {
+		open, err := OpenTransfersOf(ctx, tx, it.ID)
+		if err != nil {
+			return ItemChange{}, err
+		}
+		if open > 0 {
+			return ItemChange{}, fmt.Errorf("%w: item %d has %d", ErrTransfersOpen, it.ID, open)
+		}
+		if err := rebucket(ctx, tx, it, it.Buckets); err != nil {
+			return ItemChange{}, err
+		}
+	}
 	change.Item = it
 	return change, nil
+}
+
+// OpenTransfersOf counts item's transfers between buckets that are not
+// finished (PLANNED or MOVED).
+func OpenTransfersOf(ctx context.Context, q Querier, itemID int64) (int64, error) {
+	var n int64
+	if err := q.QueryRowContext(ctx,
+		"SELECT COUNT(*) FROM stock_transfers WHERE item_id = ? AND state IN ('PLANNED','MOVED')", itemID).Scan(&n); err != nil {
+		return 0, fmt.Errorf("store: open transfers of %d: %w", itemID, err)
+	}
+	return n, nil
 }
 
 func countOrdersOf(ctx context.Context, q Querier, itemID int64) (int64, error) {
@@ -68,27 +111,28 @@ func countOrdersOf(ctx context.Context, q Querier, itemID int64) (int64, error) 
 	return n, nil
 }
 
-// UnappliedRestoresOf returns the request ids of the cancelled orders of item
+// UnappliedRestoresOf returns the cancelled orders (request id, and the
+// bucket their qty went back to) of item
 // whose stock came back in MySQL but not yet in Redis
 // (stock_restores.redis_applied_at IS NULL). A warm copies MySQL stock, which
 // already counts them, so it must set their restore guards in Redis (named by
 // request id, as the reaper's) or the reaper would give their qty back a
 // second time (I5). The reaper owns stock_restores; this only reads it.
-func UnappliedRestoresOf(ctx context.Context, q Querier, itemID int64) ([]string, error) {
+func UnappliedRestoresOf(ctx context.Context, q Querier, itemID int64) ([]Order, error) {
 	rows, err := q.QueryContext(ctx,
-		"SELECT o.request_id FROM stock_restores r JOIN orders o ON o.id = r.order_id"+
+		"SELECT o.request_id, r.bucket FROM stock_restores r JOIN orders o ON o.id = r.order_id"+
 			" WHERE r.item_id = ? AND r.redis_applied_at IS NULL", itemID)
 	if err != nil {
 		return nil, fmt.Errorf("store: unapplied restores of %d: %w", itemID, err)
 	}
 	defer rows.Close()
-	var ids []string
+	var out []Order
 	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
+		o := Order{ItemID: itemID, Status: Cancelled}
+		if err := rows.Scan(&o.RequestID, &o.Bucket); err != nil {
 			return nil, fmt.Errorf("store: unapplied restores of %d: %w", itemID, err)
 		}
-		ids = append(ids, id)
+		out = append(out, o)
 	}
-	return ids, rows.Err()
+	return out, rows.Err()
 }

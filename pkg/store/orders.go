@@ -19,12 +19,15 @@ const (
 
 // Order is one row of orders.
 type Order struct {
-	ID          int64
-	RequestID   string
-	UserID      int64
-	ItemID      int64
-	Qty         int
-	PriceCents  int64
+	ID         int64
+	RequestID  string
+	UserID     int64
+	ItemID     int64
+	Qty        int
+	PriceCents int64
+	// Bucket is the stock bucket the order took its qty from (for a
+	// restore record: the bucket the qty went back to).
+	Bucket      int
 	Status      OrderStatus
 	CreatedAt   time.Time
 	ExpiresAt   time.Time

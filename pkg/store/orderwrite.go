@@ -57,21 +57,21 @@ func ExistingBuyers(ctx context.Context, q Querier, itemID int64, users []int64)
 // expires_at is computed by the database (NOW(3) + window) so pay and reaper,
 // which judge deadlines by the database clock too, agree with it. A duplicate
 // key (IsDuplicate) means another writer got there first: roll back and retry.
-func InsertOrders(ctx context.Context, q Querier, itemID, priceCents int64, window time.Duration, os []NewOrder) error {
+func InsertOrders(ctx context.Context, q Querier, itemID int64, bucket int, priceCents int64, window time.Duration, os []NewOrder) error {
 	if len(os) == 0 {
 		return nil
 	}
 	var sb strings.Builder
 	sb.Grow(120 + len(os)*64)
-	sb.WriteString("INSERT INTO orders (request_id, user_id, item_id, qty, price_cents, status, expires_at) VALUES ")
-	args := make([]any, 0, len(os)*6)
+	sb.WriteString("INSERT INTO orders (request_id, user_id, item_id, bucket, qty, price_cents, status, expires_at) VALUES ")
+	args := make([]any, 0, len(os)*7)
 	us := window.Microseconds()
 	for i, o := range os {
 		if i > 0 {
 			sb.WriteByte(',')
 		}
-		sb.WriteString("(?,?,?,?,?,'UNPAID',DATE_ADD(NOW(3), INTERVAL ? MICROSECOND))")
-		args = append(args, o.RequestID, o.UserID, itemID, o.Qty, priceCents, us)
+		sb.WriteString("(?,?,?,?,?,?,'UNPAID',DATE_ADD(NOW(3), INTERVAL ? MICROSECOND))")
+		args = append(args, o.RequestID, o.UserID, itemID, bucket, o.Qty, priceCents, us)
 	}
 	if _, err := q.ExecContext(ctx, sb.String(), args...); err != nil {
 		return fmt.Errorf("store: insert %d orders of item %d: %w", len(os), itemID, err)
@@ -79,14 +79,22 @@ func InsertOrders(ctx context.Context, q Querier, itemID, priceCents int64, wind
 	return nil
 }
 
-// TakeStock decrements the item's MySQL stock by qty if it has that much: a
-// compare-and-set that never goes negative (I7). It reports false, with no
-// change, when the stock is short.
-func TakeStock(ctx context.Context, q Querier, itemID, qty int64) (bool, error) {
+// TakeStock decrements the stock row of bucket of item it by qty if it has
+// that much: a compare-and-set that never goes negative (I7). It reports
+// false, with no change, when the stock is short. An unbucketed item's row
+// is items; a bucketed item's is its item_buckets row, so writers of
+// different buckets never wait on each other's lock.
+func TakeStock(ctx context.Context, q Querier, it Item, bucket int, qty int64) (bool, error) {
 	if qty == 0 {
 		return true, nil
 	}
-	res, err := q.ExecContext(ctx, "UPDATE items SET stock = stock - ? WHERE id = ? AND stock >= ?", qty, itemID, qty)
+	itemID := it.ID
+	query, args := "UPDATE items SET stock = stock - ? WHERE id = ? AND stock >= ?", []any{qty, itemID, qty}
+	if it.Bucketed() {
+		query = "UPDATE item_buckets SET stock = stock - ? WHERE item_id = ? AND bucket = ? AND stock >= ?"
+		args = []any{qty, itemID, bucket, qty}
+	}
+	res, err := q.ExecContext(ctx, query, args...)
 	if err != nil {
 		return false, fmt.Errorf("store: take %d of item %d: %w", qty, itemID, err)
 	}

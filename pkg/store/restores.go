@@ -11,7 +11,7 @@ import (
 // caller fails to apply is not returned again in the same walk).
 func PendingRestores(ctx context.Context, q Querier, afterOrderID int64, limit int) ([]Order, error) {
 	rows, err := q.QueryContext(ctx,
-		"SELECT r.order_id, r.item_id, r.qty, o.request_id, o.user_id, o.price_cents, o.created_at, o.expires_at"+
+		"SELECT r.order_id, r.item_id, r.bucket, r.qty, o.request_id, o.user_id, o.price_cents, o.created_at, o.expires_at"+
 			" FROM stock_restores r JOIN orders o ON o.id = r.order_id"+
 			" WHERE r.redis_applied_at IS NULL AND r.order_id > ? ORDER BY r.order_id LIMIT ?", afterOrderID, limit)
 	if err != nil {
@@ -21,7 +21,7 @@ func PendingRestores(ctx context.Context, q Querier, afterOrderID int64, limit i
 	var out []Order
 	for rows.Next() {
 		o := Order{Status: Cancelled}
-		if err := rows.Scan(&o.ID, &o.ItemID, &o.Qty, &o.RequestID, &o.UserID, &o.PriceCents, &o.CreatedAt, &o.ExpiresAt); err != nil {
+		if err := rows.Scan(&o.ID, &o.ItemID, &o.Bucket, &o.Qty, &o.RequestID, &o.UserID, &o.PriceCents, &o.CreatedAt, &o.ExpiresAt); err != nil {
 			return nil, fmt.Errorf("store: pending restores: %w", err)
 		}
 		out = append(out, o)

@@ -4,12 +4,16 @@
 -- KEYS[5] idempotency key (only read/written when ARGV[7] == "1")
 -- KEYS[6] per-user rate window (only used when ARGV[5] > 0)
 -- KEYS[7] holder bitmap (a bit per hash of a holder's user id)
+-- KEYS[8] the bucket's want flag (set when it is found short)
 -- ARGV[1] user id   ARGV[2] qty   ARGV[3] request id
 -- ARGV[4] deadline, unix ms by the ingress host's clock (0 = none): past it
 --         the caller has given up waiting for this reply
 
 -- ARGV[5] per-user limit per second (0 = off)   ARGV[6] idempotency ttl (ms)
 -- ARGV[7] "1" when an Idempotency-Key was sent   ARGV[8] the user's holder bit
+-- ARGV[9] the item's bucket count as the caller knows it
+-- ARGV[10] the want flag's TTL (ms)
+-- All keys are one stock bucket's: the buyer's home bucket.
 -- Returns {code, detail}:
 --   {"ok", stock_left}          admitted: stock taken, buyer marked, reserved
 --                               (also when this very request id was admitted
@@ -24,7 +28,10 @@
 --   {"over_limit", limit}       qty above the per-user limit
 --   {"rate_limited", retry_ms}  per-user window exceeded
 --   {"already", request_id}     this user holds this item, by request_id
---   {"sold_out", stock_left}    not enough stock left
+--   {"moved", buckets}          the item has another bucket count than
+--                               ARGV[9] (re-bucketed): nothing done
+--   {"sold_out", stock_left}    not enough stock left in this bucket (with
+--                               more buckets, the caller asks the others)
 --
 -- Idempotent per request id: running it twice with the same ARGV[3] (go-redis
 -- resends a command after a read timeout) answers "ok" both times and takes
@@ -59,7 +66,9 @@ if ARGV[7] == "1" then
     return {"replay_unacked", first or prev}
   end
 end
-local meta = redis.call("HMGET", KEYS[2], "start_ms", "end_ms", "limit")
+local meta = redis.call("HMGET", KEYS[2], "start_ms", "end_ms", "limit", "buckets")
+local buckets = tonumber(meta[4] or "1")
+if buckets ~= tonumber(ARGV[9]) then return {"moved", tostring(buckets)} end
 if not meta[1] then return {"unknown", ""} end
 if now < tonumber(meta[1]) or now >= tonumber(meta[2]) then return {"not_active", ""} end
 if qty > tonumber(meta[3]) then return {"over_limit", meta[3]} end
@@ -71,7 +80,10 @@ if rl > 0 then
 end
 if held then return {"already", held} end
 local stock = tonumber(redis.call("GET", KEYS[1]) or "0")
-if stock < qty then return {"sold_out", tostring(stock)} end
+if stock < qty then
+  if buckets > 1 then redis.call("SET", KEYS[8], "1", "PX", ARGV[10]) end
+  return {"sold_out", tostring(stock)}
+end
 local left = redis.call("DECRBY", KEYS[1], qty)
 redis.call("HSET", KEYS[3], ARGV[1], rid)
 redis.call("SETBIT", KEYS[7], ARGV[8], 1)

@@ -1,4 +1,4 @@
--- warm.lua: (re)build an item's Redis state from a MySQL snapshot.
+-- warm.lua: (re)build one stock bucket's Redis state from a MySQL snapshot.
 -- Refuses while reservations are pending, unless the stock key is gone
 -- (Redis lost its data, so there is nothing pending to protect).
 -- KEYS[1] stock  KEYS[2] meta  KEYS[3] holders (hash)  KEYS[4] reservations
@@ -10,25 +10,27 @@
 --           The guards get no TTL, since their records are unmarked (the
 --           reaper gives a guard its TTL after marking the record).
 -- ARGV[5] "1" = meta only (stock and buyers kept)
--- ARGV[6] n, the number of buyers; then n pairs (user id, the request id of
---         the order they hold); then n holder bits, one per buyer
+-- ARGV[6] the item's bucket count (every bucket's meta carries it)
+-- ARGV[7] n, the number of buyers whose home is this bucket; then n pairs
+--         (user id, the request id of the order they hold); then n holder
+--         bits, one per buyer
 -- Returns {"ok", pending} or {"pending", n}.
 local pending = redis.call("HLEN", KEYS[4])
 if ARGV[5] ~= "1" and pending > 0 and redis.call("EXISTS", KEYS[1]) == 1 then
   return {"pending", tostring(pending)}
 end
-redis.call("HSET", KEYS[2], "start_ms", ARGV[2], "end_ms", ARGV[3], "limit", ARGV[4])
+redis.call("HSET", KEYS[2], "start_ms", ARGV[2], "end_ms", ARGV[3], "limit", ARGV[4], "buckets", ARGV[6])
 if ARGV[5] == "1" then return {"ok", tostring(pending)} end
 redis.call("SET", KEYS[1], ARGV[1])
 redis.call("DEL", KEYS[3])
 redis.call("DEL", KEYS[4])
 redis.call("DEL", KEYS[5])
-local n = tonumber(ARGV[6])
-for i = 7, 6 + 2 * n, 1000 do
-  local last = math.min(i + 999, 6 + 2 * n)
+local n = tonumber(ARGV[7])
+for i = 8, 7 + 2 * n, 1000 do
+  local last = math.min(i + 999, 7 + 2 * n)
   redis.call("HSET", KEYS[3], unpack(ARGV, i, last))
 end
-for i = 7 + 2 * n, 6 + 3 * n do
+for i = 8 + 2 * n, 7 + 3 * n do
   redis.call("SETBIT", KEYS[5], ARGV[i], 1)
 end
 for i = 6, #KEYS do

@@ -1,0 +1,132 @@
+package stock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A bucketed item splits its stock over n buckets, each with its own keys
+// (BucketKeys) and so its own Redis Cluster slot. A buyer's home bucket holds
+// their buyer mark and is where they are admitted, so admission stays one
+// script in one slot and one-order-per-buyer stays exact in Redis; stock
+// follows demand between buckets through pkg/rebalance.
+
+// HomeBucket returns the bucket of an item with n buckets that holds
+// userID's buyer mark: a stable hash (SplitMix64's finalizer, whose low bits
+// spread consecutive ids evenly and are independent of HolderBit's top bits).
+func HomeBucket(userID int64, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	x := uint64(userID)
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return int(x % uint64(n))
+}
+
+// Buckets returns the bucket count of item as its Redis state says (bucket
+// 0's meta), 1 for an item warmed before buckets existed, and warmed false
+// when Redis does not know the item.
+func (s *Store) Buckets(ctx context.Context, itemID int64) (n int, warmed bool, err error) {
+	k := KeysOf(itemID)
+	v, err := s.rdb.HMGet(ctx, k.Meta, "start_ms", "buckets").Result()
+	if err != nil {
+		return 0, false, unavailable("stock: buckets", err)
+	}
+	if len(v) != 2 || v[0] == nil {
+		return 0, false, nil
+	}
+	return parseBuckets(v[1]), true, nil
+}
+
+func parseBuckets(v any) int {
+	s, ok := v.(string)
+	if !ok {
+		return 1
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}
+
+// SoldOutEverywhere reports whether no bucket of item (n buckets) has qty
+// units left, by a read that cannot miss a unit moving between buckets. A
+// transfer takes its units out of the donor before it gives them to the
+// recipient, so a plain read of the buckets can see them in neither. The
+// rebalancer adds the transfer to TransfersLive before its first step and
+// counts it in TransfersDone after its last; when both read the same before
+// and after the stock reads, with nothing live, no unit was in flight while
+// the buckets were read.
+func (s *Store) SoldOutEverywhere(ctx context.Context, itemID int64, n, qty int) (bool, error) {
+	k := KeysOf(itemID)
+	before, err := s.transferMark(ctx, k)
+	if err != nil || before.live > 0 {
+		return false, err
+	}
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.StringCmd, n)
+	for b := range n {
+		cmds[b] = pipe.Get(ctx, BucketKeys(itemID, b).Stock)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return false, unavailable("stock: read buckets", err)
+	}
+	for _, c := range cmds {
+		if v, err := c.Int64(); err == nil && v >= int64(qty) {
+			return false, nil
+		}
+	}
+	after, err := s.transferMark(ctx, k)
+	if err != nil {
+		return false, err
+	}
+	return after == before, nil
+}
+
+type transferMark struct{ live, done int64 }
+
+func (s *Store) transferMark(ctx context.Context, k Keys) (transferMark, error) {
+	var live *redis.IntCmd
+	var done *redis.StringCmd
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		live = p.SCard(ctx, k.TransfersLive())
+		done = p.Get(ctx, k.TransfersDone())
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return transferMark{}, unavailable("stock: transfers", err)
+	}
+	d, _ := done.Int64()
+	return transferMark{live: live.Val(), done: d}, nil
+}
+
+// BucketStocks returns the Redis stock of each of item's n buckets (-1 for
+// a bucket Redis has no stock key of).
+func (s *Store) BucketStocks(ctx context.Context, itemID int64, n int) ([]int64, error) {
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.StringCmd, n)
+	for b := range n {
+		cmds[b] = pipe.Get(ctx, BucketKeys(itemID, b).Stock)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, unavailable(fmt.Sprintf("stock: stocks of item %d", itemID), err)
+	}
+	out := make([]int64, n)
+	for b, c := range cmds {
+		v, err := c.Int64()
+		if err != nil {
+			v = -1
+		}
+		out[b] = v
+	}
+	return out, nil
+}
