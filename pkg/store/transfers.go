@@ -1,0 +1,258 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// A transfer moves qty units of a bucketed item from one bucket to another,
+// in MySQL (the two item_buckets rows, stock and total_stock together) and in
+// Redis (the two buckets' stock keys, pkg/rebalance). Its stock_transfers
+// row says how far it got, so whoever finds it open finishes it:
+//
+//	PLANNED   -> the Redis take from the donor may or may not have run
+//	MOVED     -> MySQL moved stock and total; the Redis give may not have run
+//	DONE      -> both stores moved
+//	ABANDONED -> the donor had too little in Redis: nothing moved anywhere
+//
+// Every state change is a CAS on the state, so two drivers of one transfer
+// change each row once.
+
+// TransferState is a stock_transfers.state.
+type TransferState string
+
+// The states of a transfer.
+const (
+	TransferPlanned   TransferState = "PLANNED"
+	TransferMoved     TransferState = "MOVED"
+	TransferDone      TransferState = "DONE"
+	TransferAbandoned TransferState = "ABANDONED"
+)
+
+// Open reports whether the transfer still has a step to run.
+func (s TransferState) Open() bool { return s == TransferPlanned || s == TransferMoved }
+
+// Transfer is one stock_transfers row.
+type Transfer struct {
+	ID       int64
+	ItemID   int64
+	From, To int
+	Qty      int64
+	State    TransferState
+	// CreatedAt (ms) tells this transfer from one of an earlier database
+	// that had the same AUTO_INCREMENT id (pkg/rebalance names its Redis
+	// guards by both).
+	CreatedAt time.Time
+}
+
+// ErrBucketsChanged is returned by PlanTransfer when the item no longer has
+// the bucket count the plan was made for (re-bucketed between sales).
+var ErrBucketsChanged = errors.New("store: bucket count changed")
+
+const transferCols = "id, item_id, from_bucket, to_bucket, qty, state, created_at"
+
+func scanTransfer(row interface{ Scan(...any) error }) (Transfer, error) {
+	var t Transfer
+	var st string
+	if err := row.Scan(&t.ID, &t.ItemID, &t.From, &t.To, &t.Qty, &st, &t.CreatedAt); err != nil {
+		return t, err
+	}
+	t.State = TransferState(st)
+	return t, nil
+}
+
+// PlanTransfer records a transfer of qty from bucket from to bucket to of
+// item, which the caller found with buckets buckets, and returns it
+// PLANNED.
+//
+// It holds a shared lock on the item's row while it inserts. A warm (and a
+// re-bucketing) locks that row exclusively and refuses while a transfer is
+// open, so a transfer is either planned before a warm starts, and the warm
+// refuses, or after it has committed, and the transfer moves the stock the
+// warm wrote. Without the lock a warm could copy MySQL's donor stock over a
+// Redis take that MySQL has not seen yet, and the units would be given
+// twice.
+func PlanTransfer(ctx context.Context, db *sql.DB, itemID int64, buckets, from, to int, qty int64) (Transfer, error) {
+	if from == to || from < 0 || to < 0 || from >= buckets || to >= buckets || qty < 1 {
+		return Transfer{}, fmt.Errorf("store: plan transfer of item %d %d->%d qty %d of %d buckets: bad arguments", itemID, from, to, qty, buckets)
+	}
+	var t Transfer
+	err := RunInTx(ctx, db, sql.LevelReadCommitted, func(tx *sql.Tx) error {
+		var n int
+		err := tx.QueryRowContext(ctx, "SELECT buckets FROM items WHERE id = ? LOCK IN SHARE MODE", itemID).Scan(&n)
+		if isNoRows(err) {
+			return fmt.Errorf("store: plan transfer of item %d: %w", itemID, ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("store: plan transfer of item %d: %w", itemID, err)
+		}
+		if n != buckets {
+			return fmt.Errorf("store: plan transfer of item %d: %w: %d buckets, planned for %d", itemID, ErrBucketsChanged, n, buckets)
+		}
+		res, err := tx.ExecContext(ctx,
+			"INSERT INTO stock_transfers (item_id, from_bucket, to_bucket, qty) VALUES (?, ?, ?, ?)", itemID, from, to, qty)
+		if err != nil {
+			return fmt.Errorf("store: plan transfer of item %d: %w", itemID, err)
+		}
+		id, err := res.LastInsertId()
+		if err != nil {
+			return fmt.Errorf("store: plan transfer of item %d: %w", itemID, err)
+		}
+		t, err = scanTransfer(tx.QueryRowContext(ctx, "SELECT "+transferCols+" FROM stock_transfers WHERE id = ?", id))
+		if err != nil {
+			return fmt.Errorf("store: plan transfer of item %d: read back %d: %w", itemID, id, err)
+		}
+		return nil
+	})
+	return t, err
+}
+
+// GetTransfer reads one transfer (ErrNotFound when there is none).
+func GetTransfer(ctx context.Context, q Querier, id int64) (Transfer, error) {
+	t, err := scanTransfer(q.QueryRowContext(ctx, "SELECT "+transferCols+" FROM stock_transfers WHERE id = ?", id))
+	if isNoRows(err) {
+		return t, fmt.Errorf("store: transfer %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return t, fmt.Errorf("store: transfer %d: %w", id, err)
+	}
+	return t, nil
+}
+
+// OpenTransfers returns up to limit transfers that are PLANNED or MOVED,
+// oldest first: the work a crashed or interrupted mover left.
+func OpenTransfers(ctx context.Context, q Querier, limit int) ([]Transfer, error) {
+	rows, err := q.QueryContext(ctx,
+		"SELECT "+transferCols+" FROM stock_transfers WHERE state IN ('PLANNED','MOVED') ORDER BY id LIMIT ?", limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: open transfers: %w", err)
+	}
+	defer rows.Close()
+	var out []Transfer
+	for rows.Next() {
+		t, err := scanTransfer(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: open transfers: %w", err)
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: open transfers: %w", err)
+	}
+	return out, nil
+}
+
+// AbandonTransfer marks a PLANNED transfer ABANDONED (the donor was short in
+// Redis, so nothing moved) and reports whether this call changed it.
+func AbandonTransfer(ctx context.Context, q Querier, id int64) (bool, error) {
+	return casTransfer(ctx, q, id, TransferPlanned, TransferAbandoned)
+}
+
+// CompleteTransfer marks a MOVED transfer DONE (Redis gave the units to the
+// recipient) and reports whether this call changed it.
+func CompleteTransfer(ctx context.Context, q Querier, id int64) (bool, error) {
+	return casTransfer(ctx, q, id, TransferMoved, TransferDone)
+}
+
+func casTransfer(ctx context.Context, q Querier, id int64, from, to TransferState) (bool, error) {
+	res, err := q.ExecContext(ctx, "UPDATE stock_transfers SET state = ? WHERE id = ? AND state = ?", string(to), id, string(from))
+	if err != nil {
+		return false, fmt.Errorf("store: transfer %d %s -> %s: %w", id, from, to, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("store: transfer %d %s -> %s: %w", id, from, to, err)
+	}
+	return n == 1, nil
+}
+
+// MoveTransfer runs the MySQL step of t (which Redis has taken out of the
+// donor): in one READ COMMITTED transaction, PLANNED -> MOVED, and qty off
+// the donor's stock and total and onto the recipient's. It reports whether
+// this call moved it; false means another driver already had (the state CAS
+// found the row past PLANNED) and nothing was changed.
+//
+// The state CAS comes first, so of two drivers racing only one touches the
+// stock rows; the other waits on the transfer's row lock and then finds it
+// MOVED. The two bucket rows are updated in bucket order, so transfers never
+// deadlock on each other. A donor row with less than qty (Redis took units
+// MySQL does not have: a broken invariant) rolls everything back with
+// ErrInvariant and leaves the transfer PLANNED, for an operator.
+func MoveTransfer(ctx context.Context, db *sql.DB, t Transfer) (bool, error) {
+	var moved bool
+	err := RunInTx(ctx, db, sql.LevelReadCommitted, func(tx *sql.Tx) error {
+		moved = false
+		ok, err := casTransfer(ctx, tx, t.ID, TransferPlanned, TransferMoved)
+		if err != nil || !ok {
+			return err
+		}
+		first, second := t.From, t.To
+		if second < first {
+			first, second = second, first
+		}
+		for _, b := range []int{first, second} {
+			var res sql.Result
+			if b == t.From {
+				res, err = tx.ExecContext(ctx, "UPDATE item_buckets SET stock = stock - ?, total_stock = total_stock - ?"+
+					" WHERE item_id = ? AND bucket = ? AND stock >= ?", t.Qty, t.Qty, t.ItemID, b, t.Qty)
+			} else {
+				res, err = tx.ExecContext(ctx, "UPDATE item_buckets SET stock = stock + ?, total_stock = total_stock + ?"+
+					" WHERE item_id = ? AND bucket = ?", t.Qty, t.Qty, t.ItemID, b)
+			}
+			if err != nil {
+				return fmt.Errorf("store: move transfer %d bucket %d: %w", t.ID, b, err)
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return fmt.Errorf("store: move transfer %d bucket %d: %w", t.ID, b, err)
+			}
+			if n != 1 {
+				return fmt.Errorf("store: move transfer %d of item %d: %w: bucket %d row missing or (donor) below %d",
+					t.ID, t.ItemID, ErrInvariant, b, t.Qty)
+			}
+		}
+		moved = true
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	return moved, nil
+}
+
+// RebalanceItem is a bucketed item the rebalancer looks after.
+type RebalanceItem struct {
+	ID      int64
+	Buckets int
+}
+
+// RebalanceItems returns the bucketed items whose sale window, widened by
+// margin on both sides, contains now, and those with open transfers whatever
+// their window: the items whose stock may have to move, or be finished
+// moving.
+func RebalanceItems(ctx context.Context, q Querier, now time.Time, margin time.Duration) ([]RebalanceItem, error) {
+	rows, err := q.QueryContext(ctx,
+		"SELECT i.id, i.buckets FROM items i WHERE i.buckets > 1 AND ((i.starts_at <= ? AND i.ends_at > ?)"+
+			" OR EXISTS (SELECT 1 FROM stock_transfers t WHERE t.item_id = i.id AND t.state IN ('PLANNED','MOVED')))"+
+			" ORDER BY i.id",
+		now.Add(margin).UTC(), now.Add(-margin).UTC())
+	if err != nil {
+		return nil, fmt.Errorf("store: rebalance items: %w", err)
+	}
+	defer rows.Close()
+	var out []RebalanceItem
+	for rows.Next() {
+		var it RebalanceItem
+		if err := rows.Scan(&it.ID, &it.Buckets); err != nil {
+			return nil, fmt.Errorf("store: rebalance items: %w", err)
+		}
+		out = append(out, it)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: rebalance items: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,225 @@
+package store_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/store"
+)
+
+// bucketedItem creates an item of total units laid out over n buckets,
+// its sale window open.
+func bucketedItem(t *testing.T, db *sql.DB, total int64, n int, start, end time.Time) int64 {
+	t.Helper()
+	id := testenv.ItemID()
+	err := store.RunInTx(context.Background(), db, sql.LevelDefault, func(tx *sql.Tx) error {
+		_, err := store.UpsertItem(context.Background(), tx, store.Item{ID: id, Name: "t", PriceCents: 100, TotalStock: total,
+			PerUserLimit: 1, StartsAt: start, EndsAt: end, Buckets: n})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("create item: %v", err)
+	}
+	return id
+}
+
+func rowsOf(t *testing.T, db *sql.DB, id int64) []store.StockRow {
+	t.Helper()
+	rows, err := store.BucketRows(context.Background(), db, id, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+func TestTransferLifecycle(t *testing.T) {
+	t.Parallel()
+	db, _ := testenv.MySQL(t)
+	ctx := context.Background()
+	now := time.Now()
+	item := bucketedItem(t, db, 40, 4, now.Add(-time.Minute), now.Add(time.Hour))
+
+	if _, err := store.PlanTransfer(ctx, db, item, 3, 0, 1, 5); !errors.Is(err, store.ErrBucketsChanged) {
+		t.Fatalf("plan for 3 buckets of a 4-bucket item: err = %v; want ErrBucketsChanged", err)
+	}
+	for _, bad := range [][3]int{{1, 1, 1}, {0, 4, 1}, {-1, 0, 1}, {0, 1, 0}} {
+		if _, err := store.PlanTransfer(ctx, db, item, 4, bad[0], bad[1], int64(bad[2])); err == nil {
+			t.Errorf("plan %v accepted", bad)
+		}
+	}
+	tr, err := store.PlanTransfer(ctx, db, item, 4, 2, 1, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.State != store.TransferPlanned || tr.ItemID != item || tr.From != 2 || tr.To != 1 || tr.Qty != 4 || tr.CreatedAt.IsZero() {
+		t.Fatalf("planned = %+v", tr)
+	}
+	if n, _ := store.OpenTransfersOf(ctx, db, item); n != 1 {
+		t.Fatalf("open transfers = %d; want 1", n)
+	}
+	if ok, err := store.CompleteTransfer(ctx, db, tr.ID); err != nil || ok {
+		t.Fatalf("complete a PLANNED transfer = %v, %v; want no change", ok, err)
+	}
+	for i := range 2 {
+		moved, err := store.MoveTransfer(ctx, db, tr)
+		if err != nil || moved != (i == 0) {
+			t.Fatalf("move #%d = %v, %v; want moved only the first time", i+1, moved, err)
+		}
+	}
+	want := []store.StockRow{{0, 10, 10}, {1, 14, 14}, {2, 6, 6}, {3, 10, 10}}
+	if got := rowsOf(t, db, item); !equalRows(got, want) {
+		t.Fatalf("rows after the move = %+v; want %+v", got, want)
+	}
+	if ok, err := store.AbandonTransfer(ctx, db, tr.ID); err != nil || ok {
+		t.Fatalf("abandon a MOVED transfer = %v, %v; want no change", ok, err)
+	}
+	if ok, err := store.CompleteTransfer(ctx, db, tr.ID); err != nil || !ok {
+		t.Fatalf("complete = %v, %v", ok, err)
+	}
+	got, err := store.GetTransfer(ctx, db, tr.ID)
+	if err != nil || got.State != store.TransferDone || !got.CreatedAt.Equal(tr.CreatedAt) {
+		t.Fatalf("transfer = %+v, %v; want DONE", got, err)
+	}
+	if _, err := store.GetTransfer(ctx, db, tr.ID+1000); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("unknown transfer: err = %v", err)
+	}
+
+	ab, err := store.PlanTransfer(ctx, db, item, 4, 0, 3, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := store.AbandonTransfer(ctx, db, ab.ID); err != nil || !ok {
+		t.Fatalf("abandon = %v, %v", ok, err)
+	}
+	if moved, err := store.MoveTransfer(ctx, db, ab); err != nil || moved {
+		t.Fatalf("move an ABANDONED transfer = %v, %v; want no change", moved, err)
+	}
+	if got := rowsOf(t, db, item); !equalRows(got, want) {
+		t.Fatalf("rows changed by an abandoned transfer: %+v", got)
+	}
+}
+
+// A donor row with less than the qty is a broken invariant: nothing moves
+// and the transfer stays PLANNED.
+func TestMoveTransferDonorShort(t *testing.T) {
+	t.Parallel()
+	db, _ := testenv.MySQL(t)
+	ctx := context.Background()
+	now := time.Now()
+	item := bucketedItem(t, db, 8, 2, now.Add(-time.Minute), now.Add(time.Hour))
+	tr, err := store.PlanTransfer(ctx, db, item, 2, 1, 0, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.MoveTransfer(ctx, db, tr); !errors.Is(err, store.ErrInvariant) {
+		t.Fatalf("move 5 from a bucket of 4: err = %v; want ErrInvariant", err)
+	}
+	if got, _ := store.GetTransfer(ctx, db, tr.ID); got.State != store.TransferPlanned {
+		t.Fatalf("state after the refused move = %s; want PLANNED", got.State)
+	}
+	if got := rowsOf(t, db, item); !equalRows(got, []store.StockRow{{0, 4, 4}, {1, 4, 4}}) {
+		t.Fatalf("rows changed by a refused move: %+v", got)
+	}
+}
+
+// PlanTransfer waits for a warm's (or a re-bucketing's) lock on the item
+// row, so the warm's check for open transfers cannot miss it.
+func TestPlanTransferWaitsForItemLock(t *testing.T) {
+	t.Parallel()
+	db, _ := testenv.MySQL(t)
+	ctx := context.Background()
+	now := time.Now()
+	item := bucketedItem(t, db, 8, 2, now.Add(-time.Minute), now.Add(time.Hour))
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := store.GetItemForUpdate(ctx, tx, item); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := store.PlanTransfer(ctx, db, item, 2, 0, 1, 1)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("PlanTransfer finished (%v) while the item row was locked", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if n, err := store.OpenTransfersOf(ctx, tx, item); err != nil || n != 0 {
+		t.Fatalf("the lock holder sees %d open transfers (%v); want 0", n, err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("PlanTransfer after the lock: %v", err)
+	}
+}
+
+func TestOpenTransfersAndRebalanceItems(t *testing.T) {
+	t.Parallel()
+	db, _ := testenv.MySQL(t)
+	ctx := context.Background()
+	now := time.Now()
+	open := bucketedItem(t, db, 8, 2, now.Add(-time.Minute), now.Add(time.Hour))
+	later := bucketedItem(t, db, 8, 4, now.Add(time.Hour), now.Add(2*time.Hour))
+	over := bucketedItem(t, db, 8, 2, now.Add(-2*time.Hour), now.Add(-time.Hour))
+	single := bucketedItem(t, db, 8, 1, now.Add(-time.Minute), now.Add(time.Hour))
+	_ = single
+
+	got, err := store.RebalanceItems(ctx, db, now, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0] != (store.RebalanceItem{ID: open, Buckets: 2}) {
+		t.Fatalf("rebalance items = %+v; want only %d (2 buckets)", got, open)
+	}
+	if got, _ := store.RebalanceItems(ctx, db, now.Add(time.Hour-30*time.Second), time.Minute); len(got) != 2 {
+		t.Fatalf("rebalance items 30s before the next sale (margin 1m) = %+v; want both open and later", got)
+	}
+	a, err := store.PlanTransfer(ctx, db, over, 2, 0, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := store.PlanTransfer(ctx, db, later, 4, 3, 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = store.RebalanceItems(ctx, db, now, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[int64]bool{}
+	for _, it := range got {
+		ids[it.ID] = true
+	}
+	if len(got) != 3 || !ids[open] || !ids[over] || !ids[later] {
+		t.Fatalf("rebalance items with open transfers = %+v; want %d, %d and %d", got, open, over, later)
+	}
+	ts, err := store.OpenTransfers(ctx, db, 10)
+	if err != nil || len(ts) != 2 || ts[0].ID != a.ID || ts[1].ID != b.ID {
+		t.Fatalf("open transfers = %+v, %v; want %d then %d", ts, err, a.ID, b.ID)
+	}
+	if ts, _ := store.OpenTransfers(ctx, db, 1); len(ts) != 1 || ts[0].ID != a.ID {
+		t.Fatalf("open transfers, limit 1 = %+v; want the oldest", ts)
+	}
+}
+
+func equalRows(a, b []store.StockRow) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
