@@ -61,6 +61,7 @@ func testIngress() config.Ingress {
 	return config.Ingress{
 		HTTPAddr: "127.0.0.1:0", JWTSecret: testSecret, PublishTimeout: 3 * time.Second,
 		SoldOutTTL: 500 * time.Millisecond, IdempotencyTTL: time.Hour,
+		Buckets: config.Buckets{Max: 64, Wait: time.Second, Poll: 25 * time.Millisecond},
 	}
 }
 
@@ -169,10 +170,13 @@ func (h *harness) admin() map[string]string {
 }
 
 // putItem creates an item on sale now through the admin API.
-func (h *harness) putItem(id, stockQty int64, limit int) {
+func (h *harness) putItem(id, stockQty int64, limit int) { h.putBucketedItem(id, stockQty, limit, 1) }
+
+// putBucketedItem creates an item of buckets stock buckets on sale now.
+func (h *harness) putBucketedItem(id, stockQty int64, limit, buckets int) {
 	h.t.Helper()
-	body := fmt.Sprintf(`{"name":"item %d","price_cents":999,"stock":%d,"per_user_limit":%d,"starts_at":%q,"ends_at":%q}`,
-		id, stockQty, limit, time.Now().Add(-time.Hour).UTC().Format(time.RFC3339), time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+	body := fmt.Sprintf(`{"name":"item %d","price_cents":999,"stock":%d,"per_user_limit":%d,"starts_at":%q,"ends_at":%q,"buckets":%d}`,
+		id, stockQty, limit, time.Now().Add(-time.Hour).UTC().Format(time.RFC3339), time.Now().Add(time.Hour).UTC().Format(time.RFC3339), buckets)
 	r := h.do(http.MethodPut, fmt.Sprintf("/api/v1/admin/items/%d", id), body, h.admin())
 	if r.Code != http.StatusOK {
 		h.t.Fatalf("put item: %d %s", r.Code, r.Body)

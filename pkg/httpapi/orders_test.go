@@ -14,11 +14,18 @@ import (
 )
 
 // TestRaceHundredUnits: 10,000 goroutines of 2,000 users (duplicates with
-// and without a shared Idempotency-Key) race for 100 units.
+// and without a shared Idempotency-Key) race for 100 units, of one item
+// and of an item of 8 stock buckets.
 func TestRaceHundredUnits(t *testing.T) {
+	for _, buckets := range []int{1, 8} {
+		t.Run(fmt.Sprintf("buckets=%d", buckets), func(t *testing.T) { raceHundredUnits(t, buckets) })
+	}
+}
+
+func raceHundredUnits(t *testing.T, buckets int) {
 	h := newHarness(t, harnessOpts{partitions: 3})
 	item := testenv.ItemID()
-	h.putItem(item, 100, 1)
+	h.putBucketedItem(item, 100, 1, buckets)
 
 	const users, perUser = 2000, 5
 	var (
@@ -122,11 +129,19 @@ func TestRaceHundredUnits(t *testing.T) {
 	}
 }
 
-// TestGrabOne: one unit, 10,000 distinct buyers at once: exactly one 202.
+// TestGrabOne: one unit, 10,000 distinct buyers at once: exactly one 202,
+// also with the unit in one of 8 stock buckets (the other buckets' buyers
+// must wait for it and then hear "sold out", never early, never a 503).
 func TestGrabOne(t *testing.T) {
+	for _, buckets := range []int{1, 8} {
+		t.Run(fmt.Sprintf("buckets=%d", buckets), func(t *testing.T) { grabOne(t, buckets) })
+	}
+}
+
+func grabOne(t *testing.T, buckets int) {
 	h := newHarness(t, harnessOpts{partitions: 1})
 	item := testenv.ItemID()
-	h.putItem(item, 1, 1)
+	h.putBucketedItem(item, 1, 1, buckets)
 	var accepted, soldOut, other atomic.Int64
 	var wg sync.WaitGroup
 	start := make(chan struct{})

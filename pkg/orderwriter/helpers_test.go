@@ -33,6 +33,9 @@ type env struct {
 	group   string
 	item    int64
 	total   int64
+	// buckets is the item's stock bucket count (admit runs each user in
+	// their home bucket).
+	buckets int
 }
 
 func newEnv(t testing.TB, partitions int, mysqlStock, redisStock int64) *env {
@@ -74,8 +77,10 @@ func (e *env) admit(users []int64) []queue.OrderMessage {
 			defer wg.Done()
 			defer func() { <-sem }()
 			now := time.Now()
-			rid := reqid.New(e.item, now)
-			res, err := e.st.Admit(context.Background(), stock.AdmitRequest{ItemID: e.item, UserID: u, Qty: 1, RequestID: rid, Now: now})
+			n := max(e.buckets, 1)
+			b := stock.HomeBucket(u, n)
+			rid := reqid.NewIn(e.item, b, now)
+			res, err := e.st.Admit(context.Background(), stock.AdmitRequest{ItemID: e.item, Buckets: n, Bucket: b, UserID: u, Qty: 1, RequestID: rid, Now: now})
 			if err == nil && res.Code != stock.Admitted {
 				err = &admitErr{res.Code}
 			}

@@ -1,0 +1,134 @@
+package orderwriter_test
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
+	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/stock"
+	"github.com/flashsale-dev/flashsale/pkg/store"
+)
+
+// newBucketedEnv is newEnv for an item of buckets stock buckets, laid out
+// by store.UpsertItem and warmed from its rows, as the catalog does.
+func newBucketedEnv(t *testing.T, partitions int, units int64, buckets int) *env {
+	t.Helper()
+	db, dsn := testenv.MySQL(t)
+	e := &env{t: t, db: db, dsn: dsn, st: stock.New(testenv.Redis(t)), brokers: testenv.Kafka(t), item: testenv.ItemID(), total: units, buckets: buckets}
+	e.topic, e.dlq, e.group = testenv.Topics(t, partitions)
+	ctx := context.Background()
+	now := time.Now()
+	it := store.Item{ID: e.item, Name: "bucketed", PriceCents: 999, TotalStock: units, PerUserLimit: 1,
+		StartsAt: now.Add(-time.Hour), EndsAt: now.Add(time.Hour), Buckets: buckets}
+	var rows []store.StockRow
+	err := store.RunInTx(ctx, db, sql.LevelDefault, func(tx *sql.Tx) error {
+		if _, err := store.UpsertItem(ctx, tx, it); err != nil {
+			return err
+		}
+		var err error
+		rows, err = store.BucketRows(ctx, tx, e.item, true)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := stock.Snapshot{ItemID: e.item, StartsAt: it.StartsAt, EndsAt: it.EndsAt, PerUserLimit: 1}
+	for _, r := range rows {
+		snap.BucketStock = append(snap.BucketStock, r.Stock)
+	}
+	if err := e.st.Warm(ctx, snap); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// produceKeyed publishes msgs as the ingress does: keyed by stock row, so
+// one bucket's requests share a partition and the buckets spread.
+func (e *env) produceKeyed(msgs []queue.OrderMessage) {
+	e.t.Helper()
+	w := &kafka.Writer{Addr: kafka.TCP(e.brokers...), Topic: e.topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll,
+		BatchSize: 1000, BatchTimeout: 5 * time.Millisecond}
+	defer w.Close()
+	km := make([]kafka.Message, len(msgs))
+	for i, m := range msgs {
+		v, err := m.Encode()
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		km[i] = kafka.Message{Key: m.Key(), Value: v}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := w.WriteMessages(ctx, km...); err != nil {
+		e.t.Fatalf("produce: %v", err)
+	}
+}
+
+// TestBucketedItemWritesEachBucketsRow: 2,400 requests of an item of 8
+// buckets, written by two consumer replicas over 4 partitions. Each order
+// records its buyer's home bucket and took its unit from that bucket's row;
+// items.stock is never touched; each bucket's MySQL row ends equal to its
+// Redis stock; I1-I3 and I7 hold.
+func TestBucketedItemWritesEachBucketsRow(t *testing.T) {
+	t.Parallel()
+	const units, buckets = 3_000, 8
+	e := newBucketedEnv(t, 4, units, buckets)
+	msgs := e.admit(users(1, 2_400))
+	e.produceKeyed(msgs)
+	parts := map[string]bool{}
+	for _, m := range msgs {
+		parts[string(m.Key())] = true
+	}
+	if len(parts) != buckets {
+		t.Fatalf("%d distinct Kafka keys for %d buckets", len(parts), buckets)
+	}
+	cfg := e.config()
+	m := orderwriter.NewMetrics(prometheus.NewRegistry())
+	a, b := e.start(cfg, nil, m), e.start(cfg, nil, m)
+	e.waitDrained(120 * time.Second)
+	a.stop(t)
+	b.stop(t)
+
+	if got := e.count("SELECT COUNT(*) FROM request_outcomes WHERE item_id = ? AND outcome = 'ORDERED'", e.item); got != 2_400 {
+		t.Fatalf("ORDERED = %d, want 2400", got)
+	}
+	if got := e.count("SELECT stock FROM items WHERE id = ?", e.item); got != 0 {
+		t.Errorf("items.stock of a bucketed item = %d, want 0 (its stock is in item_buckets)", got)
+	}
+	ctx := context.Background()
+	rows, err := store.BucketRows(ctx, e.db, e.item, false)
+	if err != nil || len(rows) != buckets {
+		t.Fatalf("bucket rows %v, %v", rows, err)
+	}
+	redisStocks, err := e.st.BucketStocks(ctx, e.item, buckets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for _, r := range rows {
+		live := e.count("SELECT COALESCE(SUM(qty),0) FROM orders WHERE item_id = ? AND bucket = ? AND status <> 'CANCELLED'", e.item, r.Bucket)
+		if r.Stock+live != r.TotalStock {
+			t.Errorf("bucket %d: MySQL stock %d + live %d != total %d", r.Bucket, r.Stock, live, r.TotalStock)
+		}
+		if r.Stock != redisStocks[r.Bucket] {
+			t.Errorf("bucket %d: MySQL stock %d, Redis stock %d", r.Bucket, r.Stock, redisStocks[r.Bucket])
+		}
+		total += r.TotalStock
+	}
+	if total != units {
+		t.Errorf("bucket totals add up to %d, want %d", total, units)
+	}
+	for _, u := range []int64{1, 2, 3, 500, 2_400} {
+		if got := e.count("SELECT bucket FROM orders WHERE item_id = ? AND user_id = ?", e.item, u); got != int64(stock.HomeBucket(u, buckets)) {
+			t.Errorf("order of user %d is of bucket %d, want its home bucket %d", u, got, stock.HomeBucket(u, buckets))
+		}
+	}
+	e.checkInvariants()
+}
