@@ -32,7 +32,9 @@ var (
 	lookupScript    = mustScript("lookup.lua")
 )
 
-var allScripts = []*redis.Script{admitScript, releaseScript, settleScript, restoreScript, statusPutScript, warmScript, ackScript, lookupScript}
+var transferOutScript, transferInScript = mustScript("transfer_out.lua"), mustScript("transfer_in.lua") // transfer.go
+
+var allScripts = []*redis.Script{admitScript, releaseScript, settleScript, restoreScript, statusPutScript, warmScript, ackScript, lookupScript, transferOutScript, transferInScript}
 
 // LoadScripts loads every script once at start-up so the first requests do
 // not pay for EVAL. It is an optimisation: NOSCRIPT is handled on every call.
