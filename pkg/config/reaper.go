@@ -26,6 +26,8 @@ type Reaper struct {
 	// AuditInterval is the pause between invariant audits of recent items,
 	// whose results are exported as drift and violation gauges.
 	AuditInterval time.Duration
+	// Rebalance is the rebalancer's (rebalance.go).
+	Rebalance Rebalance
 }
 
 // RegisterFlags implements Registerer.
@@ -36,6 +38,7 @@ func (c *Reaper) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.OrphanGrace, "orphan-grace", 10*time.Minute, "age after which a reservation with no outcome is voided, a Go duration")
 	fs.DurationVar(&c.AuditInterval, "audit-interval", 15*time.Second, "pause between invariant audits exported as metrics, a Go duration")
 	fs.DurationVar(&c.PublishTimeout, "publish-timeout", 3*time.Second, "the ingress's Kafka publish timeout, which the orphan grace must exceed; set it as on the ingress, a Go duration")
+	c.Rebalance.RegisterFlags(fs)
 }
 
 // Validate implements Registerer.
@@ -58,7 +61,7 @@ func (c *Reaper) Validate() error {
 	if c.PublishTimeout <= 0 {
 		return fmt.Errorf("FLASHSALE_PUBLISH_TIMEOUT: %v (expected a positive duration, the ingress's value)", c.PublishTimeout)
 	}
-	return nil
+	return c.Rebalance.Validate()
 }
 
 // MinOrphanGrace is the shortest orphan grace that cannot void a reservation
