@@ -12,6 +12,7 @@ import (
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
 	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/reqid"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
@@ -131,4 +132,36 @@ func TestBucketedItemWritesEachBucketsRow(t *testing.T) {
 		}
 	}
 	e.checkInvariants()
+}
+
+// TestRequestOfARetiredBucket: a request admitted in bucket 5 of an item
+// that was re-bucketed to 2 just after (the warm's window) takes its unit
+// from the row that bucket 5 is attributed to now (5 MOD 2 = 1), instead of
+// failing for ever on a row that no longer exists.
+func TestRequestOfARetiredBucket(t *testing.T) {
+	t.Parallel()
+	db, _ := testenv.MySQL(t)
+	ctx := context.Background()
+	id := testenv.ItemID()
+	now := time.Now()
+	err := store.RunInTx(ctx, db, sql.LevelDefault, func(tx *sql.Tx) error {
+		_, err := store.UpsertItem(ctx, tx, store.Item{ID: id, Name: "re-bucketed", PriceCents: 1, TotalStock: 10, PerUserLimit: 1,
+			StartsAt: now.Add(-time.Hour), EndsAt: now.Add(time.Hour), Buckets: 2})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &orderwriter.ItemWriter{DB: db, PaymentWindow: time.Hour, TxTimeout: 10 * time.Second}
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	msg := queue.OrderMessage{V: queue.MessageVersion, RequestID: reqid.NewIn(id, 5, now), ItemID: id, UserID: 77, Qty: 1}
+	res, err := w.WriteItem(wctx, id, []queue.OrderMessage{msg})
+	if err != nil || len(res.Ordered) != 1 {
+		t.Fatalf("write a request of retired bucket 5: %+v, %v", res, err)
+	}
+	rows, err := store.BucketRows(ctx, db, id, false)
+	if err != nil || len(rows) != 2 || rows[0].Stock != 5 || rows[1].Stock != 4 {
+		t.Fatalf("bucket rows after the order %+v, %v; want bucket 1 to have given the unit", rows, err)
+	}
 }

@@ -49,7 +49,7 @@ func BucketRows(ctx context.Context, q Querier, itemID int64, forUpdate bool) ([
 func LockStockRow(ctx context.Context, tx *sql.Tx, it Item, bucket int) (int64, error) {
 	query, args := "SELECT stock FROM items WHERE id = ? FOR UPDATE", []any{it.ID}
 	if it.Bucketed() {
-		query, args = "SELECT stock FROM item_buckets WHERE item_id = ? AND bucket = ? FOR UPDATE", []any{it.ID, bucket}
+		query, args = "SELECT stock FROM item_buckets WHERE item_id = ? AND bucket = ? FOR UPDATE", []any{it.ID, StockRowOf(it, bucket)}
 	}
 	var n int64
 	if err := tx.QueryRowContext(ctx, query, args...).Scan(&n); err != nil {
@@ -61,10 +61,13 @@ func LockStockRow(ctx context.Context, tx *sql.Tx, it Item, bucket int) (int64, 
 	return n, nil
 }
 
-// RestoreTarget is the bucket a cancelled order of it, taken from bucket,
-// gives its qty back to: its own bucket, or, after the item was re-bucketed
-// to fewer buckets, the one it is attributed to now.
-func RestoreTarget(it Item, bucket int) int {
+// StockRowOf is the bucket row of it that stands for bucket: the bucket
+// itself, or, after the item was re-bucketed to fewer buckets, the one it is
+// attributed to now (bucket MOD buckets, as the per-bucket totals count
+// orders). A request admitted in an old bucket just before a re-bucketing
+// warm, and a cancelled order of one, so still find a row. 0 for an
+// unbucketed item, whose row is items.
+func StockRowOf(it Item, bucket int) int {
 	if !it.Bucketed() {
 		return 0
 	}

@@ -116,7 +116,7 @@ func CancelExpired(ctx context.Context, db *sql.DB, limit int) ([]Order, error) 
 
 // restoreToBuckets gives the cancelled orders' qty back to their stock rows
 // and sets each order's Bucket to the bucket it went back to
-// (RestoreTarget). The rows are updated in (item, bucket) order so that
+// (StockRowOf). The rows are updated in (item, bucket) order so that
 // concurrent reapers lock them in the same order and cannot deadlock.
 func restoreToBuckets(ctx context.Context, tx *sql.Tx, orders []Order) error {
 	items := map[int64]Item{}
@@ -140,7 +140,7 @@ func restoreToBuckets(ctx context.Context, tx *sql.Tx, orders []Order) error {
 	qty := map[row]int64{}
 	for i := range orders {
 		o := &orders[i]
-		o.Bucket = RestoreTarget(items[o.ItemID], o.Bucket)
+		o.Bucket = StockRowOf(items[o.ItemID], o.Bucket)
 		qty[row{o.ItemID, o.Bucket}] += int64(o.Qty)
 	}
 	keys := make([]row, 0, len(qty))

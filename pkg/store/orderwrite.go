@@ -92,7 +92,7 @@ func TakeStock(ctx context.Context, q Querier, it Item, bucket int, qty int64) (
 	query, args := "UPDATE items SET stock = stock - ? WHERE id = ? AND stock >= ?", []any{qty, itemID, qty}
 	if it.Bucketed() {
 		query = "UPDATE item_buckets SET stock = stock - ? WHERE item_id = ? AND bucket = ? AND stock >= ?"
-		args = []any{qty, itemID, bucket, qty}
+		args = []any{qty, itemID, StockRowOf(it, bucket), qty}
 	}
 	res, err := q.ExecContext(ctx, query, args...)
 	if err != nil {
