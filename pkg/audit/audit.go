@@ -8,6 +8,10 @@
 // still passes: reservations already decided ORDERED (committed, not yet
 // settled in Redis) and restores committed in MySQL but not yet applied to
 // Redis. The definitive check is at quiescence.
+//
+// A bucketed item is checked as a whole and bucket by bucket (buckets.go):
+// the item's sums cannot see a unit that sits in the wrong bucket in one
+// store only.
 package audit
 
 import (
@@ -16,6 +20,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/flashsale-dev/flashsale/pkg/reqid"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
@@ -39,9 +44,20 @@ type Report struct {
 	Paid             int64     `json:"paid"`
 	Cancelled        int64     `json:"cancelled"`
 	// Rejected counts requests decided REJECTED, ABORTED or VOIDED.
-	Rejected   int64    `json:"rejected"`
-	OK         bool     `json:"ok"`
-	Violations []string `json:"violations"`
+	Rejected int64 `json:"rejected"`
+	// Buckets is the item's bucket count (items.buckets; 1: unbucketed).
+	Buckets int `json:"buckets"`
+	// PerBucket has one entry per bucket of a bucketed item, in bucket
+	// order, checked on its own (buckets.go). An unbucketed item has none:
+	// its one bucket is the item (items.stock, the {item:<id>} keys), so an
+	// entry would repeat the item's numbers and be a second copy for
+	// clients to keep in step; per_bucket is there exactly when buckets > 1.
+	PerBucket  []BucketReport `json:"per_bucket,omitempty"`
+	OK         bool           `json:"ok"`
+	Violations []string       `json:"violations"`
+	// Info notes checks that were not made, and why (a transfer between
+	// buckets under way); not violations.
+	Info []string `json:"info,omitempty"`
 }
 
 // numbers gathers everything the checks need.
@@ -56,6 +72,8 @@ type numbers struct {
 	cancelNoRestore  int64
 	restoreNoCancel  int64
 	paidAndCancelled int64
+	bucketRows       int64 // item_buckets rows of the item
+	buckets          bucketNumbers
 }
 
 // Item audits one item; store.ErrNotFound when MySQL does not know it.
@@ -66,24 +84,44 @@ func Item(ctx context.Context, db *sql.DB, st *stock.Store, itemID int64) (Repor
 	if n.item, err = store.GetItem(ctx, db, itemID); err != nil {
 		return Report{}, err
 	}
-	if n.redis, err = st.ReadState(ctx, itemID); err != nil {
-		return Report{}, err
+	read := func() error { return readItem(ctx, db, st, itemID, &n, &rep) }
+	if n.item.Bucketed() {
+		err = readBucketState(ctx, db, st, &n, read)
+	} else {
+		err = read()
 	}
-	if err := readOrders(ctx, db, itemID, &rep); err != nil {
-		return Report{}, err
-	}
-	if err := readChecks(ctx, db, itemID, &n, &rep); err != nil {
-		return Report{}, err
-	}
-	if err := readPending(ctx, db, st, itemID, &n); err != nil {
+	if err != nil {
 		return Report{}, err
 	}
 	rep.ItemID, rep.Total, rep.DBStock = itemID, n.item.TotalStock, n.item.Stock
 	rep.RedisStock, rep.Pending, rep.PendingQty = n.redis.Stock, n.redis.Pending, n.redis.PendingQty
 	rep.OldestReservedAt = n.redis.OldestReservedAt
+	rep.Buckets = max(n.item.Buckets, 1)
 	rep.Violations = check(n, rep)
+	if n.item.Bucketed() {
+		rep.PerBucket = bucketReports(n)
+		v, info := checkBuckets(n, rep.PerBucket)
+		rep.Violations, rep.Info = append(rep.Violations, v...), info
+	} else if n.bucketRows > 0 {
+		rep.Violations = append(rep.Violations, fmt.Sprintf("I3 mysql buckets: %d item_buckets rows of an unbucketed item, want none", n.bucketRows))
+	}
 	rep.OK = len(rep.Violations) == 0
 	return rep, nil
+}
+
+// readItem reads the item-level numbers.
+func readItem(ctx context.Context, db *sql.DB, st *stock.Store, itemID int64, n *numbers, rep *Report) error {
+	var err error
+	if n.redis, err = st.ReadState(ctx, itemID); err != nil {
+		return err
+	}
+	if err := readOrders(ctx, db, itemID, rep); err != nil {
+		return err
+	}
+	if err := readChecks(ctx, db, itemID, n, rep); err != nil {
+		return err
+	}
+	return readPending(ctx, db, st, itemID, n)
 }
 
 func readOrders(ctx context.Context, db *sql.DB, itemID int64, rep *Report) error {
@@ -110,7 +148,8 @@ func readOrders(ctx context.Context, db *sql.DB, itemID int64, rep *Report) erro
 	return rows.Err()
 }
 
-// readChecks runs the counting queries of I2, I4, I5 and I6 in one round trip.
+// readChecks runs the counting queries of I2, I4, I5 and I6 in one round
+// trip, and counts the item's item_buckets rows (an unbucketed item has none).
 func readChecks(ctx context.Context, db *sql.DB, itemID int64, n *numbers, rep *Report) error {
 	const q = `SELECT
  (SELECT COUNT(*) FROM request_outcomes WHERE item_id = ? AND outcome <> 'ORDERED'),
@@ -124,10 +163,11 @@ func readChecks(ctx context.Context, db *sql.DB, itemID int64, n *numbers, rep *
  (SELECT COUNT(*) FROM stock_restores r JOIN orders o ON o.id = r.order_id
     WHERE r.item_id = ? AND o.status <> 'CANCELLED'),
  (SELECT COUNT(*) FROM orders WHERE item_id = ? AND paid_at IS NOT NULL AND (status = 'CANCELLED' OR cancelled_at IS NOT NULL)),
- (SELECT COALESCE(SUM(qty), 0) FROM stock_restores WHERE item_id = ? AND redis_applied_at IS NULL)`
-	err := db.QueryRowContext(ctx, q, itemID, itemID, itemID, itemID, itemID, itemID, itemID, itemID).Scan(
+ (SELECT COALESCE(SUM(qty), 0) FROM stock_restores WHERE item_id = ? AND redis_applied_at IS NULL),
+ (SELECT COUNT(*) FROM item_buckets WHERE item_id = ?)`
+	err := db.QueryRowContext(ctx, q, itemID, itemID, itemID, itemID, itemID, itemID, itemID, itemID, itemID).Scan(
 		&rep.Rejected, &n.dupBuyers, &n.orderedNoOrder, &n.orderNoOutcome,
-		&n.cancelNoRestore, &n.restoreNoCancel, &n.paidAndCancelled, &n.unappliedRestore)
+		&n.cancelNoRestore, &n.restoreNoCancel, &n.paidAndCancelled, &n.unappliedRestore, &n.bucketRows)
 	if err != nil {
 		return fmt.Errorf("audit: checks of %d: %w", itemID, err)
 	}
@@ -136,7 +176,8 @@ func readChecks(ctx context.Context, db *sql.DB, itemID int64, n *numbers, rep *
 
 // readPending finds the reservations whose request MySQL already decided
 // ORDERED: they are counted both as pending and as orders until the consumer
-// settles them.
+// settles them. They are also counted per bucket, in the bucket their
+// request id names (the bucket that reserved them).
 func readPending(ctx context.Context, db *sql.DB, st *stock.Store, itemID int64, n *numbers) error {
 	if n.redis.Pending == 0 {
 		return nil
@@ -162,6 +203,10 @@ func readPending(ctx context.Context, db *sql.DB, st *stock.Store, itemID int64,
 		for id, o := range decided {
 			if o == store.Ordered {
 				n.orderedPending += int64(qty[id])
+				if n.buckets.orderedPending == nil {
+					n.buckets.orderedPending = map[int]int64{}
+				}
+				n.buckets.orderedPending[reqid.Bucket(id)] += int64(qty[id])
 			}
 		}
 	}

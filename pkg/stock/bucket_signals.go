@@ -1,0 +1,49 @@
+package stock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Read-only views of a bucketed item's transfer bookkeeping and demand
+// signals, for the audit and the auditor's gauges (pkg/audit, pkg/auditor).
+
+// TransferMark is a reading of an item's transfers between buckets in
+// Redis: Live are under way (TransfersLive), Done have finished
+// (TransfersDone). Two equal readings with nothing live mean no unit was in
+// flight between them (see SoldOutEverywhere).
+type TransferMark struct{ Live, Done int64 }
+
+// Quiet reports whether no transfer was live at either reading and none
+// finished between them.
+func (m TransferMark) Quiet(later TransferMark) bool {
+	return m.Live == 0 && m == later
+}
+
+// ReadTransferMark reads item's TransferMark in one MULTI.
+func (s *Store) ReadTransferMark(ctx context.Context, itemID int64) (TransferMark, error) {
+	m, err := s.transferMark(ctx, KeysOf(itemID))
+	return TransferMark{Live: m.live, Done: m.done}, err
+}
+
+// BucketWants reports, for each of item's n buckets, whether its want flag
+// is up (Keys.Want: a buyer found the bucket short within the last wantTTL
+// while other buckets may have stock). One pipeline.
+func (s *Store) BucketWants(ctx context.Context, itemID int64, n int) ([]bool, error) {
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, n)
+	for b := range n {
+		cmds[b] = pipe.Exists(ctx, BucketKeys(itemID, b).Want)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, unavailable(fmt.Sprintf("stock: want flags of item %d", itemID), err)
+	}
+	out := make([]bool, n)
+	for b, c := range cmds {
+		out[b] = c.Val() > 0
+	}
+	return out, nil
+}
