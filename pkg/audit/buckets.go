@@ -178,7 +178,7 @@ func checkBuckets(n numbers, per []BucketReport) (violations, info []string) {
 	case n.redis.Buckets != len(per):
 		add("I3 redis conservation: redis has %d buckets, mysql %d (warm the item)", n.redis.Buckets, len(per))
 	case bn.openTransfers > 0:
-		info = append(info, fmt.Sprintf("transfers open: %d transfers between buckets not finished; the per-bucket redis check waits for them", bn.openTransfers))
+		info = append(info, fmt.Sprintf("transfers open: %d between buckets not finished; the per-bucket redis check waits for them", bn.openTransfers))
 	case !bn.quiet:
 		info = append(info, "transfers ran during the audit; the per-bucket redis check is skipped")
 	default:
