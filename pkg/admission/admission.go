@@ -148,7 +148,7 @@ func (s *Service) admitIn(ctx context.Context, r Request, now time.Time) (res Re
 }
 
 func (s *Service) reserveAndPublish(ctx context.Context, r Request, rid string, now time.Time) (Result, bool) {
-	ar, deadline, err := s.reserve(ctx, r, rid, now)
+	ar, deadline, err := s.reserve(ctx, r, rid, now, s.cfg.UserRateLimit)
 	if err == nil && ar.Code == stock.SoldOut && r.buckets > 1 {
 		ar, deadline, err = s.awaitStock(ctx, r, rid, now, ar)
 	}
@@ -158,14 +158,15 @@ func (s *Service) reserveAndPublish(ctx context.Context, r Request, rid string, 
 	return s.answer(ctx, r, rid, now, ar, deadline, err), false
 }
 
-// reserve runs the admission script once, in r's home bucket.
-func (s *Service) reserve(ctx context.Context, r Request, rid string, now time.Time) (stock.AdmitResult, time.Time, error) {
+// reserve runs the admission script once, in r's home bucket, counting it
+// against the per-user limit userRate (0: not counted).
+func (s *Service) reserve(ctx context.Context, r Request, rid string, now time.Time, userRate int) (stock.AdmitResult, time.Time, error) {
 	deadline := s.now().Add(s.cfg.StoreTimeout)
 	rctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	ar, err := s.stock.Admit(rctx, stock.AdmitRequest{
 		ItemID: r.ItemID, Buckets: r.buckets, Bucket: r.bucket, UserID: r.UserID, Qty: r.Qty, RequestID: rid, Now: now, Deadline: deadline,
-		UserRatePerSec: s.cfg.UserRateLimit, IdempotencyKey: r.IdempotencyKey, IdempotencyTTL: s.cfg.IdempotencyTTL,
+		UserRatePerSec: userRate, IdempotencyKey: r.IdempotencyKey, IdempotencyTTL: s.cfg.IdempotencyTTL,
 		WaitReplicas: s.cfg.WaitReplicas, WaitTimeout: s.cfg.WaitTimeout,
 	})
 	return ar, deadline, err
@@ -207,8 +208,10 @@ func (s *Service) awaitStock(ctx context.Context, r Request, rid string, now tim
 			return stock.AdmitResult{Code: stockMoving}, time.Time{}, nil
 		case <-t.C:
 		}
+		// The looks of one wait are one attempt of the buyer's: the first
+		// was counted against the per-user limit, these are not.
 		var deadline time.Time
-		ar, deadline, err = s.reserve(ctx, r, rid, now)
+		ar, deadline, err = s.reserve(ctx, r, rid, now, 0)
 		if err != nil || ar.Code != stock.SoldOut {
 			if err == nil {
 				result = "refilled"

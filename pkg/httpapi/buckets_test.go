@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/config"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
@@ -29,7 +30,10 @@ func usersIn(b, buckets, n int, first int64) []int64 {
 // none) they wait FLASHSALE_BUCKET_WAIT and get 503 stock_moving with a
 // Retry-After, and nothing is reserved for them.
 func TestNoEarlySoldOut(t *testing.T) {
-	h := newHarness(t, harnessOpts{partitions: 1})
+	// A per-user limit of 2 a second: the wait's repeated looks are one
+	// attempt of the buyer's, not 40 (a limit counting them would answer
+	// 429 rate_limited after the second look).
+	h := newHarness(t, harnessOpts{partitions: 1, ingress: func(in *config.Ingress) { in.UserRateLimit = 2 }})
 	item := testenv.ItemID()
 	h.putBucketedItem(item, 8, 1, 8)
 	users := usersIn(0, 8, 12, 1)
