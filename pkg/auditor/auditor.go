@@ -7,7 +7,8 @@
 // The item id is a label here: a flash sale has a handful of items, and the
 // auditor watches at most MaxItems of them (the most recent ids), so the
 // label's cardinality stays bounded; an item that leaves that set loses its
-// series.
+// series. A bucketed item's buckets are labelled by index too (buckets.go),
+// below MaxBuckets: never a user id.
 package auditor
 
 import (
@@ -92,7 +93,14 @@ func (a *Auditor) Pass(ctx context.Context) error {
 			failed = append(failed, fmt.Errorf("item %d: %w", id, err))
 			continue
 		}
-		a.Metrics.record(rep, now)
+		sig, err := readSignals(ctx, a.Stock, rep)
+		if err != nil {
+			a.Metrics.itemFailures.Inc()
+			a.Log.Warn("audit of item failed; skipped", "item", id, "err", err)
+			failed = append(failed, fmt.Errorf("item %d: %w", id, err))
+			continue
+		}
+		a.Metrics.record(rep, sig, now)
 		if !rep.OK {
 			a.Log.Warn("invariant violated", "item", id, "violations", rep.Violations)
 		}

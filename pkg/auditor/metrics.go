@@ -21,6 +21,7 @@ type Metrics struct {
 	lastRun      prometheus.Gauge
 	failures     prometheus.Counter
 	itemFailures prometheus.Counter
+	buckets      *bucketMetrics
 }
 
 // NewMetrics registers the auditor's metrics on reg.
@@ -45,11 +46,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Audit passes that failed to read MySQL or Redis, for the item list or for one item or more."}),
 		itemFailures: f.NewCounter(prometheus.CounterOpts{Name: "flashsale_audit_item_failures_total",
 			Help: "Item audits that failed and were skipped (the item keeps its previous values; the pass goes on)."}),
+		buckets: newBucketMetrics(f),
 	}
 }
 
-// record exports one item's report; now is Redis' clock at the pass.
-func (m *Metrics) record(r audit.Report, now time.Time) {
+// record exports one item's report, with its buckets' (buckets.go); now is
+// Redis' clock at the pass.
+func (m *Metrics) record(r audit.Report, s bucketSignals, now time.Time) {
 	item := strconv.FormatInt(r.ItemID, 10)
 	m.stock.WithLabelValues(item, "mysql").Set(float64(r.DBStock))
 	m.stock.WithLabelValues(item, "redis").Set(float64(r.RedisStock))
@@ -64,6 +67,7 @@ func (m *Metrics) record(r audit.Report, now time.Time) {
 	m.orders.WithLabelValues(item, "PAID").Set(float64(r.Paid))
 	m.orders.WithLabelValues(item, "CANCELLED").Set(float64(r.Cancelled))
 	m.violations.WithLabelValues(item).Set(float64(len(r.Violations)))
+	m.buckets.record(r, s)
 }
 
 // forget deletes every series of an item, so a gauge nobody updates any
@@ -73,4 +77,5 @@ func (m *Metrics) forget(itemID int64) {
 	for _, v := range []*prometheus.GaugeVec{m.stock, m.pending, m.oldest, m.drift, m.orders, m.violations} {
 		v.DeletePartialMatch(l)
 	}
+	m.buckets.forget(l["item"])
 }
