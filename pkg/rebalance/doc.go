@@ -1,0 +1,32 @@
+// Package rebalance moves stock between the buckets of a bucketed item
+// (pkg/stock, buckets.go) toward the buckets whose buyers find them short,
+// exactly once in MySQL and in Redis. It runs in the reaper.
+//
+// A move is a transfer with a stock_transfers row (pkg/store, transfers.go)
+// and three writes in two stores, each idempotent on its own:
+//
+//  1. PlanTransfer inserts the row PLANNED; the id joins the item's
+//     TransfersLive in Redis before any stock moves (SoldOutEverywhere
+//     relies on it to never see units in flight as "gone").
+//  2. transfer_out.lua takes the qty from the donor's Redis stock, or
+//     finds it short (or the bucket gone), once: its guard keeps the
+//     answer, so every later run of the step answers the same.
+//     Short: the row becomes ABANDONED and nothing moved anywhere.
+//  3. MoveTransfer, one MySQL transaction: PLANNED -> MOVED, and the qty
+//     off the donor's stock and total and onto the recipient's.
+//  4. transfer_in.lua gives the qty to the recipient's Redis stock once and
+//     clears its want flag; then MOVED -> DONE.
+//  5. The guards get a TTL and the id leaves TransfersLive (TransfersDone
+//     counts it).
+//
+// The row's state says which write comes next, so a mover that dies between
+// any two leaves a transfer the next pass (of any replica) drives on from
+// there with the same steps; two movers driving one transfer at once change
+// each store once (the guards in Redis, the state CAS in MySQL). Redis is
+// always taken from before MySQL and given to after it, so a bucket's Redis
+// stock never exceeds what MySQL holds for it and its pending reservations:
+// the consumer always finds the stock it was promised.
+//
+// The policy (policy.go) is a pure function of the buckets' stocks and want
+// flags; the loop (loop.go) finishes open transfers first, then plans.
+package rebalance

@@ -1,0 +1,345 @@
+package rebalance
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/flashsale-dev/flashsale/pkg/stock"
+	"github.com/flashsale-dev/flashsale/pkg/store"
+)
+
+// Config is what one rebalancer needs; main fills it from config.Rebalance
+// and config.Common.
+type Config struct {
+	// Interval is the pause between the end of one pass and the start of
+	// the next.
+	Interval time.Duration
+	// PassTimeout bounds one pass (checked between transfers: a transfer
+	// under way is driven to its end, within transferCalls store calls).
+	PassTimeout time.Duration
+	// Lease, when above 0, lets only the replica holding the Redis lease
+	// pass; the others look again every Interval.
+	Lease time.Duration
+	// LeaseKey is the lease's Redis key (default stock.RebalanceLease;
+	// tests sharing one Redis use keys of their own).
+	LeaseKey string
+	// StoreTimeout bounds one MySQL statement or Redis call.
+	StoreTimeout time.Duration
+	// Holder names this replica in the lease (default: host, pid and a
+	// random suffix).
+	Holder string
+	// ResumePage is how many open transfers a pass drives first, oldest
+	// first (default 100).
+	ResumePage int
+}
+
+// itemsTTL is how long the list of items to look after is reused: one
+// MySQL query every few seconds, not every pass. windowMargin widens the
+// sale windows the list is chosen by, so a sale that opens is listed
+// already, and one that just closed is still tidied.
+const (
+	itemsTTL     = 2 * time.Second
+	windowMargin = time.Minute
+)
+
+// transferCalls is how many store timeouts one drive of a transfer may
+// take: up to eight calls (SADD, out, move, in, done, the guards' TTLs,
+// the MULTI, a re-read).
+const transferCalls = 8
+
+// Rebalancer moves stock between buckets in passes. Passes of one
+// Rebalancer never overlap; any number of replicas may run at once.
+type Rebalancer struct {
+	db  *sql.DB
+	st  *stock.Store
+	log *slog.Logger
+	m   *Metrics
+	cfg Config
+	now func() time.Time
+
+	items   []store.RebalanceItem
+	itemsAt time.Time
+	// prev is, per item, the stocks the last pass expected to leave behind
+	// (Plan's drop detection).
+	prev map[int64][]int64
+}
+
+// New returns a Rebalancer on db and st.
+func New(db *sql.DB, st *stock.Store, log *slog.Logger, m *Metrics, cfg Config) *Rebalancer {
+	if cfg.StoreTimeout <= 0 {
+		cfg.StoreTimeout = 2 * time.Second
+	}
+	if cfg.PassTimeout <= 0 {
+		cfg.PassTimeout = 5 * time.Second
+	}
+	if cfg.ResumePage <= 0 {
+		cfg.ResumePage = 100
+	}
+	if cfg.LeaseKey == "" {
+		cfg.LeaseKey = stock.RebalanceLease
+	}
+	if cfg.Holder == "" {
+		host, _ := os.Hostname()
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		cfg.Holder = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	}
+	return &Rebalancer{db: db, st: st, log: log, m: m, cfg: cfg, now: time.Now, prev: map[int64][]int64{}}
+}
+
+// Run passes until ctx is done: the first at once, then Interval after each
+// ends. A failed pass is logged and counted, never fatal. On shutdown it
+// gives the lease up, so another replica takes over at once.
+func (r *Rebalancer) Run(ctx context.Context) error {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			if r.cfg.Lease > 0 {
+				dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.StoreTimeout)
+				if err := r.st.DropLease(dctx, r.cfg.LeaseKey, r.cfg.Holder); err != nil {
+					r.log.Warn("rebalance: could not give the lease up", "err", err)
+				}
+				cancel()
+				r.m.LeaseHeld.Set(0)
+			}
+			return nil
+		case <-t.C:
+		}
+		if err := r.Pass(ctx); err != nil {
+			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+				r.log.Info("rebalance pass stopped by shutdown", "err", err)
+			} else {
+				r.m.PassFailures.Inc()
+				r.log.Error("rebalance pass failed; retrying next interval", "err", err)
+			}
+		}
+		t.Reset(r.cfg.Interval)
+	}
+}
+
+// Pass runs one pass: without the lease (when one is configured) nothing;
+// else every open transfer is driven to its end, then each listed item's
+// buckets are looked at and the policy's moves made. Errors of one item do
+// not stop the others; they are joined.
+func (r *Rebalancer) Pass(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.PassTimeout)
+	defer cancel()
+	if r.cfg.Lease > 0 {
+		held, err := r.st.HoldLease(ctx, r.cfg.LeaseKey, r.cfg.Holder, r.cfg.Lease)
+		if err != nil {
+			r.m.LeaseHeld.Set(0)
+			return err
+		}
+		if !held {
+			r.m.LeaseHeld.Set(0)
+			return nil
+		}
+		r.m.LeaseHeld.Set(1)
+	}
+	start := time.Now()
+	defer func() { r.m.PassDuration.Observe(time.Since(start).Seconds()) }()
+
+	var errs []error
+	open, err := r.resume(ctx)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	items, err := r.listItems(ctx)
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	for _, it := range items {
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, err)
+			break
+		}
+		if err := r.rebalanceItem(ctx, it, open); err != nil {
+			errs = append(errs, fmt.Errorf("rebalance: item %d: %w", it.ID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// resume drives the oldest open transfers to their end and returns the ids
+// it found open (the live-set sweep leaves those alone).
+func (r *Rebalancer) resume(ctx context.Context) (map[int64]bool, error) {
+	qctx, cancel := context.WithTimeout(ctx, r.cfg.StoreTimeout)
+	ts, err := store.OpenTransfers(qctx, r.db, r.cfg.ResumePage)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	open := make(map[int64]bool, len(ts))
+	var errs []error
+	for _, t := range ts {
+		open[t.ID] = true
+		if err := ctx.Err(); err != nil {
+			return open, errors.Join(append(errs, err)...)
+		}
+		d, err := r.run(ctx, t)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if d.won {
+			r.m.Resumed.Inc()
+			r.log.Info("rebalance: resumed an open transfer", "transfer_id", t.ID, "item_id", t.ItemID,
+				"from_state", string(t.State), "state", string(d.state))
+		}
+	}
+	return open, errors.Join(errs...)
+}
+
+// run drives t with a context of its own: detached from the pass's end and
+// from shutdown, bounded by transferCalls store timeouts.
+func (r *Rebalancer) run(ctx context.Context, t store.Transfer) (driven, error) {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), transferCalls*r.cfg.StoreTimeout)
+	defer cancel()
+	d, err := r.drive(dctx, t)
+	if err != nil {
+		r.m.Failed.Inc()
+		return d, fmt.Errorf("rebalance: transfer %d (item %d, %d->%d, qty %d) stopped %s: %w",
+			t.ID, t.ItemID, t.From, t.To, t.Qty, d.state, err)
+	}
+	if d.won && d.state == store.TransferDone {
+		r.m.Units.Add(float64(t.Qty))
+	}
+	return d, nil
+}
+
+// listItems returns the bucketed items to look after, read from MySQL at
+// most every itemsTTL.
+func (r *Rebalancer) listItems(ctx context.Context) ([]store.RebalanceItem, error) {
+	now := r.now()
+	if r.items != nil && now.Sub(r.itemsAt) < itemsTTL {
+		return r.items, nil
+	}
+	qctx, cancel := context.WithTimeout(ctx, r.cfg.StoreTimeout)
+	defer cancel()
+	items, err := store.RebalanceItems(qctx, r.db, now, windowMargin)
+	if err != nil {
+		return nil, err
+	}
+	listed := make(map[int64]bool, len(items))
+	for _, it := range items {
+		listed[it.ID] = true
+	}
+	for id := range r.prev {
+		if !listed[id] {
+			delete(r.prev, id)
+		}
+	}
+	if items == nil {
+		items = []store.RebalanceItem{}
+	}
+	r.items, r.itemsAt = items, now
+	return items, nil
+}
+
+// forgetItems makes the next pass list the items again (a bucket count
+// changed under a plan).
+func (r *Rebalancer) forgetItems() { r.items = nil }
+
+// rebalanceItem finishes the item's live transfers MySQL says are final,
+// then plans and drives this pass's moves.
+func (r *Rebalancer) rebalanceItem(ctx context.Context, it store.RebalanceItem, open map[int64]bool) error {
+	vctx, cancel := context.WithTimeout(ctx, r.cfg.StoreTimeout)
+	v, err := r.st.RebalanceView(vctx, it.ID, it.Buckets)
+	cancel()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	if err := r.sweepLive(ctx, it.ID, v.Live, open); err != nil {
+		errs = append(errs, err)
+	}
+	prev := r.prev[it.ID]
+	if len(prev) != it.Buckets {
+		prev = nil
+	}
+	moves := Plan(v.Stocks, v.Want, prev)
+	var made []Move
+	for _, m := range moves {
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, err)
+			break
+		}
+		done, err := r.move(ctx, it, m)
+		if errors.Is(err, store.ErrBucketsChanged) {
+			r.forgetItems()
+			errs = append(errs, err)
+			break
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if done {
+			made = append(made, m)
+		}
+	}
+	r.prev[it.ID] = after(v.Stocks, made)
+	return errors.Join(errs...)
+}
+
+// move plans one transfer and drives it, and reports whether it was DONE.
+func (r *Rebalancer) move(ctx context.Context, it store.RebalanceItem, m Move) (bool, error) {
+	pctx, cancel := context.WithTimeout(ctx, r.cfg.StoreTimeout)
+	t, err := store.PlanTransfer(pctx, r.db, it.ID, it.Buckets, m.From, m.To, m.Qty)
+	cancel()
+	if err != nil {
+		return false, err
+	}
+	d, err := r.run(ctx, t)
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case d.won && d.state == store.TransferDone:
+		r.m.Done.Inc()
+	case d.won && d.state == store.TransferAbandoned:
+		r.m.Abandoned.Inc()
+	}
+	r.log.Debug("rebalance: transfer", "transfer_id", t.ID, "item_id", it.ID, "from", m.From, "to", m.To,
+		"qty", m.Qty, "state", string(d.state))
+	return d.state == store.TransferDone, nil
+}
+
+// sweepLive finishes the ids in the item's TransfersLive whose transfer is
+// final in MySQL (a mover died after the last state change and before the
+// SREM), and forgets ids MySQL does not know. While such an id stays,
+// SoldOutEverywhere never answers "sold out". Ids open in MySQL are left to
+// their drivers.
+func (r *Rebalancer) sweepLive(ctx context.Context, itemID int64, live []int64, open map[int64]bool) error {
+	var errs []error
+	for _, id := range live {
+		if open[id] {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, 2*r.cfg.StoreTimeout)
+		t, err := store.GetTransfer(cctx, r.db, id)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			r.log.Warn("rebalance: a live transfer MySQL does not know; forgotten", "transfer_id", id, "item_id", itemID)
+			err = r.st.ForgetTransfer(cctx, itemID, id)
+		case err == nil && t.ItemID != itemID:
+			err = fmt.Errorf("rebalance: live transfer %d of item %d belongs to item %d", id, itemID, t.ItemID)
+		case err == nil && !t.State.Open():
+			_, err = r.drive(cctx, t)
+		}
+		cancel()
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

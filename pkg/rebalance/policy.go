@@ -1,0 +1,115 @@
+package rebalance
+
+import "slices"
+
+// Move is one transfer the policy asks for: Qty units from bucket From to
+// bucket To.
+type Move struct {
+	From, To int
+	Qty      int64
+}
+
+// Plan decides one item's moves for this pass from its buckets' Redis
+// stocks (-1: no stock key, left alone), their want flags, and prev, the
+// stocks the previous pass expected to leave behind (nil on the first
+// pass, or when the bucket count changed).
+//
+// Recipients are the buckets whose want flag is set (a buyer found the
+// bucket short within the flag's TTL), and, proactively, the buckets below
+// a quarter of the item's mean bucket stock whose stock dropped since the
+// previous pass (buyers are draining them now, so they will want soon). Each
+// recipient, those with the flag first and then the emptiest, gets from the
+// fullest bucket that is neither a recipient nor already a donor this pass
+// half the difference between them, rounded up, and at least 1 unit when
+// the donor has any.
+//
+// Why this converges and never strands stock:
+//   - Units move only toward demand: into a bucket where a buyer was just
+//     refused, or that its own buyers are emptying. A bucket whose buyers
+//     stopped coming is never a recipient, so it keeps its stock only until
+//     a bucket with buyers wants it, and then gives from the fullest first.
+//   - A donor keeps at least what the recipient had (d - ceil((d-r)/2) >= r
+//     when d >= r), so one move never turns the order of the two round, and
+//     prev is what the moves left, so a donor's own giving never makes it
+//     look "drained" next pass: units do not ping-pong without buyers.
+//   - While any bucket has a unit, a buyer refused anywhere raises a want
+//     flag and the next pass moves at least one unit there; each move
+//     strictly shrinks the stock of buckets without demand or the gap to a
+//     waiting buyer, and the total only falls (by sales), so every unit is
+//     either sold or sits in a bucket nobody asks of. Sold out is answered
+//     (stock.SoldOutEverywhere) only when every bucket is empty.
+//   - Every move is a transfer, exactly once in both stores (transfer.go),
+//     so the policy can be wrong about timing, never about the count.
+func Plan(stocks []int64, want []bool, prev []int64) []Move {
+	n := len(stocks)
+	var sum, known int64
+	for _, s := range stocks {
+		if s >= 0 {
+			sum, known = sum+s, known+1
+		}
+	}
+	if sum == 0 {
+		return nil
+	}
+	recipient := make([]bool, n)
+	var recipients []int
+	for b, s := range stocks {
+		if s < 0 {
+			continue
+		}
+		wants := b < len(want) && want[b]
+		// s < mean/4, in integers: 4*s*known < sum.
+		drained := len(prev) == n && prev[b] >= 0 && s < prev[b] && 4*s*known < sum
+		if wants || drained {
+			recipient[b] = true
+			recipients = append(recipients, b)
+		}
+	}
+	wants := func(b int) bool { return b < len(want) && want[b] }
+	slices.SortStableFunc(recipients, func(a, b int) int {
+		switch {
+		case wants(a) != wants(b):
+			if wants(a) {
+				return -1
+			}
+			return 1
+		case stocks[a] != stocks[b]:
+			if stocks[a] < stocks[b] {
+				return -1
+			}
+			return 1
+		}
+		return a - b
+	})
+	gave := make([]bool, n)
+	var moves []Move
+	for _, to := range recipients {
+		from := -1
+		for b, s := range stocks {
+			if s > 0 && !recipient[b] && !gave[b] && (from < 0 || s > stocks[from]) {
+				from = b
+			}
+		}
+		if from < 0 {
+			break
+		}
+		d, r := stocks[from], stocks[to]
+		qty := int64(1)
+		if d > r {
+			qty = max((d-r+1)/2, 1)
+		}
+		gave[from] = true
+		moves = append(moves, Move{From: from, To: to, Qty: qty})
+	}
+	return moves
+}
+
+// after returns stocks with moves applied: what a pass expects to leave.
+func after(stocks []int64, moves []Move) []int64 {
+	out := slices.Clone(stocks)
+	for _, m := range moves {
+		out[m.From] -= m.Qty
+		out[m.To] += m.Qty
+	}
+	return out
+}

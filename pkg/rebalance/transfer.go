@@ -1,0 +1,144 @@
+package rebalance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/flashsale-dev/flashsale/pkg/stock"
+	"github.com/flashsale-dev/flashsale/pkg/store"
+)
+
+// crashAfter is nil in production. This package's crash tests set it, in a
+// child process only, to SIGKILL that process right after one of a
+// transfer's writes: "out" (the Redis take from the donor) or "moved" (the
+// MySQL commit), so the parent can prove the next pass repairs it.
+var crashAfter func(step string)
+
+func crashPoint(step string) {
+	if crashAfter != nil {
+		crashAfter(step)
+	}
+}
+
+// driven is what one drive of a transfer did: the final state it reached
+// (or the state it stopped in on an error) and whether this drive was the
+// one that made it final.
+type driven struct {
+	state store.TransferState
+	won   bool
+}
+
+// errNoProgress is returned when a state CAS failed yet the row is still in
+// the state the CAS expected: nothing else can change it, so it is a bug,
+// not a race.
+var errNoProgress = errors.New("rebalance: transfer made no progress")
+
+// drive runs transfer t from its state to the end (DONE or ABANDONED, then
+// finished in Redis). Every step is idempotent and every state change a
+// CAS, so any number of drives of one transfer, concurrent or after a
+// crash, move its units once in each store. ctx bounds the whole drive; the
+// caller detaches it from shutdown so a transfer is not left half way by a
+// SIGTERM (the next pass would finish it, but later).
+func (r *Rebalancer) drive(ctx context.Context, t store.Transfer) (driven, error) {
+	ref := stock.TransferRef{ItemID: t.ItemID, ID: t.ID, From: t.From, To: t.To, Qty: t.Qty, Token: t.CreatedAt.UnixMilli()}
+	d := driven{state: t.State}
+	if !d.state.Open() {
+		return d, r.st.FinishTransfer(ctx, ref)
+	}
+	// Again on a resume: the mover that planned it may have died before
+	// its SADD, and the set may have lost it in a failover.
+	if err := r.st.MarkTransferLive(ctx, t.ItemID, t.ID); err != nil {
+		return d, err
+	}
+	for d.state.Open() {
+		var err error
+		switch d.state {
+		case store.TransferPlanned:
+			d, err = r.stepOut(ctx, t, ref)
+		case store.TransferMoved:
+			d, err = r.stepIn(ctx, t, ref)
+		default:
+			err = fmt.Errorf("rebalance: transfer %d in unknown state %q", t.ID, d.state)
+		}
+		if err != nil {
+			return d, err
+		}
+	}
+	return d, r.st.FinishTransfer(ctx, ref)
+}
+
+// stepOut takes the qty out of the donor in Redis, then moves it in MySQL
+// (or abandons the transfer when the donor was short), and returns the
+// state that follows.
+func (r *Rebalancer) stepOut(ctx context.Context, t store.Transfer, ref stock.TransferRef) (driven, error) {
+	out, err := r.st.TransferOut(ctx, ref)
+	if err != nil {
+		return driven{state: store.TransferPlanned}, err
+	}
+	crashPoint("out")
+	switch out {
+	case stock.TransferOK:
+		moved, err := store.MoveTransfer(ctx, r.db, t)
+		if err != nil {
+			if errors.Is(err, store.ErrInvariant) {
+				r.log.ErrorContext(ctx, "rebalance: Redis gave units MySQL's donor bucket does not have; transfer left PLANNED for an operator",
+					"transfer_id", t.ID, "item_id", t.ItemID, "from", t.From, "to", t.To, "qty", t.Qty, "err", err)
+			}
+			return driven{state: store.TransferPlanned}, err
+		}
+		crashPoint("moved")
+		if moved {
+			return driven{state: store.TransferMoved}, nil
+		}
+	case stock.TransferShort, stock.TransferNoStock:
+		if out == stock.TransferNoStock {
+			r.log.WarnContext(ctx, "rebalance: donor bucket has no stock key in Redis (lost); transfer abandoned, warm the item from MySQL",
+				"transfer_id", t.ID, "item_id", t.ItemID, "bucket", t.From)
+		}
+		won, err := store.AbandonTransfer(ctx, r.db, t.ID)
+		if err != nil {
+			return driven{state: store.TransferPlanned}, err
+		}
+		if won {
+			return driven{state: store.TransferAbandoned, won: true}, nil
+		}
+	default:
+		return driven{state: store.TransferPlanned}, fmt.Errorf("rebalance: transfer %d: out step answered %q", t.ID, out)
+	}
+	return r.reread(ctx, t.ID, store.TransferPlanned)
+}
+
+// stepIn gives the qty to the recipient in Redis and marks the transfer
+// DONE.
+func (r *Rebalancer) stepIn(ctx context.Context, t store.Transfer, ref stock.TransferRef) (driven, error) {
+	in, err := r.st.TransferIn(ctx, ref)
+	if err != nil {
+		return driven{state: store.TransferMoved}, err
+	}
+	if in == stock.TransferNoStock {
+		r.log.WarnContext(ctx, "rebalance: recipient bucket has no stock key in Redis (lost); MySQL holds the units, warm the item from MySQL",
+			"transfer_id", t.ID, "item_id", t.ItemID, "bucket", t.To)
+	}
+	won, err := store.CompleteTransfer(ctx, r.db, t.ID)
+	if err != nil {
+		return driven{state: store.TransferMoved}, err
+	}
+	if won {
+		return driven{state: store.TransferDone, won: true}, nil
+	}
+	return r.reread(ctx, t.ID, store.TransferMoved)
+}
+
+// reread returns the state another driver moved transfer id to after this
+// drive's CAS from was found stale.
+func (r *Rebalancer) reread(ctx context.Context, id int64, from store.TransferState) (driven, error) {
+	cur, err := store.GetTransfer(ctx, r.db, id)
+	if err != nil {
+		return driven{state: from}, err
+	}
+	if cur.State == from {
+		return driven{state: from}, fmt.Errorf("%w: transfer %d still %s", errNoProgress, id, from)
+	}
+	return driven{state: cur.State}, nil
+}
