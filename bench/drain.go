@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -14,121 +15,198 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/flashsale-dev/flashsale/pkg/config"
 	"github.com/flashsale-dev/flashsale/pkg/migrate"
-	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
 	"github.com/flashsale-dev/flashsale/pkg/queue"
-	"github.com/flashsale-dev/flashsale/pkg/reqid"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 	"github.com/flashsale-dev/flashsale/schema"
 )
 
 // drainDB is the database the drain creates afresh each run (flashsale's
-// schema and the baselines' tables), never flashsale's own.
+// schema and the baselines' tables), never flashsale's own; -drain-db
+// names another.
 const drainDB = "flashsale_drain"
 
-// DrainResult is one drain run: the real consumer over N queued messages,
-// then baseline (a) over a sample, with the same MySQL pool.
+// The drain's bounds: FLASHSALE_MAX_BUCKETS' default, and more replicas
+// than a 2-core machine can tell apart.
+const (
+	maxDrainBuckets  = 64
+	maxDrainReplicas = 16
+)
+
+// DrainResult is one drain run: the real consumer's replicas over N queued
+// messages, then baseline (a) over a sample, with the same MySQL pool.
 type DrainResult struct {
-	Messages, Items, Partitions int
-	Elapsed                     time.Duration
-	OrdersPerSec                float64
-	Sample                      int
-	SampleElapsed               time.Duration
-	BaselinePerSec              float64
-	// CPU seconds used during the drain by this process (the consumer) and
-	// by MariaDB, when its process could be found.
+	Messages, Items, Buckets, Replicas, Partitions int
+	// Elapsed is from the replicas' start to every offset committed.
+	Elapsed      time.Duration
+	OrdersPerSec float64
+	// Whole is when the group first held every replica (each with a
+	// partition); SteadyMessages were not committed yet then, and
+	// SteadyElapsed is from then to every offset committed. SteadyPerSec is
+	// the write rate of the whole group, without the joins and rebalances
+	// of replicas started one after the other.
+	Whole          time.Duration
+	SteadyMessages int64
+	SteadyElapsed  time.Duration
+	SteadyPerSec   float64
+	// PartitionMsgs is [partition, messages] of each partition that got
+	// any (the Kafka keys' spread); Shares is each replica's part.
+	PartitionMsgs [][2]int64
+	Shares        []replicaShare
+	Sample        int
+	SampleElapsed time.Duration
+	// BaselinePerSec is baseline (a)'s rate.
+	BaselinePerSec float64
+	// CPU seconds used from Whole to the end by this process (the
+	// replicas) and by MariaDB, when its process could be found.
 	ConsumerCPU, MariaDBCPU float64
 }
 
-// runDrain pre-fills a fresh topic with s.Drain admitted orders over
-// s.DrainItems items (reserved in Redis by the real admission script, stock
-// enough in MySQL), runs the real consumer until the group has committed
-// everything, then runs baseline (a) over s.DrainSample orders with the same
-// connection pool, and prints both rates and their ratio.
-func runDrain(ctx context.Context, c config.Common, cc config.Consumer, s Settings, out io.Writer) error {
-	log := slog.Default()
-	pool := max(8, cc.ItemParallelism+2) // as consumer/main.go opens it
-	if err := dropDrainDB(ctx, c.DSN()); err != nil {
-		return err
-	}
-	db, err := OpenBaselineDB(ctx, c.DSN(), drainDB, pool)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	if _, err := migrate.Apply(ctx, db, schema.FS, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
-		return fmt.Errorf("drain: migrate: %w", err)
-	}
-	rdb := stock.NewClient(c.RedisAddrs(), c.StoreTimeout, 256)
-	defer rdb.Close()
-	st := stock.New(rdb)
-
-	partitions := 12
-	if s.DrainItems == 1 {
-		partitions = 1
-	}
-	suffix := fmt.Sprintf("%d", time.Now().UnixNano())
-	topic, dlq, group := "flashsale.drain."+suffix, "flashsale.drain.dlq."+suffix, "flashsale-drain-"+suffix
-	if _, err := queue.EnsureTopics(ctx, c.Brokers(), queue.Topics(topic, dlq, partitions), queue.Durability{}); err != nil {
-		return err
-	}
-	defer deleteTopics(c.Brokers(), topic, dlq)
-
-	base := 900_000_000 + rand.Int64N(90_000_000)
-	items := make([]int64, s.DrainItems)
-	per := int64(s.Drain/s.DrainItems + 1)
-	for i := range items {
-		items[i] = base + int64(i)
-	}
-	defer cleanRedis(rdb, items)
-	if err := createDrainItems(ctx, db, st, items, per); err != nil {
-		return err
-	}
-	log.Info("drain: admitting", "messages", s.Drain, "items", s.DrainItems)
-	vals, err := admitAll(ctx, st, items, s.Drain)
-	if err != nil {
-		return err
-	}
-	log.Info("drain: producing", "topic", topic, "partitions", partitions)
-	if err := produceAll(ctx, c.Brokers(), topic, vals); err != nil {
-		return err
-	}
-	vals = nil
-
-	res := DrainResult{Messages: s.Drain, Items: s.DrainItems, Partitions: partitions, Sample: s.DrainSample}
-	log.Info("drain: consuming")
-	if res.Elapsed, res.ConsumerCPU, res.MariaDBCPU, err = consumeAll(ctx, c, cc, s, db, st, topic, dlq, group); err != nil {
-		return err
-	}
-	res.OrdersPerSec = float64(s.Drain) / res.Elapsed.Seconds()
-	var n int64
-	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM orders").Scan(&n); err != nil {
-		return err
-	}
-	if n != int64(s.Drain) {
-		return fmt.Errorf("drain: %d orders written, want %d", n, s.Drain)
-	}
-
-	if s.DrainSample > 0 {
-		log.Info("drain: baseline (a)", "orders", s.DrainSample, "workers", pool)
-		if res.SampleElapsed, err = baselineSample(ctx, db, items, s.DrainSample, pool); err != nil {
-			return err
+// drainShape is the drain's layout from its settings: 0 stands for 1
+// bucket and 1 replica, so settings built in code without them are today's
+// drain.
+func drainShape(s Settings) (buckets, replicas, partitions int) {
+	buckets, replicas, partitions = max(s.DrainBuckets, 1), max(s.DrainReplicas, 1), s.DrainPartitions
+	if partitions == 0 {
+		switch {
+		case s.DrainItems > 1:
+			partitions = 12
+		case buckets == 1 && replicas == 1:
+			partitions = 1
+		default:
+			partitions = max(8, 2*replicas, buckets)
 		}
-		res.BaselinePerSec = float64(s.DrainSample) / res.SampleElapsed.Seconds()
+	}
+	return buckets, replicas, partitions
+}
+
+// runDrain runs the drain (drain) and prints its rates.
+func runDrain(ctx context.Context, c config.Common, cc config.Consumer, s Settings, out io.Writer) error {
+	res, err := drain(ctx, c, cc, s)
+	if err != nil {
+		return err
 	}
 	writeDrain(out, res, cc)
 	return nil
 }
 
+// drain pre-fills a fresh topic with s.Drain admitted orders over
+// s.DrainItems items of s.DrainBuckets stock buckets each (reserved in
+// Redis by the real admission script in each buyer's home bucket, the
+// buckets' stock just enough in MySQL), runs s.DrainReplicas real order
+// writers in one group until it has committed everything, then runs
+// baseline (a) over s.DrainSample orders with the same connection pool. The
+// database is left for inspection until the next run drops it.
+func drain(ctx context.Context, c config.Common, cc config.Consumer, s Settings) (DrainResult, error) {
+	log := slog.Default()
+	buckets, replicas, partitions := drainShape(s)
+	dbName := cmp.Or(s.DrainDB, drainDB)
+	pool := max(8, cc.ItemParallelism+2) // as consumer/main.go opens it
+	if err := dropDrainDB(ctx, c.DSN(), dbName); err != nil {
+		return DrainResult{}, err
+	}
+	db, err := OpenBaselineDB(ctx, c.DSN(), dbName, pool)
+	if err != nil {
+		return DrainResult{}, err
+	}
+	defer db.Close()
+	if _, err := migrate.Apply(ctx, db, schema.FS, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+		return DrainResult{}, fmt.Errorf("drain: migrate: %w", err)
+	}
+	rdb := stock.NewClient(c.RedisAddrs(), c.StoreTimeout, 256)
+	defer rdb.Close()
+	st := stock.New(rdb)
+
+	suffix := fmt.Sprintf("%d", time.Now().UnixNano())
+	topic, dlq, group := "flashsale.drain."+suffix, "flashsale.drain.dlq."+suffix, "flashsale-drain-"+suffix
+	if _, err := queue.EnsureTopics(ctx, c.Brokers(), queue.Topics(topic, dlq, partitions), queue.Durability{}); err != nil {
+		return DrainResult{}, err
+	}
+	defer deleteTopics(c.Brokers(), topic, dlq)
+
+	base := 900_000_000 + rand.Int64N(90_000_000)
+	items := make([]int64, s.DrainItems)
+	per := int64((s.Drain + s.DrainItems - 1) / s.DrainItems)
+	for i := range items {
+		items[i] = base + int64(i)
+	}
+	defer cleanRedis(rdb, items, buckets)
+	quotas, err := createDrainItems(ctx, db, st, items, per, buckets)
+	if err != nil {
+		return DrainResult{}, err
+	}
+	log.Info("drain: admitting", "messages", s.Drain, "items", s.DrainItems, "buckets", buckets)
+	vals, err := admitAll(ctx, st, planBuyers(items, quotas, s.Drain), buckets)
+	if err != nil {
+		return DrainResult{}, err
+	}
+	log.Info("drain: producing", "topic", topic, "partitions", partitions)
+	if err := produceAll(ctx, c.Brokers(), topic, vals); err != nil {
+		return DrainResult{}, err
+	}
+	vals = nil
+
+	res := DrainResult{Messages: s.Drain, Items: s.DrainItems, Buckets: buckets, Replicas: replicas, Partitions: partitions, Sample: s.DrainSample}
+	if lag, err := queue.Lag(ctx, c.Brokers(), group, topic); err == nil {
+		res.PartitionMsgs = partitionCounts(lag)
+	}
+	log.Info("drain: consuming", "replicas", replicas)
+	if err := consumeAll(ctx, c, cc, s, drainDSN(c.DSN(), dbName), replicas, partitions, topic, dlq, group, &res); err != nil {
+		return DrainResult{}, err
+	}
+	if err := checkDrain(ctx, db, s.Drain); err != nil {
+		return DrainResult{}, err
+	}
+
+	if s.DrainSample > 0 {
+		log.Info("drain: baseline (a)", "orders", s.DrainSample, "workers", pool)
+		if res.SampleElapsed, err = baselineSample(ctx, db, items, s.DrainSample, pool); err != nil {
+			return res, err
+		}
+		res.BaselinePerSec = float64(s.DrainSample) / res.SampleElapsed.Seconds()
+	}
+	return res, nil
+}
+
+// checkDrain: every message became an order, and each bucket's row plus
+// its orders is still the bucket's total.
+func checkDrain(ctx context.Context, db *sql.DB, want int) error {
+	var n int64
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM orders").Scan(&n); err != nil {
+		return err
+	}
+	if n != int64(want) {
+		return fmt.Errorf("drain: %d orders written, want %d", n, want)
+	}
+	var bad int64
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM item_buckets b WHERE b.stock +
+		(SELECT COUNT(*) FROM orders o WHERE o.item_id = b.item_id AND o.bucket = b.bucket) <> b.total_stock`).Scan(&bad); err != nil {
+		return err
+	}
+	if bad > 0 {
+		return fmt.Errorf("drain: %d bucket rows whose stock and orders do not add up to their total", bad)
+	}
+	return nil
+}
+
+// drainDSN is dsn on database dbName.
+func drainDSN(dsn, dbName string) string {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return dsn
+	}
+	cfg.DBName = dbName
+	return cfg.FormatDSN()
+}
+
 // dropDrainDB drops the drain's database of an earlier run, so each run
 // starts from empty tables.
-func dropDrainDB(ctx context.Context, dsn string) error {
+func dropDrainDB(ctx context.Context, dsn, dbName string) error {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		return fmt.Errorf("drain: dsn: %w", err)
@@ -139,69 +217,10 @@ func dropDrainDB(ctx context.Context, dsn string) error {
 		return fmt.Errorf("drain: mysql: %w", err)
 	}
 	defer admin.Close()
-	if _, err := admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+drainDB); err != nil {
-		return fmt.Errorf("drain: drop %s: %w", drainDB, err)
+	if _, err := admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+dbName); err != nil {
+		return fmt.Errorf("drain: drop %s: %w", dbName, err)
 	}
 	return nil
-}
-
-func createDrainItems(ctx context.Context, db *sql.DB, st *stock.Store, items []int64, per int64) error {
-	now := time.Now()
-	for _, id := range items {
-		if _, err := db.ExecContext(ctx, `INSERT INTO items (id, name, price_cents, total_stock, stock, per_user_limit, starts_at, ends_at)
-			VALUES (?, 'drain', 999, ?, ?, 1, NOW(3) - INTERVAL 1 HOUR, NOW(3) + INTERVAL 1 HOUR)`, id, per, per); err != nil {
-			return fmt.Errorf("drain: create item: %w", err)
-		}
-		if err := st.Warm(ctx, stock.Snapshot{ItemID: id, Stock: per, StartsAt: now.Add(-time.Hour), EndsAt: now.Add(time.Hour), PerUserLimit: 1}); err != nil {
-			return fmt.Errorf("drain: warm item: %w", err)
-		}
-	}
-	return nil
-}
-
-// admitAll reserves n units round-robin over items through the admission
-// script, as the ingress does, and returns the encoded messages it would
-// publish.
-func admitAll(ctx context.Context, st *stock.Store, items []int64, n int) ([][]byte, error) {
-	vals := make([][]byte, n)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, 256)
-	for range 256 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(n) || ctx.Err() != nil {
-					return
-				}
-				item, user := items[i%int64(len(items))], 1+i
-				now := time.Now()
-				rid := reqid.New(item, now)
-				r, err := st.Admit(ctx, stock.AdmitRequest{ItemID: item, UserID: user, Qty: 1, RequestID: rid, Now: now})
-				if err == nil && r.Code != stock.Admitted {
-					err = fmt.Errorf("admit: %s", r.Code)
-				}
-				if err == nil {
-					vals[i], err = queue.OrderMessage{V: queue.MessageVersion, RequestID: rid, ItemID: item, UserID: user, Qty: 1, ReservedMs: now.UnixMilli()}.Encode()
-				}
-				if err != nil {
-					select {
-					case errs <- err:
-					default:
-					}
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		return nil, fmt.Errorf("drain: %w", err)
-	}
-	return vals, ctx.Err()
 }
 
 // produceAll publishes vals keyed by item as the ingress does (one item, one
@@ -240,55 +259,87 @@ func produceAll(ctx context.Context, brokers []string, topic string, vals [][]by
 	return nil
 }
 
-// consumeAll runs the real consumer from its start until the group has
-// committed every message, and measures the CPU of this process and of
-// MariaDB meanwhile.
-func consumeAll(ctx context.Context, c config.Common, cc config.Consumer, s Settings, db *sql.DB, st *stock.Store, topic, dlq, group string) (time.Duration, float64, float64, error) {
-	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cons, err := orderwriter.New(orderwriter.Config{
-		Brokers: c.Brokers(), Topic: topic, DLQTopic: dlq, GroupID: group,
-		BatchSize: cc.BatchSize, BatchWait: cc.BatchWait, MaxBackoff: cc.MaxBackoff, GiveUpAfter: cc.GiveUpAfter,
-		ItemParallelism: cc.ItemParallelism, BatchesInFlight: cc.BatchesInFlight,
-		PaymentWindow: c.PaymentWindow, StoreTimeout: c.StoreTimeout, DrainTimeout: 10 * time.Second,
-	}, db, st, orderwriter.NewMetrics(prometheus.NewRegistry()), quiet)
+// consumeAll runs replicas real order writers of one group from their
+// start until the group has committed every message, and records in res
+// when the group was whole, the rates, each replica's share and the CPU of
+// this process and of MariaDB from then on.
+func consumeAll(ctx context.Context, c config.Common, cc config.Consumer, s Settings, dsn string, replicas, partitions int, topic, dlq, group string, res *DrainResult) error {
+	rs, err := newReplicas(ctx, c, cc, dsn, replicas, topic, dlq, group)
 	if err != nil {
-		return 0, 0, 0, err
+		return err
 	}
+	defer func() {
+		for _, r := range rs {
+			r.close()
+		}
+	}()
 	if s.DrainCPUProfile != "" {
 		f, err := os.Create(s.DrainCPUProfile)
 		if err != nil {
-			return 0, 0, 0, err
+			return err
 		}
 		defer f.Close()
 		if err := pprof.StartCPUProfile(f); err != nil {
-			return 0, 0, 0, err
+			return err
 		}
 		defer pprof.StopCPUProfile()
 	}
-	cpu0, mdb0 := selfCPU(), mariadbCPU()
 	start := time.Now()
 	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- cons.Run(rctx) }()
-	defer func() { cancel(); <-done }()
+	stopped := make(chan error, len(rs))
+	var wg sync.WaitGroup
+	for i, r := range rs {
+		wg.Go(func() {
+			if err := r.cons.Run(rctx); rctx.Err() == nil {
+				stopped <- fmt.Errorf("drain: replica %d stopped: %v", i, err)
+			}
+		})
+	}
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	var held map[string][]int
+	var cpu0, mdb0 float64
+	whole, counted := false, false
 	for {
 		select {
 		case <-ctx.Done():
-			return 0, 0, 0, ctx.Err()
-		case err := <-done:
-			return 0, 0, 0, fmt.Errorf("drain: consumer stopped: %v", err)
-		case <-time.After(50 * time.Millisecond):
+			return ctx.Err()
+		case err := <-stopped:
+			return err
+		case <-time.After(20 * time.Millisecond):
+		}
+		if !whole {
+			h, ok, err := groupWhole(ctx, c.Brokers(), group, topic, replicas, partitions)
+			if err != nil || !ok {
+				continue
+			}
+			held, whole = h, true
+			res.Whole = time.Since(start)
+			cpu0, mdb0 = selfCPU(), mariadbCPU()
 		}
 		lag, err := queue.Lag(ctx, c.Brokers(), group, topic)
-		if err != nil {
+		if err != nil || len(lag) == 0 {
 			continue
 		}
 		var left int64
 		for _, l := range lag {
 			left += l
 		}
-		if len(lag) > 0 && left == 0 {
-			return time.Since(start), selfCPU() - cpu0, mariadbCPU() - mdb0, nil
+		if !counted {
+			res.SteadyMessages, counted = left, true
+		}
+		if left == 0 {
+			res.Elapsed = time.Since(start)
+			res.SteadyElapsed = res.Elapsed - res.Whole
+			res.OrdersPerSec = float64(res.Messages) / res.Elapsed.Seconds()
+			if res.SteadyMessages > 0 {
+				res.SteadyPerSec = float64(res.SteadyMessages) / res.SteadyElapsed.Seconds()
+			}
+			res.ConsumerCPU, res.MariaDBCPU = selfCPU()-cpu0, mariadbCPU()-mdb0
+			res.Shares = shares(rs, held)
+			return nil
 		}
 	}
 }
@@ -335,15 +386,27 @@ func baselineSample(ctx context.Context, db *sql.DB, items []int64, n, workers i
 }
 
 func writeDrain(w io.Writer, r DrainResult, cc config.Consumer) {
-	fmt.Fprintf(w, "drain: %d messages, %d items, %d partitions (batch %d, item parallelism %d, batches in flight %d)\n",
-		r.Messages, r.Items, r.Partitions, cc.BatchSize, cc.ItemParallelism, cc.BatchesInFlight)
-	fmt.Fprintf(w, "  consumer:     %8.0f orders/s  (%v to all offsets committed)\n", r.OrdersPerSec, r.Elapsed.Round(time.Millisecond))
-	fmt.Fprintf(w, "  CPU during the drain: consumer %.1f s (%.0f%% of a core), MariaDB %.1f s (%.0f%% of a core)\n",
-		r.ConsumerCPU, 100*r.ConsumerCPU/r.Elapsed.Seconds(), r.MariaDBCPU, 100*r.MariaDBCPU/r.Elapsed.Seconds())
+	fmt.Fprintf(w, "drain: %d messages, %d items of %d buckets, %d partitions, %d replicas (batch %d, item parallelism %d, batches in flight %d)\n",
+		r.Messages, r.Items, r.Buckets, r.Partitions, r.Replicas, cc.BatchSize, cc.ItemParallelism, cc.BatchesInFlight)
+	fmt.Fprintf(w, "  consumer:     %8.0f orders/s  (%d messages in %v once the group held every replica, %v after the start)\n",
+		r.SteadyPerSec, r.SteadyMessages, r.SteadyElapsed.Round(time.Millisecond), r.Whole.Round(time.Millisecond))
+	fmt.Fprintf(w, "  from start:   %8.0f orders/s  (%v to all offsets committed)\n", r.OrdersPerSec, r.Elapsed.Round(time.Millisecond))
+	fmt.Fprintf(w, "  CPU while whole: replicas %.1f s (%.0f%% of a core), MariaDB %.1f s (%.0f%% of a core)\n",
+		r.ConsumerCPU, 100*r.ConsumerCPU/r.SteadyElapsed.Seconds(), r.MariaDBCPU, 100*r.MariaDBCPU/r.SteadyElapsed.Seconds())
+	if len(r.PartitionMsgs) > 0 {
+		fmt.Fprintf(w, "  messages by partition:")
+		for _, p := range r.PartitionMsgs {
+			fmt.Fprintf(w, " p%d=%d", p[0], p[1])
+		}
+		fmt.Fprintln(w)
+	}
+	for _, sh := range r.Shares {
+		fmt.Fprintf(w, "  replica %s: partitions %v, %d orders (%.0f%%)\n", sh.ClientID, sh.Partitions, sh.Orders, 100*float64(sh.Orders)/float64(r.Messages))
+	}
 	if r.Sample > 0 {
 		fmt.Fprintf(w, "  baseline (a): %8.0f orders/s  (SELECT ... FOR UPDATE, one transaction per order, sample of %d orders in %v)\n",
 			r.BaselinePerSec, r.Sample, r.SampleElapsed.Round(time.Millisecond))
-		fmt.Fprintf(w, "  ratio:        %8.1fx\n", r.OrdersPerSec/r.BaselinePerSec)
+		fmt.Fprintf(w, "  ratio:        %8.1fx\n", r.SteadyPerSec/r.BaselinePerSec)
 	}
 }
 
@@ -356,17 +419,24 @@ func deleteTopics(brokers []string, topics ...string) {
 	}
 }
 
-// cleanRedis deletes the drain items' keys (holders of a million buyers).
-func cleanRedis(rdb redis.UniversalClient, items []int64) {
+// cleanRedis deletes the drain items' keys (holders of a million buyers),
+// bucket by bucket, and takes the items out of the registry of warmed items.
+func cleanRedis(rdb redis.UniversalClient, items []int64, buckets int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, id := range items {
-		k := stock.KeysOf(id)
-		for _, key := range []string{k.Stock, k.Meta, k.Holders, k.HolderBits, k.Reservations} {
-			if err := rdb.Del(ctx, key).Err(); err != nil {
-				slog.Warn("drain: clean redis", "err", err)
-				return
+		for b := range buckets {
+			k := stock.BucketKeys(id, b)
+			for _, key := range []string{k.Stock, k.Meta, k.Holders, k.HolderBits, k.Reservations, k.Want} {
+				if err := rdb.Del(ctx, key).Err(); err != nil {
+					slog.Warn("drain: clean redis", "err", err)
+					return
+				}
 			}
+		}
+		if err := rdb.SRem(ctx, stock.WarmedItems, id).Err(); err != nil {
+			slog.Warn("drain: clean redis", "err", err)
+			return
 		}
 	}
 }

@@ -83,6 +83,18 @@ type Settings struct {
 	DrainSample int
 	// DrainCPUProfile, when set, is where the CPU profile of the drain goes.
 	DrainCPUProfile string
+	// DrainBuckets splits each drain item's stock over that many stock
+	// buckets (issue 14); 0 or 1 = unbucketed, today's single stock row.
+	DrainBuckets int
+	// DrainReplicas is how many order writers (consumer replicas of one
+	// group, each with its own MySQL pool) drain the topic; 0 or 1 = one.
+	DrainReplicas int
+	// DrainPartitions is the drain topic's partition count; 0 = 12 for
+	// many items, 1 for one unbucketed hot item with one replica (today's
+	// path), otherwise max(8, 2 x replicas, buckets).
+	DrainPartitions int
+	// DrainDB is the database the drain drops and recreates each run.
+	DrainDB string
 }
 
 // RegisterFlags implements config.Registerer.
@@ -115,6 +127,10 @@ func (s *Settings) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&s.DrainItems, "drain-items", 1000, "items the drain's orders are spread over (1 = one hot item on one partition)")
 	fs.IntVar(&s.DrainSample, "drain-sample", 50_000, "orders baseline (a) writes after the drain, with the same MySQL pool (0 = none)")
 	fs.StringVar(&s.DrainCPUProfile, "drain-cpuprofile", "", "write a CPU profile of the drain (this process: the consumer) to this file")
+	fs.IntVar(&s.DrainBuckets, "drain-buckets", 1, "stock buckets of each drain item, 1 to 64 (1 = one stock row, today's path)")
+	fs.IntVar(&s.DrainReplicas, "drain-replicas", 1, "order writers (consumer replicas of one group, each its own MySQL pool) draining the topic, 1 to 16")
+	fs.IntVar(&s.DrainPartitions, "drain-partitions", 0, "partitions of the drain topic; 0 = 12 for many items, 1 for one unbucketed item and one replica, else max(8, 2 x replicas, buckets)")
+	fs.StringVar(&s.DrainDB, "drain-db", "flashsale_drain", "MySQL database the drain drops and recreates each run (never flashsale's own)")
 	fs.StringVar(&s.HTML, "html", "", "also write a self-contained HTML report with charts of the sale's time line to this file")
 }
 
@@ -147,6 +163,11 @@ func (s *Settings) Validate() error {
 		return fmt.Errorf("FLASHSALE_ITEM: %d (expected 0 or a positive id)", s.ItemID)
 	case s.Drain < 0 || s.DrainSample < 0 || (s.Drain > 0 && (s.DrainItems < 1 || s.DrainItems > s.Drain)):
 		return fmt.Errorf("FLASHSALE_DRAIN, FLASHSALE_DRAIN_ITEMS, FLASHSALE_DRAIN_SAMPLE: expected 0 or more orders over 1 to that many items")
+	case s.Drain > 0 && (s.DrainBuckets < 0 || s.DrainBuckets > maxDrainBuckets || s.DrainReplicas < 0 || s.DrainReplicas > maxDrainReplicas || s.DrainPartitions < 0):
+		return fmt.Errorf("FLASHSALE_DRAIN_BUCKETS, FLASHSALE_DRAIN_REPLICAS, FLASHSALE_DRAIN_PARTITIONS: %d, %d, %d (expected 1 to %d buckets, 1 to %d replicas, 0 or more partitions)",
+			s.DrainBuckets, s.DrainReplicas, s.DrainPartitions, maxDrainBuckets, maxDrainReplicas)
+	case s.Drain > 0 && s.DrainDB != "" && !identifier(s.DrainDB):
+		return fmt.Errorf("FLASHSALE_DRAIN_DB: %q (expected letters, digits and _)", s.DrainDB)
 	case !identifier(s.BaselineDB):
 		return fmt.Errorf("FLASHSALE_BASELINE_DB: %q (expected letters, digits and _)", s.BaselineDB)
 	}
