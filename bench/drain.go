@@ -63,8 +63,10 @@ type DrainResult struct {
 	// BaselinePerSec is baseline (a)'s rate.
 	BaselinePerSec float64
 	// CPU seconds used from Whole to the end by this process (the
-	// replicas) and by MariaDB, when its process could be found.
+	// replicas) and by MariaDB, when its process could be found; Split adds
+	// Kafka, Redis and the machine.
 	ConsumerCPU, MariaDBCPU float64
+	Split                   cpuSplit
 }
 
 // drainShape is the drain's layout from its settings: 0 stands for 1
@@ -300,7 +302,8 @@ func consumeAll(ctx context.Context, c config.Common, cc config.Consumer, s Sett
 		wg.Wait()
 	}()
 	var held map[string][]int
-	var cpu0, mdb0 float64
+	var cpu0 cpuSplit
+	redisAddr := c.RedisAddrs()[0]
 	whole, counted := false, false
 	for {
 		select {
@@ -317,7 +320,7 @@ func consumeAll(ctx context.Context, c config.Common, cc config.Consumer, s Sett
 			}
 			held, whole = h, true
 			res.Whole = time.Since(start)
-			cpu0, mdb0 = selfCPU(), mariadbCPU()
+			cpu0 = readCPUSplit(redisAddr)
 		}
 		lag, err := queue.Lag(ctx, c.Brokers(), group, topic)
 		if err != nil || len(lag) == 0 {
@@ -337,7 +340,8 @@ func consumeAll(ctx context.Context, c config.Common, cc config.Consumer, s Sett
 			if res.SteadyMessages > 0 {
 				res.SteadyPerSec = float64(res.SteadyMessages) / res.SteadyElapsed.Seconds()
 			}
-			res.ConsumerCPU, res.MariaDBCPU = selfCPU()-cpu0, mariadbCPU()-mdb0
+			res.Split = readCPUSplit(redisAddr).minus(cpu0)
+			res.ConsumerCPU, res.MariaDBCPU = res.Split.Bench, res.Split.MariaDB
 			res.Shares = shares(rs, held)
 			return nil
 		}
@@ -393,6 +397,7 @@ func writeDrain(w io.Writer, r DrainResult, cc config.Consumer) {
 	fmt.Fprintf(w, "  from start:   %8.0f orders/s  (%v to all offsets committed)\n", r.OrdersPerSec, r.Elapsed.Round(time.Millisecond))
 	fmt.Fprintf(w, "  CPU while whole: replicas %.1f s (%.0f%% of a core), MariaDB %.1f s (%.0f%% of a core)\n",
 		r.ConsumerCPU, 100*r.ConsumerCPU/r.SteadyElapsed.Seconds(), r.MariaDBCPU, 100*r.MariaDBCPU/r.SteadyElapsed.Seconds())
+	r.Split.write(w, r.SteadyElapsed.Seconds())
 	if len(r.PartitionMsgs) > 0 {
 		fmt.Fprintf(w, "  messages by partition:")
 		for _, p := range r.PartitionMsgs {
