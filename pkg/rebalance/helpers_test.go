@@ -154,12 +154,10 @@ func (e *env) conserved(item int64, n int, total int64) snapshot {
 	return s
 }
 
-// settled checks that item has no open transfer, none in TransfersLive,
-// and returns its transfers by state.
-func (e *env) settled(item int64) map[store.TransferState]int {
+// states counts item's transfers by state.
+func (e *env) states(item int64) map[store.TransferState]int {
 	e.t.Helper()
-	ctx := context.Background()
-	rows, err := e.db.QueryContext(ctx, "SELECT state, COUNT(*) FROM stock_transfers WHERE item_id = ? GROUP BY state", item)
+	rows, err := e.db.QueryContext(context.Background(), "SELECT state, COUNT(*) FROM stock_transfers WHERE item_id = ? GROUP BY state", item)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -173,10 +171,21 @@ func (e *env) settled(item int64) map[store.TransferState]int {
 		}
 		out[store.TransferState(st)] = n
 	}
+	if err := rows.Err(); err != nil {
+		e.t.Fatal(err)
+	}
+	return out
+}
+
+// settled checks that item has no open transfer, none in TransfersLive,
+// and returns its transfers by state.
+func (e *env) settled(item int64) map[store.TransferState]int {
+	e.t.Helper()
+	out := e.states(item)
 	if out[store.TransferPlanned]+out[store.TransferMoved] != 0 {
 		e.t.Fatalf("item %d has open transfers: %v", item, out)
 	}
-	if live := e.rdb.SMembers(ctx, stock.KeysOf(item).TransfersLive()).Val(); len(live) != 0 {
+	if live := e.rdb.SMembers(context.Background(), stock.KeysOf(item).TransfersLive()).Val(); len(live) != 0 {
 		e.t.Fatalf("item %d's TransfersLive = %v; want empty", item, live)
 	}
 	return out

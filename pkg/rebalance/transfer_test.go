@@ -282,9 +282,9 @@ func TestLeaseOneReplicaAtATime(t *testing.T) {
 	e.admit(item, 2, 1, 5)
 	e.setWant(item, 1)
 	deadline := time.Now().Add(10 * time.Second)
-	for e.rdb.Get(ctx, key).Val() != "a" || e.settled(item)[store.TransferDone] != 2 {
+	for e.rdb.Get(ctx, key).Val() != "a" || e.states(item)[store.TransferDone] != 2 {
 		if time.Now().After(deadline) {
-			t.Fatalf("a did not take over: holder %q, transfers %v", e.rdb.Get(ctx, key).Val(), e.settled(item))
+			t.Fatalf("a did not take over: holder %q, transfers %v", e.rdb.Get(ctx, key).Val(), e.states(item))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -292,6 +292,10 @@ func TestLeaseOneReplicaAtATime(t *testing.T) {
 	if err := <-doneA; err != nil {
 		t.Fatal(err)
 	}
+	if e.rdb.Exists(ctx, key).Val() != 0 {
+		t.Fatal("a kept the lease after it stopped")
+	}
+	e.settled(item)
 	e.conserved(item, 2, 20)
 }
 
