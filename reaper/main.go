@@ -21,6 +21,7 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/config"
 	"github.com/flashsale-dev/flashsale/pkg/ops"
 	"github.com/flashsale-dev/flashsale/pkg/reap"
+	"github.com/flashsale-dev/flashsale/pkg/rebalance"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
@@ -94,12 +95,24 @@ func run(ctx context.Context, c config.Common, rc config.Reaper, log *slog.Logge
 	audErr := make(chan error, 1)
 	go func() { audErr <- aud.Run(ctx) }()
 
+	// The rebalancer moves stock between the buckets of bucketed items
+	// (pkg/rebalance); it needs the same two stores. With a lease only one
+	// replica moves at a time; without, all do, as safely.
+	rbErr := make(chan error, 1)
+	if rb := rc.Rebalance; rb.Interval > 0 {
+		reb := rebalance.New(db, stock.New(rdb), log.With("component", "rebalancer"), rebalance.NewMetrics(reg), rebalance.Config{
+			Interval: rb.Interval, PassTimeout: rb.PassTimeout, Lease: rb.Lease, StoreTimeout: c.StoreTimeout})
+		go func() { rbErr <- reb.Run(ctx) }()
+	} else {
+		rbErr <- nil
+	}
+
 	log.Info("reaper running", "interval", rc.Interval.String(), "batch", rc.BatchSize,
 		"orphan_grace", rc.OrphanGrace.String(), "payment_window", c.PaymentWindow.String(),
-		"audit_interval", rc.AuditInterval.String())
+		"audit_interval", rc.AuditInterval.String(), "rebalance_interval", rc.Rebalance.Interval.String())
 	runErr := r.Run(ctx) // returns on shutdown, after the batch in progress
 	cancel(nil)
-	return errors.Join(runErr, <-audErr, <-serveErr)
+	return errors.Join(runErr, <-audErr, <-rbErr, <-serveErr)
 }
 
 // openMySQL waits for MySQL to answer (it may still be starting next to us),
