@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/flashsale-dev/flashsale/pkg/stock"
@@ -69,6 +70,9 @@ type Rebalancer struct {
 	// prev is, per item, the stocks the last pass expected to leave behind
 	// (Plan's drop detection).
 	prev map[int64][]int64
+
+	logMu  sync.Mutex
+	logged map[string]time.Time // errorEvery's memory
 }
 
 // New returns a Rebalancer on db and st.
@@ -91,7 +95,8 @@ func New(db *sql.DB, st *stock.Store, log *slog.Logger, m *Metrics, cfg Config) 
 		_, _ = rand.Read(b[:])
 		cfg.Holder = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 	}
-	return &Rebalancer{db: db, st: st, log: log, m: m, cfg: cfg, now: time.Now, prev: map[int64][]int64{}}
+	return &Rebalancer{db: db, st: st, log: log, m: m, cfg: cfg, now: time.Now, prev: map[int64][]int64{},
+		logged: map[string]time.Time{}}
 }
 
 // Run passes until ctx is done: the first at once, then Interval after each
@@ -119,10 +124,36 @@ func (r *Rebalancer) Run(ctx context.Context) error {
 				r.log.Info("rebalance pass stopped by shutdown", "err", err)
 			} else {
 				r.m.PassFailures.Inc()
-				r.log.Error("rebalance pass failed; retrying next interval", "err", err)
+				r.errorEvery(err.Error(), "rebalance pass failed; retrying next interval", "err", err)
 			}
 		}
 		t.Reset(r.cfg.Interval)
+	}
+}
+
+// repeatLogEvery is how often the same error is logged again: a transfer
+// stuck on a broken invariant fails every pass, ten times a second.
+const repeatLogEvery = 10 * time.Second
+
+// errorEvery logs msg at error level unless key was logged within
+// repeatLogEvery (the metrics still count every failure).
+func (r *Rebalancer) errorEvery(key, msg string, args ...any) {
+	now := time.Now()
+	r.logMu.Lock()
+	last, seen := r.logged[key]
+	if !seen || now.Sub(last) >= repeatLogEvery {
+		r.logged[key] = now
+	}
+	if len(r.logged) > 1000 {
+		for k, at := range r.logged {
+			if now.Sub(at) >= repeatLogEvery {
+				delete(r.logged, k)
+			}
+		}
+	}
+	r.logMu.Unlock()
+	if !seen || now.Sub(last) >= repeatLogEvery {
+		r.log.Error(msg, args...)
 	}
 }
 
@@ -261,6 +292,12 @@ func (r *Rebalancer) rebalanceItem(ctx context.Context, it store.RebalanceItem, 
 	var errs []error
 	if err := r.sweepLive(ctx, it.ID, v.Live, open); err != nil {
 		errs = append(errs, err)
+	}
+	if v.Buckets != it.Buckets {
+		// Not warmed, or re-bucketed in MySQL and not yet warmed: Redis'
+		// buckets are not the rows a transfer would move.
+		delete(r.prev, it.ID)
+		return errors.Join(errs...)
 	}
 	prev := r.prev[it.ID]
 	if len(prev) != it.Buckets {

@@ -82,7 +82,8 @@ func (r *Rebalancer) stepOut(ctx context.Context, t store.Transfer, ref stock.Tr
 		moved, err := store.MoveTransfer(ctx, r.db, t)
 		if err != nil {
 			if errors.Is(err, store.ErrInvariant) {
-				r.log.ErrorContext(ctx, "rebalance: Redis gave units MySQL's donor bucket does not have; transfer left PLANNED for an operator",
+				r.errorEvery(fmt.Sprintf("invariant %d", t.ID), "rebalance: Redis gave units MySQL's donor bucket does not have; transfer left PLANNED"+
+					" (to repair: set the row ABANDONED, then warm the item, which rebuilds Redis from MySQL)",
 					"transfer_id", t.ID, "item_id", t.ItemID, "from", t.From, "to", t.To, "qty", t.Qty, "err", err)
 			}
 			return driven{state: store.TransferPlanned}, err

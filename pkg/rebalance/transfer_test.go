@@ -245,6 +245,37 @@ func TestPassRefillsWantingBucket(t *testing.T) {
 	}
 }
 
+// Re-bucketed in MySQL and not yet warmed, Redis' buckets are not MySQL's
+// rows: no transfer is planned until the warm.
+func TestPassWaitsForWarmedBucketCount(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	item := e.item(40, 4)
+	e.admit(item, 4, 1, 10)
+	e.setWant(item, 1)
+	meta := stock.KeysOf(item).Meta
+	if err := e.rdb.HSet(ctx, meta, "buckets", 2).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.r.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := e.states(item); len(st) != 0 {
+		t.Fatalf("transfers planned while Redis has another bucket count: %v", st)
+	}
+	if err := e.rdb.HSet(ctx, meta, "buckets", 4).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.r.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := e.settled(item); st[store.TransferDone] != 1 {
+		t.Fatalf("transfers once the counts agree = %v; want one DONE", st)
+	}
+	e.conserved(item, 4, 40)
+}
+
 // With a lease only one of two replicas passes; the other takes over once
 // the holder gives it up.
 func TestLeaseOneReplicaAtATime(t *testing.T) {

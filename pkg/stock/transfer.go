@@ -121,6 +121,10 @@ type BucketView struct {
 	Want []bool
 	// Live is the item's TransfersLive.
 	Live []int64
+	// Buckets is the bucket count bucket 0's meta carries (0: not warmed).
+	// Until a re-bucketing's warm ran it differs from MySQL's, and the
+	// buckets read are not the ones MySQL's rows are.
+	Buckets int
 }
 
 // RebalanceView reads the stock and want flag of each of item's n buckets
@@ -135,6 +139,7 @@ func (s *Store) RebalanceView(ctx context.Context, itemID int64, n int) (BucketV
 		wants[b] = pipe.Exists(ctx, k.Want)
 	}
 	live := pipe.SMembers(ctx, KeysOf(itemID).TransfersLive())
+	meta := pipe.HMGet(ctx, KeysOf(itemID).Meta, "start_ms", "buckets")
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return BucketView{}, unavailable(fmt.Sprintf("stock: buckets of item %d", itemID), err)
 	}
@@ -145,6 +150,9 @@ func (s *Store) RebalanceView(ctx context.Context, itemID int64, n int) (BucketV
 			st = -1
 		}
 		v.Stocks[b], v.Want[b] = st, wants[b].Val() == 1
+	}
+	if m := meta.Val(); len(m) == 2 && m[0] != nil {
+		v.Buckets = parseBuckets(m[1])
 	}
 	for _, m := range live.Val() {
 		if id, err := strconv.ParseInt(m, 10, 64); err == nil {

@@ -115,7 +115,7 @@ func TestTransferInOnceAndFinish(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !sameInts(v.Stocks, []int64{5, 0, -1}) || v.Want[0] || !v.Want[1] || v.Want[2] || !sameInts(v.Live, []int64{7}) {
+	if !sameInts(v.Stocks, []int64{5, 0, -1}) || v.Want[0] || !v.Want[1] || v.Want[2] || !sameInts(v.Live, []int64{7}) || v.Buckets != 2 {
 		t.Fatalf("view = %+v", v)
 	}
 	if r, _ := s.TransferOut(ctx, tr); r != stock.TransferOK {
