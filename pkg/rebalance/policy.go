@@ -33,10 +33,12 @@ type Move struct {
 //     prev is what the moves left, so a donor's own giving never makes it
 //     look "drained" next pass: units do not ping-pong without buyers.
 //   - While any bucket has a unit, a buyer refused anywhere raises a want
-//     flag and the next pass moves at least one unit there; each move
-//     strictly shrinks the stock of buckets without demand or the gap to a
-//     waiting buyer, and the total only falls (by sales), so every unit is
-//     either sold or sits in a bucket nobody asks of. Sold out is answered
+//     flag and a pass moves at least one unit there (each pass serves as
+//     many recipients as there are donors, the wanting first): the fullest
+//     bucket holds at least the mean, so it is never a proactive recipient,
+//     and gives unless it wants itself (then it has buyers and is selling).
+//     Every unit thus
+//     ends sold or in a bucket nobody asks of, and "sold out" is answered
 //     (stock.SoldOutEverywhere) only when every bucket is empty.
 //   - Every move is a transfer, exactly once in both stores (transfer.go),
 //     so the policy can be wrong about timing, never about the count.
