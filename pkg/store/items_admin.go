@@ -70,9 +70,12 @@ func UpsertItem(ctx context.Context, tx *sql.Tx, it Item) (ItemChange, error) {
 		}
 		it.Stock = it.TotalStock
 	}
+	// A new total comes with its stock in the same statement, so lowering
+	// it never meets CHECK (stock <= total_stock); rebucket then lays the
+	// stock out over the buckets.
 	_, err = tx.ExecContext(ctx,
-		"UPDATE items SET name = ?, price_cents = ?, total_stock = ?, per_user_limit = ?, starts_at = ?, ends_at = ? WHERE id = ?",
-		it.Name, it.PriceCents, it.TotalStock, it.PerUserLimit, it.StartsAt.UTC(), it.EndsAt.UTC(), it.ID)
+		"UPDATE items SET name = ?, price_cents = ?, total_stock = ?, stock = IF(?, ?, stock), per_user_limit = ?, starts_at = ?, ends_at = ? WHERE id = ?",
+		it.Name, it.PriceCents, it.TotalStock, change.StockChanged, it.TotalStock, it.PerUserLimit, it.StartsAt.UTC(), it.EndsAt.UTC(), it.ID)
 	if err != nil {
 		return ItemChange{}, fmt.Errorf("store: update item %d: %w", it.ID, err)
 	}
