@@ -67,6 +67,7 @@ type Service struct {
 	limiter  *rate.Limiter // nil = off
 	soldOut  *soldOutCache
 	counts   *bucketCounts
+	views    *bucketViews
 	inflight sync.Map // request id -> *flight, for concurrent replays
 	retries  *retryQueue
 	m        *Metrics
@@ -84,7 +85,7 @@ type flight struct {
 
 // New returns a Service.
 func New(cfg Config, st *stock.Store, db *sql.DB, pub Publisher, m *Metrics, log *slog.Logger) *Service {
-	s := &Service{cfg: cfg, stock: st, db: db, pub: pub, soldOut: newSoldOutCache(cfg.SoldOutTTL), counts: newBucketCounts(), m: m, log: log, now: time.Now}
+	s := &Service{cfg: cfg, stock: st, db: db, pub: pub, soldOut: newSoldOutCache(cfg.SoldOutTTL), counts: newBucketCounts(), views: newBucketViews(st, cfg.BucketPoll), m: m, log: log, now: time.Now}
 	s.retries = &retryQueue{run: func(ctx context.Context, c compensation) error {
 		return s.compensate(ctx, c, s.cfg.StoreTimeout)
 	}, log: log}
@@ -175,10 +176,11 @@ func (s *Service) reserve(ctx context.Context, r Request, rid string, now time.T
 // awaitStock handles a home bucket found short while the item has other
 // buckets. "Sold out" is answered only when no bucket has the qty, by a
 // read that cannot miss units moving between buckets
-// (stock.SoldOutEverywhere). Otherwise the script already raised the
-// bucket's want flag, the rebalancer moves stock here within a pass or two,
-// and the admission is tried again (same request id: the script is
-// idempotent per id) every BucketPoll, for at most BucketWait. A wait that
+// (stock.BucketSnapshot). Otherwise the script already raised the bucket's
+// want flag, the rebalancer moves stock here within a pass or two, and the
+// admission is tried again (same request id: the script is idempotent per
+// id) once the shared view of the buckets (bucketViews, read at most every
+// BucketPoll) shows stock at home; at most until BucketWait. A wait that
 // runs out answers StockMoving: nothing is reserved, try again.
 func (s *Service) awaitStock(ctx context.Context, r Request, rid string, now time.Time, ar stock.AdmitResult) (stock.AdmitResult, time.Time, error) {
 	start := s.now()
@@ -186,17 +188,27 @@ func (s *Service) awaitStock(ctx context.Context, r Request, rid string, now tim
 	defer func() { s.m.bucketWaits.WithLabelValues(result).Observe(s.now().Sub(start).Seconds()) }()
 	until := start.Add(s.cfg.BucketWait)
 	for {
-		cctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
-		gone, err := s.stock.SoldOutEverywhere(cctx, r.ItemID, r.buckets, r.Qty)
-		cancel()
+		snap, err := s.views.get(ctx, r.ItemID, r.buckets, s.cfg.StoreTimeout)
 		switch {
 		case err != nil:
 			// Only reads failed; the last script run reserved nothing.
 			return stock.AdmitResult{Code: stockUnreadable}, time.Time{}, nil
-		case gone:
+		case snap.SoldOut(r.Qty):
 			result, ar.StockLeft = "sold_out", 0
 			return ar, time.Time{}, nil
-		case !s.now().Before(until):
+		case snap.Stocks[r.bucket] >= int64(r.Qty):
+			// The looks of one wait are one attempt of the buyer's: the
+			// first was counted against the per-user limit, these are not.
+			var deadline time.Time
+			ar, deadline, err = s.reserve(ctx, r, rid, now, 0)
+			if err != nil || ar.Code != stock.SoldOut {
+				if err == nil {
+					result = "refilled"
+				}
+				return ar, deadline, err
+			}
+		}
+		if !s.now().Before(until) {
 			result = "timed_out"
 			return stock.AdmitResult{Code: stockMoving}, time.Time{}, nil
 		}
@@ -207,16 +219,6 @@ func (s *Service) awaitStock(ctx context.Context, r Request, rid string, now tim
 			result = "timed_out"
 			return stock.AdmitResult{Code: stockMoving}, time.Time{}, nil
 		case <-t.C:
-		}
-		// The looks of one wait are one attempt of the buyer's: the first
-		// was counted against the per-user limit, these are not.
-		var deadline time.Time
-		ar, deadline, err = s.reserve(ctx, r, rid, now, 0)
-		if err != nil || ar.Code != stock.SoldOut {
-			if err == nil {
-				result = "refilled"
-			}
-			return ar, deadline, err
 		}
 	}
 }

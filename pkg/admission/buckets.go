@@ -2,8 +2,11 @@ package admission
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
@@ -16,8 +19,11 @@ import (
 // admit.lua answers Moved to any other.
 type bucketCounts struct {
 	ttl time.Duration
-	mu  sync.Mutex
-	m   map[int64]bucketCount
+	// sf makes the buyers who find the count stale at the same moment (the
+	// first instant of a sale: all of them) share one read.
+	sf singleflight.Group
+	mu sync.Mutex
+	m  map[int64]bucketCount
 }
 
 type bucketCount struct {
@@ -43,15 +49,21 @@ func (c *bucketCounts) get(ctx context.Context, st *stock.Store, item int64, now
 	if ok && !refresh && now.Sub(v.at) < c.ttl {
 		return v.n, nil
 	}
-	n, warmed, err := st.Buckets(ctx, item)
+	got, err, _ := c.sf.Do(strconv.FormatInt(item, 10), func() (any, error) {
+		n, warmed, err := st.Buckets(ctx, item)
+		if err != nil {
+			return 0, err
+		}
+		if !warmed {
+			n = 1
+		}
+		c.mu.Lock()
+		c.m[item] = bucketCount{n: n, at: now}
+		c.mu.Unlock()
+		return n, nil
+	})
 	if err != nil {
 		return 0, err
 	}
-	if !warmed {
-		n = 1
-	}
-	c.mu.Lock()
-	c.m[item] = bucketCount{n: n, at: now}
-	c.mu.Unlock()
-	return n, nil
+	return got.(int), nil
 }

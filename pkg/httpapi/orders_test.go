@@ -143,6 +143,8 @@ func grabOne(t *testing.T, buckets int) {
 	item := testenv.ItemID()
 	h.putBucketedItem(item, 1, 1, buckets)
 	var accepted, soldOut, other atomic.Int64
+	var mu sync.Mutex
+	others := map[string]int{}
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for i := range 10000 {
@@ -150,20 +152,23 @@ func grabOne(t *testing.T, buckets int) {
 		go func() {
 			defer wg.Done()
 			<-start
-			switch h.order(int64(i)+1, item, 1, "").Code {
+			switch r := h.order(int64(i)+1, item, 1, ""); r.Code {
 			case http.StatusAccepted:
 				accepted.Add(1)
 			case http.StatusGone:
 				soldOut.Add(1)
 			default:
 				other.Add(1)
+				mu.Lock()
+				others[fmt.Sprintf("%d %s", r.Code, r.Body)]++
+				mu.Unlock()
 			}
 		}()
 	}
 	close(start)
 	wg.Wait()
 	if accepted.Load() != 1 || other.Load() != 0 {
-		t.Fatalf("accepted %d, sold out %d, other %d; want exactly one 202 and the rest 410", accepted.Load(), soldOut.Load(), other.Load())
+		t.Fatalf("accepted %d, sold out %d, other %d (%v); want exactly one 202 and the rest 410", accepted.Load(), soldOut.Load(), other.Load(), others)
 	}
 	if msgs := h.readTopic(); len(msgs) != 1 {
 		t.Fatalf("%d messages, want 1", len(msgs))

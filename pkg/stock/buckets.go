@@ -58,38 +58,68 @@ func parseBuckets(v any) int {
 	return n
 }
 
-// SoldOutEverywhere reports whether no bucket of item (n buckets) has qty
-// units left, by a read that cannot miss a unit moving between buckets. A
-// transfer takes its units out of the donor before it gives them to the
-// recipient, so a plain read of the buckets can see them in neither. The
-// rebalancer adds the transfer to TransfersLive before its first step and
-// counts it in TransfersDone after its last; when both read the same before
-// and after the stock reads, with nothing live, no unit was in flight while
-// the buckets were read.
+// SoldOutEverywhere reports whether item's n buckets together have fewer
+// than qty units left, by a read that cannot miss a unit moving between
+// buckets (BucketSnapshot).
 func (s *Store) SoldOutEverywhere(ctx context.Context, itemID int64, n, qty int) (bool, error) {
-	k := KeysOf(itemID)
-	before, err := s.transferMark(ctx, k)
-	if err != nil || before.live > 0 {
-		return false, err
-	}
-	pipe := s.rdb.Pipeline()
-	cmds := make([]*redis.StringCmd, n)
-	for b := range n {
-		cmds[b] = pipe.Get(ctx, BucketKeys(itemID, b).Stock)
-	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return false, unavailable("stock: read buckets", err)
-	}
-	for _, c := range cmds {
-		if v, err := c.Int64(); err == nil && v >= int64(qty) {
-			return false, nil
-		}
-	}
-	after, err := s.transferMark(ctx, k)
+	snap, err := s.BucketSnapshot(ctx, itemID, n)
 	if err != nil {
 		return false, err
 	}
-	return after == before, nil
+	return snap.SoldOut(qty), nil
+}
+
+// BucketSnapshot is one read of every bucket's Redis stock of an item.
+type BucketSnapshot struct {
+	// Stocks is each bucket's stock (-1: no stock key).
+	Stocks []int64
+	// Consistent is true when no unit was moving between buckets while
+	// they were read, so units missing from Stocks are really gone.
+	Consistent bool
+}
+
+// SoldOut reports whether the snapshot proves that the buckets together
+// hold fewer than qty units (only a consistent one can). Together, not
+// each: 1 unit in each of two buckets is stock for a buyer of 2, which the
+// rebalancer gathers into the buyer's bucket.
+func (b BucketSnapshot) SoldOut(qty int) bool {
+	if !b.Consistent {
+		return false
+	}
+	var sum int64
+	for _, v := range b.Stocks {
+		sum += max(v, 0)
+	}
+	return sum < int64(qty)
+}
+
+// BucketSnapshot reads the stock of each of item's n buckets. A transfer
+// takes its units out of the donor before it gives them to the recipient,
+// so a plain read of the buckets can see them in neither. The rebalancer
+// adds the transfer to TransfersLive before its first step and counts it in
+// TransfersDone after its last; when both read the same before and after
+// the stock reads, with nothing live, no unit was in flight while the
+// buckets were read, and the snapshot is Consistent.
+func (s *Store) BucketSnapshot(ctx context.Context, itemID int64, n int) (BucketSnapshot, error) {
+	k := KeysOf(itemID)
+	before, err := s.transferMark(ctx, k)
+	if err != nil {
+		return BucketSnapshot{}, err
+	}
+	stocks, err := s.BucketStocks(ctx, itemID, n)
+	if err != nil {
+		return BucketSnapshot{}, err
+	}
+	snap := BucketSnapshot{Stocks: stocks}
+	if before.live > 0 {
+		return snap, nil
+	}
+	after, err := s.transferMark(ctx, k)
+	if err != nil {
+		return BucketSnapshot{}, err
+	}
+	snap.Consistent = after == before
+	return snap, nil
 }
 
 type transferMark struct{ live, done int64 }

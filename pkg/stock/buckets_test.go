@@ -135,6 +135,15 @@ func TestSoldOutEverywhereSeesTransfers(t *testing.T) {
 	if gone, err := s.SoldOutEverywhere(ctx, item, 3, 2); err != nil || !gone {
 		t.Fatalf("qty 2: %v, %v", gone, err)
 	}
+	// One unit in each of two buckets is stock for a buyer of 2.
+	rdb.Set(ctx, stock.BucketKeys(item, 0).Stock, 1, 0)
+	rdb.Set(ctx, stock.BucketKeys(item, 2).Stock, 1, 0)
+	if gone, err := s.SoldOutEverywhere(ctx, item, 3, 2); err != nil || gone {
+		t.Fatalf("qty 2 with 1 unit in each of two buckets: sold out %v, %v; want false", gone, err)
+	}
+	if gone, err := s.SoldOutEverywhere(ctx, item, 3, 3); err != nil || !gone {
+		t.Fatalf("qty 3 with 2 units left: sold out %v, %v; want true", gone, err)
+	}
 }
 
 // Re-bucketing 4 -> 2: buyer marks move to their new home bucket, the
