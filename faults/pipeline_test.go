@@ -39,6 +39,8 @@ type settings struct {
 	Reapers        int
 	Partitions     int
 	Units          int
+	// Buckets is the item's stock bucket count (0 or 1: unbucketed).
+	Buckets int
 }
 
 func defaultSettings() settings {
@@ -199,6 +201,9 @@ func (p *pipeline) createItem() {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	body := map[string]any{"name": "fault item", "price_cents": 1999, "stock": p.cfg.Units, "per_user_limit": 1,
 		"starts_at": now.Add(-time.Minute), "ends_at": now.Add(2 * time.Hour)}
+	if p.cfg.Buckets > 1 {
+		body["buckets"] = p.cfg.Buckets
+	}
 	code, b := p.call(context.Background(), http.MethodPut, p.itemPath(""), p.admin, body, nil)
 	if code != http.StatusOK {
 		p.t.Fatalf("create item: %d %s", code, b)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
 // spec is a burst of buyers. Every buyer orders qty 1 once; some send a
@@ -29,6 +32,18 @@ type spec struct {
 	DupFrac     float64
 	ReplayFrac  float64
 	PayFrac     float64
+	// HomeBuckets, when set, keeps only the users (from FirstUser up) whose
+	// home bucket of an item of Buckets buckets is one of them: demand
+	// skewed onto a few buckets.
+	Buckets     int
+	HomeBuckets []int
+}
+
+// nextUser returns the first buyer id after u that the spec keeps.
+func (s spec) nextUser(u int64) int64 {
+	for u++; len(s.HomeBuckets) > 0 && !slices.Contains(s.HomeBuckets, stock.HomeBucket(u, s.Buckets)); u++ {
+	}
+	return u
 }
 
 type attempt struct {
@@ -89,8 +104,9 @@ func (w *workload) plan() []attempt {
 	s := w.spec
 	var out []attempt
 	var extra []attempt
-	for i := range s.Buyers {
-		u := s.FirstUser + int64(i)
+	u := s.FirstUser - 1
+	for range s.Buyers {
+		u = s.nextUser(u)
 		a := attempt{user: u}
 		r := rand.Float64()
 		if r < s.ReplayFrac {
