@@ -25,7 +25,7 @@ const maxLeaderStall = 8 * time.Second
 func TestClusterLeaderKilled(t *testing.T) {
 	start := time.Now()
 	c := newCluster(t)
-	p := newClusterPipeline(t, c, 2000)
+	p := newClusterPipeline(t, c, 2000, 1)
 	p.startAll()
 	w := p.start(burst(pick(1200, 1800), 30))
 	waitAccepted(t, w, 20)
@@ -69,7 +69,7 @@ func TestClusterLeaderKilled(t *testing.T) {
 func TestClusterBrokerPaused(t *testing.T) {
 	start := time.Now()
 	c := newCluster(t)
-	p := newClusterPipeline(t, c, 2000)
+	p := newClusterPipeline(t, c, 2000, 1)
 	p.startAll()
 	w := p.start(burst(pick(900, 1500), 30))
 	waitAccepted(t, w, 20)
@@ -100,7 +100,7 @@ func TestClusterBrokerPaused(t *testing.T) {
 func TestClusterBelowMinInsync(t *testing.T) {
 	start := time.Now()
 	c := newCluster(t)
-	p := newClusterPipeline(t, c, 2000)
+	p := newClusterPipeline(t, c, 2000, 1)
 	p.startAll()
 	w := p.start(burst(pick(900, 1500), 30))
 	waitAccepted(t, w, 20)

@@ -27,17 +27,22 @@ import (
 // audit here, not failed. With FLASHSALE_REDIS_WAIT_REPLICAS=1 every
 // admission's reservation is on the replica before its 202, and nothing
 // may drift.
+//
+// With buckets=8 the item is split over 8 buckets, which spread over the
+// three primaries: the killed one is bucket 0's, the others' buyers keep
+// buying, and stock that the rebalancer was moving to or from the lost
+// shard is finished once the replica took over.
 func TestClusterRedisPrimaryKilled(t *testing.T) {
-	for _, wait := range []int{0, 1} {
-		t.Run(fmt.Sprintf("wait=%d", wait), func(t *testing.T) { redisPrimaryKilled(t, wait) })
+	for _, c := range []struct{ wait, buckets int }{{0, 1}, {1, 1}, {1, 8}} {
+		t.Run(fmt.Sprintf("wait=%d/buckets=%d", c.wait, c.buckets), func(t *testing.T) { redisPrimaryKilled(t, c.wait, c.buckets) })
 	}
 }
 
-func redisPrimaryKilled(t *testing.T, wait int) {
+func redisPrimaryKilled(t *testing.T, wait, buckets int) {
 	start := time.Now()
 	c := newCluster(t)
 	cc := testenv.RedisCluster(t)
-	p := newClusterPipeline(t, c, 2000)
+	p := newClusterPipeline(t, c, 2000, buckets)
 	p.ingress.env = append(p.ingress.env, fmt.Sprintf("FLASHSALE_REDIS_WAIT_REPLICAS=%d", wait), "FLASHSALE_REDIS_WAIT_TIMEOUT=500ms")
 	if wait == 0 {
 		p.tolerated = map[string]string{
@@ -71,6 +76,12 @@ func redisPrimaryKilled(t *testing.T, wait int) {
 	// dead primary for up to a minute after it.
 	if s.took > took+3*time.Second {
 		t.Errorf("admissions refused for %v, %v past the replica's promotion", s.took, s.took-took)
+	}
+	// The buckets on the other primaries keep selling while this one's
+	// replica takes over: an admission sent after the kill is answered 202
+	// before the promotion.
+	if buckets > 1 && s.took >= took {
+		t.Errorf("with %d buckets over 3 primaries, admissions were refused until the promotion (%v): the lost shard stopped the whole item", buckets, s.took)
 	}
 	hold(5 * time.Second)
 	c.start(victim) // rejoins as the new primary's replica

@@ -169,13 +169,18 @@ func others(name string) []string {
 // (replication 3, min.insync 2 from the cluster's settings), with stock
 // to spare when sellOut is false, so publishes go on during the whole
 // burst and a publish stall is visible as 503s, not hidden behind 410s.
-func newClusterPipeline(t *testing.T, c *cluster, units int) *pipeline {
+func newClusterPipeline(t *testing.T, c *cluster, units int, buckets int) *pipeline {
 	t.Helper()
 	cfg := defaultSettings()
 	// One partition leaves a second consumer without an assignment (the
 	// group check wants every consumer assigned): one writer.
 	cfg.Partitions, cfg.Consumers = 1, 1
-	cfg.Units = units
+	cfg.Units, cfg.Buckets = units, buckets
+	if buckets > 1 {
+		// One partition per bucket's key at most; the consumer count
+		// stays 1 (see above), but the keys spread.
+		cfg.Partitions = 4
+	}
 	// A leader lost moves the group coordinator too: consumers may be
 	// away longer than the usual grace, and the reaper must not void
 	// requests whose messages are in the log before they are read.

@@ -116,9 +116,7 @@ func (s *Service) admit(ctx context.Context, r Request) Result {
 	// A count that changed since it was read (a re-bucketing warm) is
 	// answered Moved by the script, which did nothing: read it anew, once.
 	for try := 0; ; try++ {
-		cctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
-		n, err := s.counts.get(cctx, s.stock, r.ItemID, now, try > 0)
-		cancel()
+		n, err := s.counts.get(ctx, s.stock, r.ItemID, now, try > 0, s.cfg.StoreTimeout)
 		if err != nil {
 			s.log.WarnContext(ctx, "admission: redis unavailable", "item_id", r.ItemID, "err", err)
 			return Result{Outcome: Unavailable}

@@ -21,9 +21,10 @@ type bucketCounts struct {
 	ttl time.Duration
 	// sf makes the buyers who find the count stale at the same moment (the
 	// first instant of a sale: all of them) share one read.
-	sf singleflight.Group
-	mu sync.Mutex
-	m  map[int64]bucketCount
+	sf         singleflight.Group
+	mu         sync.Mutex
+	m          map[int64]bucketCount
+	refreshing map[int64]bool // a background read is under way
 }
 
 type bucketCount struct {
@@ -36,21 +37,43 @@ type bucketCount struct {
 const bucketCountTTL = time.Second
 
 func newBucketCounts() *bucketCounts {
-	return &bucketCounts{ttl: bucketCountTTL, m: map[int64]bucketCount{}}
+	return &bucketCounts{ttl: bucketCountTTL, m: map[int64]bucketCount{}, refreshing: map[int64]bool{}}
 }
 
-// get returns item's bucket count, reading it from Redis when the cached
-// one is older than the TTL or refresh is set. An item Redis does not know
-// counts 1: the script then answers Unknown.
-func (c *bucketCounts) get(ctx context.Context, st *stock.Store, item int64, now time.Time, refresh bool) (int, error) {
+// get returns item's bucket count. A count read within the TTL is used as
+// it is; an older one is used too while a fresh one is read in the
+// background (one read per item at a time), so neither a slow nor a lost
+// bucket 0 shard holds up admissions in the other buckets: a stale count is
+// safe, since the script answers Moved to it. Only an item never read
+// before waits for the read (and refresh forces one, after Moved).
+func (c *bucketCounts) get(ctx context.Context, st *stock.Store, item int64, now time.Time, refresh bool, timeout time.Duration) (int, error) {
 	c.mu.Lock()
 	v, ok := c.m[item]
+	stale := ok && !refresh && now.Sub(v.at) >= c.ttl && !c.refreshing[item]
+	if stale {
+		c.refreshing[item] = true
+	}
 	c.mu.Unlock()
-	if ok && !refresh && now.Sub(v.at) < c.ttl {
+	if stale {
+		go func() {
+			_, _ = c.read(context.WithoutCancel(ctx), st, item, timeout)
+			c.mu.Lock()
+			delete(c.refreshing, item)
+			c.mu.Unlock()
+		}()
+	}
+	if ok && !refresh {
 		return v.n, nil
 	}
+	return c.read(ctx, st, item, timeout)
+}
+
+// read reads item's count once for every concurrent caller and caches it.
+func (c *bucketCounts) read(ctx context.Context, st *stock.Store, item int64, timeout time.Duration) (int, error) {
 	got, err, _ := c.sf.Do(strconv.FormatInt(item, 10), func() (any, error) {
-		n, warmed, err := st.Buckets(ctx, item)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		defer cancel()
+		n, warmed, err := st.Buckets(rctx, item)
 		if err != nil {
 			return 0, err
 		}
@@ -58,7 +81,7 @@ func (c *bucketCounts) get(ctx context.Context, st *stock.Store, item int64, now
 			n = 1
 		}
 		c.mu.Lock()
-		c.m[item] = bucketCount{n: n, at: now}
+		c.m[item] = bucketCount{n: n, at: time.Now()}
 		c.mu.Unlock()
 		return n, nil
 	})
