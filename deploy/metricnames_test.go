@@ -17,6 +17,7 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/ops"
 	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
 	"github.com/flashsale-dev/flashsale/pkg/reap"
+	"github.com/flashsale-dev/flashsale/pkg/rebalance"
 )
 
 // descRecorder is a Registerer that only remembers the metric names of what
@@ -54,6 +55,7 @@ func exported(t *testing.T) map[string]bool {
 	orderwriter.NewMetrics(r)
 	reap.NewMetrics(r)
 	auditor.NewMetrics(r)
+	rebalance.NewMetrics(r)
 	// Go runtime and process collectors, as every main registers them.
 	for _, mf := range must(ops.NewRegistry().Gather()) {
 		r.names[mf.GetName()] = true
