@@ -98,14 +98,20 @@ type ItemSpec struct {
 	PerUserLimit int       `json:"per_user_limit"`
 	StartsAt     time.Time `json:"starts_at"`
 	EndsAt       time.Time `json:"ends_at"`
+	// Buckets is the item's stock bucket count (flashsale; omitted for 1).
+	Buckets int `json:"buckets,omitempty"`
 }
 
-// CreateItem creates the sale item (and, on flashsale, warms Redis). The sale
-// started a minute ago and lasts an hour, so every attempt finds it active.
-func (a *API) CreateItem(ctx context.Context, id int64, units int) error {
+// CreateItem creates the sale item (and, on flashsale, warms Redis) with
+// buckets stock buckets. The sale started a minute ago and lasts an hour,
+// so every attempt finds it active.
+func (a *API) CreateItem(ctx context.Context, id int64, units, buckets int) error {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	spec := ItemSpec{Name: "bench item " + strconv.FormatInt(id, 10), PriceCents: 999, Stock: units,
 		PerUserLimit: 1, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)}
+	if buckets > 1 {
+		spec.Buckets = buckets
+	}
 	return a.do(ctx, http.MethodPut, "/api/v1/admin/items/"+strconv.FormatInt(id, 10), a.Admin, spec, nil)
 }
 

@@ -17,6 +17,8 @@ type Settings struct {
 	Buyers int
 	// Units is the stock of the item created for the run.
 	Units int
+	// Buckets is the sale item's stock bucket count (flashsale only).
+	Buckets int
 	// Rate is the open-loop request rate per second (vegeta). Open loop keeps
 	// latency honest: a slow server does not slow the arrival of buyers
 	// (no coordinated omission).
@@ -102,6 +104,7 @@ func (s *Settings) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&s.Target, "target", "http://127.0.0.1:8080", "flashsale ingress base URL")
 	fs.IntVar(&s.Buyers, "buyers", 50_000, "distinct buyers, one attempt each (plus duplicates and replays)")
 	fs.IntVar(&s.Units, "units", 1_000, "stock of the sale item")
+	fs.IntVar(&s.Buckets, "buckets", 1, "stock buckets of the sale item on flashsale (1 = one stock row; more spreads it over Redis slots, Kafka keys and MySQL rows)")
 	fs.IntVar(&s.Rate, "rate", 4_000, "open-loop requests per second (vegeta); ignored when -concurrency > 0")
 	fs.IntVar(&s.Concurrency, "concurrency", 0, "closed-loop workers; > 0 selects concurrency mode (-compare defaults to 64)")
 	fs.DurationVar(&s.Duration, "duration", 0, "cap on the attack time, 0 = until every attempt was sent")
@@ -145,6 +148,8 @@ func (s *Settings) Validate() error {
 		return fmt.Errorf("FLASHSALE_BUYERS: %d (expected at least 1)", s.Buyers)
 	case s.Units < 1:
 		return fmt.Errorf("FLASHSALE_UNITS: %d (expected at least 1)", s.Units)
+	case s.Buckets < 0 || s.Buckets > 1000:
+		return fmt.Errorf("FLASHSALE_BUCKETS: %d (expected 1 to 1000; the ingress refuses more than its FLASHSALE_MAX_BUCKETS)", s.Buckets)
 	case s.Rate < 1 && s.Concurrency < 1:
 		return fmt.Errorf("FLASHSALE_RATE: %d (expected a positive rate, or set -concurrency)", s.Rate)
 	case s.Concurrency < 0:

@@ -68,7 +68,7 @@ func RunScenario(ctx context.Context, w Workload, sc Scenario) (Report, error) {
 	}
 	// A long poll may take its whole wait before the request's own timeout.
 	api := &API{Base: sc.Base, Client: NewHTTPClient(64, s.RequestTimeout+s.PollWait), Admin: w.Tokens.Admin}
-	if err := api.CreateItem(ctx, itemID, s.Units); err != nil {
+	if err := api.CreateItem(ctx, itemID, s.Units, s.Buckets); err != nil {
 		return Report{}, fmt.Errorf("bench: %s: create item %d: %w", sc.Name, itemID, err)
 	}
 	n := len(w.Plan.Attempts)
