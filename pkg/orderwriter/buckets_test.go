@@ -54,7 +54,7 @@ func newBucketedEnv(t *testing.T, partitions int, units int64, buckets int) *env
 // one bucket's requests share a partition and the buckets spread.
 func (e *env) produceKeyed(msgs []queue.OrderMessage) {
 	e.t.Helper()
-	w := &kafka.Writer{Addr: kafka.TCP(e.brokers...), Topic: e.topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll,
+	w := &kafka.Writer{Addr: kafka.TCP(e.brokers...), Topic: e.topic, Balancer: &queue.StockBalancer{}, RequiredAcks: kafka.RequireAll,
 		BatchSize: 1000, BatchTimeout: 5 * time.Millisecond}
 	defer w.Close()
 	km := make([]kafka.Message, len(msgs))

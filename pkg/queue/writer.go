@@ -16,7 +16,8 @@ import (
 //   - Async: false. With Async, errors are dropped unless Completion is set,
 //     and a lost publish is lost stock; and the ingress answers 202 only
 //     once the message is acknowledged, which Async cannot tell it.
-//   - Balancer: Hash on the key (item id), so one item stays on one partition.
+//   - Balancer: StockBalancer on the key (item id, and bucket), so one
+//     stock row stays on one partition and an item's buckets spread.
 //
 // kafka-go has no idempotent producer: its retries can duplicate a message.
 // The consumer's arbiter absorbs duplicates.
@@ -49,7 +50,7 @@ func NewWriterWithTransport(brokers []string, topic string, writeTimeout time.Du
 		Transport:              transport,
 		Addr:                   kafka.TCP(brokers...),
 		Topic:                  topic,
-		Balancer:               &kafka.Hash{},
+		Balancer:               &StockBalancer{},
 		RequiredAcks:           kafka.RequireAll,
 		Async:                  false,
 		MaxAttempts:            3,
