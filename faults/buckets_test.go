@@ -5,7 +5,6 @@ package faults
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"testing"
 	"time"
@@ -27,15 +26,7 @@ func TestBucketedConsumerKilled(t *testing.T) {
 	p.startAll()
 	w := p.start(burst(pick(500, 1200), 50))
 	waitAccepted(t, w, 20)
-	kills := 0
-	for range pick(2, 6) {
-		inHand := waitLag(p, 5*time.Second)
-		victim := p.consumers[rand.IntN(len(p.consumers))]
-		victim.kill()
-		kills++
-		t.Logf("SIGKILL %s (messages in hand: %v)", victim.name, inHand)
-		victim.start()
-	}
+	kills := killConsumers(t, p, pick(2, 6))
 	p.settle(fmt.Sprintf("bucketed item (8 buckets): consumer SIGKILL x%d", kills), start, w)
 }
 

@@ -73,15 +73,7 @@ func TestConsumerKilled(t *testing.T) {
 	p.startAll()
 	w := p.start(burst(pick(500, 1200), 50))
 	waitAccepted(t, w, 20)
-	kills := 0
-	for range pick(3, 8) {
-		inHand := waitLag(p, 5*time.Second)
-		victim := p.consumers[rand.IntN(len(p.consumers))]
-		victim.kill()
-		kills++
-		t.Logf("SIGKILL %s (messages in hand: %v)", victim.name, inHand)
-		victim.start()
-	}
+	kills := killConsumers(t, p, pick(3, 8))
 	for _, c := range p.consumers {
 		c.kill()
 	}
@@ -91,6 +83,20 @@ func TestConsumerKilled(t *testing.T) {
 		c.start()
 	}
 	p.settle(fmt.Sprintf("consumer SIGKILL x%d, all consumers down 10s", kills), start, w)
+}
+
+// killConsumers SIGKILLs a random consumer replica n times, each once
+// messages wait for the consumers (so a batch is in hand), and restarts it
+// at once; it returns the number of kills.
+func killConsumers(t *testing.T, p *pipeline, n int) int {
+	for range n {
+		inHand := waitLag(p, 5*time.Second)
+		victim := p.consumers[rand.IntN(len(p.consumers))]
+		victim.kill()
+		t.Logf("SIGKILL %s (messages in hand: %v)", victim.name, inHand)
+		victim.start()
+	}
+	return n
 }
 
 // TestIngressKilled: the ingress SIGKILLed under load, and once more while
