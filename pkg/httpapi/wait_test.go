@@ -80,8 +80,12 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Fatalf("timed out waiting for %s", what)
 }
 
-// TestWaitReturnsOnCommit: a poll waiting on a PENDING request answers
-// within ~100 ms of the status the consumer caches after its commit.
+// TestWaitReturnsOnCommit: a poll waiting on a PENDING request is woken by
+// the status the consumer caches after its commit. Nothing else wakes it
+// before its 10 s wait ends, so an answer well inside the wait is the
+// announcement's; how fast it comes is measured by the bench (accept ->
+// terminal with -poll-wait), not asserted here, where a loaded test machine
+// once took 354 ms.
 func TestWaitReturnsOnCommit(t *testing.T) {
 	h := waitHarness(t, 100)
 	item := testenv.ItemID()
@@ -97,8 +101,8 @@ func TestWaitReturnsOnCommit(t *testing.T) {
 	if r.code != 200 || r.status != orderstatus.Unpaid {
 		t.Fatalf("got %d %s, want 200 UNPAID", r.code, r.body)
 	}
-	if lag := r.at.Sub(committed); lag > 100*time.Millisecond {
-		t.Fatalf("answered %v after the commit, want within 100ms", lag)
+	if lag := r.at.Sub(committed); lag > 2*time.Second {
+		t.Fatalf("answered %v after the commit, want it woken by the announcement, long before the 10s wait ends", lag)
 	}
 	if r.at.Sub(start) < 200*time.Millisecond {
 		t.Fatalf("answered after %v, before the commit", r.at.Sub(start))
@@ -261,7 +265,8 @@ func TestWaitSurvivesSubscriptionLoss(t *testing.T) {
 	if r.code != 200 || r.status != orderstatus.Unpaid {
 		t.Fatalf("got %d %s after %v, want UNPAID", r.code, r.body, r.at.Sub(committed))
 	}
-	if lag := r.at.Sub(committed); lag > time.Second {
+	// Only the reconnect's wake-up can answer before the 5 s wait ends.
+	if lag := r.at.Sub(committed); lag > 3*time.Second {
 		t.Fatalf("answered %v after the commit: the announcement lost with the connection was not made up for", lag)
 	}
 }
