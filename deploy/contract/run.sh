@@ -3,7 +3,10 @@
 # description the ingress serves (/openapi.yaml) and runs all of its checks,
 # in every phase (examples, coverage, fuzzing, and the stateful chain the
 # description's links make: create item -> order -> poll -> pay), against a
-# real ingress and consumer; then every item the run saved is audited
+# real ingress, consumer and reaper (whose rebalancer moves stock between the
+# buckets of the bucketed items the fuzzer creates, as in production: without
+# it a buyer whose bucket is empty is answered 503 stock_moving, which the
+# server-error check counts); then every item the run saved is audited
 # (invariants I1-I7). Any failure fails `make test`.
 #
 # Isolation, so the shared stack's other tests never notice: a Redis process
@@ -85,7 +88,7 @@ wait_ready() { # name url pid
   done
 }
 
-go build -o "$STATE/bin/" ./ingress ./consumer ./setup ./internal/fuzzprep
+go build -o "$STATE/bin/" ./ingress ./consumer ./reaper ./setup ./internal/fuzzprep
 
 REDIS_PORT=$(free_port)
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$STATE/redis" >"$STATE/redis.log" 2>&1 &
@@ -112,6 +115,11 @@ CONSUMER_OPS=127.0.0.1:$(free_port)
 FLASHSALE_METRICS_ADDR=$CONSUMER_OPS "$STATE/bin/consumer" >"$STATE/consumer.log" 2>&1 &
 pids+=($!)
 wait_ready consumer "http://$CONSUMER_OPS/readyz" "${pids[-1]}"
+
+REAPER_OPS=127.0.0.1:$(free_port)
+FLASHSALE_METRICS_ADDR=$REAPER_OPS "$STATE/bin/reaper" >"$STATE/reaper.log" 2>&1 &
+pids+=($!)
+wait_ready reaper "http://$REAPER_OPS/readyz" "${pids[-1]}"
 
 API=127.0.0.1:$(free_port)
 INGRESS_OPS=127.0.0.1:$(free_port)

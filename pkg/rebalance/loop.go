@@ -303,7 +303,7 @@ func (r *Rebalancer) rebalanceItem(ctx context.Context, it store.RebalanceItem, 
 	if len(prev) != it.Buckets {
 		prev = nil
 	}
-	moves := Plan(v.Stocks, v.Want, prev)
+	moves := PlanNeeds(v.Stocks, v.Want, v.Need, prev)
 	var made []Move
 	for _, m := range moves {
 		if err := ctx.Err(); err != nil {

@@ -43,6 +43,16 @@ type Move struct {
 //   - Every move is a transfer, exactly once in both stores (transfer.go),
 //     so the policy can be wrong about timing, never about the count.
 func Plan(stocks []int64, want []bool, prev []int64) []Move {
+	return PlanNeeds(stocks, want, nil, prev)
+}
+
+// PlanNeeds is Plan with need, the qty the buyer who raised each want flag
+// asked for (nil or 0: 1). A wanting recipient whose stock is short of its
+// need takes, in the same pass, as much of the need as each donor has, from
+// as many donors as it takes: a buyer of 43 units of an item spread 6 to a
+// bucket would otherwise wait one pass per unit (half the difference of two
+// equal buckets is one unit), far longer than the ingress's bucket wait.
+func PlanNeeds(stocks []int64, want []bool, need []int64, prev []int64) []Move {
 	n := len(stocks)
 	var sum, known int64
 	for _, s := range stocks {
@@ -86,22 +96,33 @@ func Plan(stocks []int64, want []bool, prev []int64) []Move {
 	gave := make([]bool, n)
 	var moves []Move
 	for _, to := range recipients {
-		from := -1
-		for b, s := range stocks {
-			if s > 0 && !recipient[b] && !gave[b] && (from < 0 || s > stocks[from]) {
-				from = b
+		r := stocks[to]
+		short := int64(0) // what the recipient's buyer still lacks
+		if wants(to) && to < len(need) {
+			short = need[to] - r
+		}
+		for first := true; first || short > 0; first = false {
+			from := -1
+			for b, s := range stocks {
+				if s > 0 && !recipient[b] && !gave[b] && (from < 0 || s > stocks[from]) {
+					from = b
+				}
 			}
+			if from < 0 {
+				break
+			}
+			d := stocks[from]
+			qty := int64(1)
+			if d > r {
+				qty = max((d-r+1)/2, 1)
+			}
+			if short > qty {
+				qty = min(short, d)
+			}
+			gave[from] = true
+			moves = append(moves, Move{From: from, To: to, Qty: qty})
+			r, short = r+qty, short-qty
 		}
-		if from < 0 {
-			break
-		}
-		d, r := stocks[from], stocks[to]
-		qty := int64(1)
-		if d > r {
-			qty = max((d-r+1)/2, 1)
-		}
-		gave[from] = true
-		moves = append(moves, Move{From: from, To: to, Qty: qty})
 	}
 	return moves
 }

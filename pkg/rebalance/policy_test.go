@@ -137,3 +137,30 @@ func TestPlanSellsEverythingToSkewedDemand(t *testing.T) {
 		t.Logf("seed %d: sold out in %d passes", seed, passes)
 	}
 }
+
+// A buyer of 20 finds their bucket (0) at 5 of an item spread 5 to a
+// bucket: one pass gathers the 15 they lack from several donors, where one
+// donor per pass gave a unit a pass (half the difference of equal buckets).
+func TestPlanGathersAWantedQty(t *testing.T) {
+	stocks := []int64{5, 5, 5, 5, 5, 5, 5, 5}
+	want := []bool{true, false, false, false, false, false, false, false}
+	need := []int64{20, 0, 0, 0, 0, 0, 0, 0}
+	got := after(stocks, PlanNeeds(stocks, want, need, nil))
+	if got[0] < 20 {
+		t.Fatalf("after one pass bucket 0 holds %d (moves %v); want the 20 its buyer asked for", got[0], PlanNeeds(stocks, want, need, nil))
+	}
+	var sum int64
+	for _, s := range got {
+		if s < 0 {
+			t.Fatalf("a donor went negative: %v", got)
+		}
+		sum += s
+	}
+	if sum != 40 {
+		t.Fatalf("moves changed the total: %v", got)
+	}
+	// Without the need (a want of 1) one donor gives one unit, as before.
+	if moves := Plan(stocks, want, nil); len(moves) != 1 || moves[0].Qty != 1 {
+		t.Fatalf("Plan without a need: %v", moves)
+	}
+}

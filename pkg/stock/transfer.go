@@ -117,8 +117,10 @@ func (s *Store) ForgetTransfer(ctx context.Context, itemID, id int64) error {
 type BucketView struct {
 	// Stocks is each bucket's Redis stock, -1 where there is no stock key.
 	Stocks []int64
-	// Want is each bucket's want flag (a buyer found it short lately).
+	// Want is each bucket's want flag (a buyer found it short lately), and
+	// Need the qty that buyer asked for (1 for a flag without one).
 	Want []bool
+	Need []int64
 	// Live is the item's TransfersLive.
 	Live []int64
 	// Buckets is the bucket count bucket 0's meta carries (0: not warmed).
@@ -132,24 +134,28 @@ type BucketView struct {
 func (s *Store) RebalanceView(ctx context.Context, itemID int64, n int) (BucketView, error) {
 	pipe := s.rdb.Pipeline()
 	stocks := make([]*redis.StringCmd, n)
-	wants := make([]*redis.IntCmd, n)
+	wants := make([]*redis.StringCmd, n)
 	for b := range n {
 		k := BucketKeys(itemID, b)
 		stocks[b] = pipe.Get(ctx, k.Stock)
-		wants[b] = pipe.Exists(ctx, k.Want)
+		wants[b] = pipe.Get(ctx, k.Want)
 	}
 	live := pipe.SMembers(ctx, KeysOf(itemID).TransfersLive())
 	meta := pipe.HMGet(ctx, KeysOf(itemID).Meta, "start_ms", "buckets")
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return BucketView{}, unavailable(fmt.Sprintf("stock: buckets of item %d", itemID), err)
 	}
-	v := BucketView{Stocks: make([]int64, n), Want: make([]bool, n)}
+	v := BucketView{Stocks: make([]int64, n), Want: make([]bool, n), Need: make([]int64, n)}
 	for b := range n {
 		st, err := stocks[b].Int64()
 		if err != nil {
 			st = -1
 		}
-		v.Stocks[b], v.Want[b] = st, wants[b].Val() == 1
+		v.Stocks[b] = st
+		if w, err := wants[b].Result(); err == nil {
+			q, _ := strconv.ParseInt(w, 10, 64)
+			v.Want[b], v.Need[b] = true, max(q, 1)
+		}
 	}
 	if m := meta.Val(); len(m) == 2 && m[0] != nil {
 		v.Buckets = parseBuckets(m[1])

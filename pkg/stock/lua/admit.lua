@@ -4,7 +4,8 @@
 -- KEYS[5] idempotency key (only read/written when ARGV[7] == "1")
 -- KEYS[6] per-user rate window (only used when ARGV[5] > 0)
 -- KEYS[7] holder bitmap (a bit per hash of a holder's user id)
--- KEYS[8] the bucket's want flag (set when it is found short)
+-- KEYS[8] the bucket's want flag (set when it is found short, to the qty
+--         asked for, so the rebalancer can gather that much)
 -- ARGV[1] user id   ARGV[2] qty   ARGV[3] request id
 -- ARGV[4] deadline, unix ms by the ingress host's clock (0 = none): past it
 --         the caller has given up waiting for this reply
@@ -81,7 +82,7 @@ end
 if held then return {"already", held} end
 local stock = tonumber(redis.call("GET", KEYS[1]) or "0")
 if stock < qty then
-  if buckets > 1 then redis.call("SET", KEYS[8], "1", "PX", ARGV[10]) end
+  if buckets > 1 then redis.call("SET", KEYS[8], ARGV[2], "PX", ARGV[10]) end
   return {"sold_out", tostring(stock)}
 end
 local left = redis.call("DECRBY", KEYS[1], qty)
