@@ -185,12 +185,15 @@ func (s *Service) awaitStock(ctx context.Context, r Request, rid string, now tim
 	result := "error"
 	defer func() { s.m.bucketWaits.WithLabelValues(result).Observe(s.now().Sub(start).Seconds()) }()
 	until := start.Add(s.cfg.BucketWait)
+	var readErr error // the last look's, while no look has succeeded
 	for {
 		snap, err := s.views.get(ctx, r.ItemID, r.buckets, s.cfg.StoreTimeout)
 		switch {
 		case err != nil:
-			// Only reads failed; the last script run reserved nothing.
-			return stock.AdmitResult{Code: stockUnreadable}, time.Time{}, nil
+			// A failed look is tried again within the wait (one slow read
+			// shared by every waiter must not fail them all); only reads
+			// failed, and the last script run reserved nothing.
+			readErr = err
 		case snap.SoldOut(r.Qty):
 			result, ar.StockLeft = "sold_out", 0
 			return ar, time.Time{}, nil
@@ -206,7 +209,13 @@ func (s *Service) awaitStock(ctx context.Context, r Request, rid string, now tim
 				return ar, deadline, err
 			}
 		}
+		if err == nil {
+			readErr = nil
+		}
 		if !s.now().Before(until) {
+			if readErr != nil {
+				return stock.AdmitResult{Code: stockUnreadable}, time.Time{}, nil
+			}
 			result = "timed_out"
 			return stock.AdmitResult{Code: stockMoving}, time.Time{}, nil
 		}
