@@ -60,6 +60,15 @@ func (s *Server) loadItem(ctx context.Context, id int64) (store.Item, error) {
 		return store.Item{}, notFound("no such item")
 	}
 	ch := s.items.flights.DoChan(strconv.FormatInt(id, 10), func() (any, error) {
+		// A caller that missed the cache just before another flight filled
+		// it (its check and its DoChan can straddle a whole flight on a busy
+		// machine) finds it here instead of querying again.
+		if it, ok := s.items.get(id, time.Now()); ok {
+			return it, nil
+		}
+		if s.items.missing.has(id, time.Now()) {
+			return store.Item{}, store.ErrNotFound
+		}
 		return s.items.fetch(ctx, id, func(ctx context.Context) (store.Item, error) {
 			dctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
 			defer cancel()
