@@ -134,7 +134,14 @@ func (s *Store) Admit(ctx context.Context, r AdmitRequest) (AdmitResult, error) 
 	if r.UserRatePerSec > 0 {
 		rateKey = k.UserRate(r.UserID)
 	}
-	keys := []string{k.Stock, k.Meta, k.Holders, k.Reservations, idemKey, rateKey, k.HolderBits, k.Want}
+	// The want flag only for a bucketed item: a key that does not exist
+	// makes a multi-key script TRYAGAIN while its slot migrates, and an
+	// unbucketed item never sets it.
+	wantKey := k.Stock
+	if r.Buckets > 1 {
+		wantKey = k.Want
+	}
+	keys := []string{k.Stock, k.Meta, k.Holders, k.Reservations, idemKey, rateKey, k.HolderBits, wantKey}
 	args := []any{r.UserID, r.Qty, r.RequestID, deadlineMs(r.Deadline), r.UserRatePerSec,
 		r.IdempotencyTTL.Milliseconds(), hasIdem, HolderBit(r.UserID), max(r.Buckets, 1), wantTTL.Milliseconds()}
 	var res []string
