@@ -35,6 +35,16 @@ CACHE=${FLASHSALE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/flashsale}
 KAFKA_LIBS=$CACHE/kafka-$KAFKA_VERSION/libs
 WAIT_SECS=${FLASHSALE_STACK_WAIT:-90}
 
+# Every broker's log cleaner allocates its dedupe buffer (Kafka's default:
+# 128 MiB) in one piece when it starts. In a 256 MiB heap that allocation
+# failed now and then on a fresh machine (OutOfMemoryError in LogCleaner,
+# SkimpyOffsetMap.<init>, the broker dead during start-up), depending on how
+# the heap happened to be laid out. The only compacted topic here is
+# __consumer_offsets, whose keys fit a 16 MiB map many times over, so every
+# broker gets 16 MiB and a heap with room for the rest.
+KAFKA_DEDUPE_BUFFER=$((16 * 1024 * 1024))
+CLUSTER_KAFKA_HEAP=512m
+
 KAFKA_PORT=9092 KAFKA_CONTROLLER_PORT=9093 MYSQL_PORT=3306 REDIS_PORT=6379
 MYSQL_USER=flashsale MYSQL_PASS=flashsale MYSQL_DB=flashsale
 
@@ -198,6 +208,7 @@ min.insync.replicas=1
 auto.create.topics.enable=false
 group.initial.rebalance.delay.ms=0
 log.retention.hours=24
+log.cleaner.dedupe.buffer.size=$KAFKA_DEDUPE_BUFFER
 EOF
   kafka_log4j "$dir/log4j2.properties"
   local java_opts=(-Xms256m -Xmx512m -XX:+UseG1GC -Djava.awt.headless=true
@@ -320,7 +331,7 @@ start_svc() {
 # of three primaries with one replica each, on ports of their own so the
 # single-node stack runs beside them; MariaDB is the single-node stack's. It
 # is what users who outgrow one machine run, small enough for this one: a
-# 256 MiB heap per broker. Nodes are services named cluster/kafka-N and
+# 512 MiB heap per broker. Nodes are services named cluster/kafka-N and
 # cluster/redis-PORT for the helpers above (pid file and log in
 # $STATE/cluster/), so stop_svc, pid_alive and wait_for serve both modes.
 
@@ -375,6 +386,7 @@ broker.session.timeout.ms=3000
 auto.create.topics.enable=false
 group.initial.rebalance.delay.ms=0
 log.retention.hours=24
+log.cleaner.dedupe.buffer.size=$KAFKA_DEDUPE_BUFFER
 num.network.threads=2
 num.io.threads=4
 PROPS
@@ -399,7 +411,7 @@ start_cluster_kafka() {
     mkdir -p "$dir/data"
     cluster_kafka_properties "$n" >"$dir/server.properties"
     kafka_log4j "$dir/log4j2.properties"
-    local java_opts=(-Xms128m -Xmx256m -XX:+UseG1GC -XX:MaxMetaspaceSize=128m -Djava.awt.headless=true
+    local java_opts=(-Xms128m -Xmx$CLUSTER_KAFKA_HEAP -XX:+UseG1GC -Djava.awt.headless=true
       -Dlog4j2.configurationFile="$dir/log4j2.properties")
     [[ -f $dir/data/meta.properties ]] || kafka_format "$dir" "$id" "$CSTATE/kafka-$n-format.log" "${java_opts[@]}"
     kafka_launch "cluster/kafka-$n" "$dir" "${java_opts[@]}"
