@@ -72,7 +72,7 @@ stack-status:
 env:
 	@$(STACK) env
 
-## report-deps: what bench's HTML report needs (ECharts, fetched from npm and
+## report-deps: what bench's HTML report needs (ECharts, committed, checked by checksum,
 ## embedded into bench) and Chromium for its browser test (Debian package)
 report-deps:
 	@deploy/local/report-deps.sh all

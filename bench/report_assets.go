@@ -7,9 +7,8 @@ import (
 	"io/fs"
 )
 
-// assets holds what the HTML report inlines. The directory always embeds
-// (its README is committed); echarts.min.js is there when the build ran
-// deploy/local/report-deps.sh first, as make build and make test do.
+// assets holds what the HTML report inlines: echarts.min.js is committed
+// with its licence (bench/assets/README.md), so every build embeds it.
 //
 //go:embed assets
 var assets embed.FS
@@ -17,7 +16,7 @@ var assets embed.FS
 const echartsAsset = "assets/echarts.min.js"
 
 // errNoECharts says the binary was built without the charting script.
-var errNoECharts = errors.New("bench was built without " + echartsAsset + ": run deploy/local/report-deps.sh assets (make build does), then rebuild")
+var errNoECharts = errors.New("bench was built without " + echartsAsset + ": restore it with git checkout bench/assets, then rebuild")
 
 // echartsJS returns Apache ECharts' minified script, embedded at build time.
 func echartsJS() ([]byte, error) {
