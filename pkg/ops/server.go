@@ -11,16 +11,19 @@ import (
 	"runtime/pprof"
 	"time"
 
+	"github.com/flashsale-dev/flashsale/pkg/buildinfo"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// NewRegistry returns a registry with the Go runtime and process collectors,
-// built in main and handed to every component (no global state).
+// NewRegistry returns a registry with the Go runtime and process collectors
+// and flashsale_build_info, built in main and handed to every component (no
+// global state).
 func NewRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		buildinfo.Collector())
 	return reg
 }
 
