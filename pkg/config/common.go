@@ -35,12 +35,30 @@ type Common struct {
 	// PprofAddr, when set, serves net/http/pprof on its own listener (keep it
 	// on loopback): profiles under load without exposing them on the API port.
 	PprofAddr string
+	// MySQLPassword, when set, replaces the DSN's password, so the DSN can
+	// be a non-secret setting and the password a mounted secret file.
+	MySQLPassword string
+	// MySQLTLSCAFile is a PEM file of the CAs of MySQL's certificate (RDS's
+	// bundle): the DSN's tls is then a config verifying against it, with
+	// the DSN's host as server name. MySQLTLSCertFile and MySQLTLSKeyFile
+	// are an optional client certificate. A DSN's own tls=true,
+	// skip-verify or preferred works as before, without these.
+	MySQLTLSCAFile   string
+	MySQLTLSCertFile string
+	MySQLTLSKeyFile  string
+	// Kafka is how the Kafka clients connect (TLS, SASL).
+	Kafka Kafka
+	// Redis is how the Redis client connects (URL, topology, auth, TLS).
+	Redis Redis
+
+	redisAddr trackedString
 }
 
 // RegisterFlags implements Registerer.
 func (c *Common) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.MySQLDSN, "mysql-dsn", "flashsale:flashsale@tcp(127.0.0.1:3306)/flashsale", "MySQL DSN user:pass@tcp(host:port)/db")
-	fs.StringVar(&c.RedisAddr, "redis-addr", "127.0.0.1:6379", "Redis host:port, or a comma-separated Redis Cluster seed list")
+	c.RedisAddr, c.redisAddr = "127.0.0.1:6379", trackedString{p: &c.RedisAddr}
+	fs.Var(&c.redisAddr, "redis-addr", "Redis host:port, or a comma-separated Redis Cluster seed list (or sentinels with -redis-mode sentinel)")
 	fs.StringVar(&c.KafkaBrokers, "kafka-brokers", "127.0.0.1:9092", "comma-separated Kafka bootstrap brokers host:port")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.DurationVar(&c.StoreTimeout, "store-timeout", 2*time.Second, "timeout of one MySQL or Redis call, a Go duration such as 2s")
@@ -50,6 +68,12 @@ func (c *Common) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.DLQTopic, "dlq-topic", "flashsale.orders.dlq.v1", "Kafka dead-letter topic of the order writers")
 	fs.StringVar(&c.ConsumerGroup, "consumer-group", "flashsale-order-writers", "Kafka consumer group of the order writers")
 	fs.StringVar(&c.PprofAddr, "pprof-addr", "", "host:port serving /debug/pprof, empty to switch off")
+	fs.StringVar(&c.MySQLPassword, "mysql-password", "", "MySQL password, replacing the DSN's (or FLASHSALE_MYSQL_PASSWORD_FILE)")
+	fs.StringVar(&c.MySQLTLSCAFile, "mysql-tls-ca-file", "", "PEM file of the CAs of MySQL's certificate: TLS verified against it (the DSN then sets no tls)")
+	fs.StringVar(&c.MySQLTLSCertFile, "mysql-tls-cert-file", "", "PEM client certificate for MySQL, with -mysql-tls-key-file and -mysql-tls-ca-file")
+	fs.StringVar(&c.MySQLTLSKeyFile, "mysql-tls-key-file", "", "PEM key of the MySQL client certificate")
+	c.Kafka.RegisterFlags(fs)
+	c.Redis.RegisterFlags(fs)
 }
 
 // Validate implements Registerer.
@@ -57,8 +81,14 @@ func (c *Common) Validate() error {
 	if _, err := mysql.ParseDSN(c.MySQLDSN); err != nil {
 		return fmt.Errorf("FLASHSALE_MYSQL_DSN: %v (expected user:pass@tcp(host:port)/db)", err)
 	}
-	if err := hostPorts(c.RedisAddr); err != nil {
-		return fmt.Errorf("FLASHSALE_REDIS_ADDR: %v (expected host:port[,host:port...])", err)
+	if err := c.validateMySQLTLS(); err != nil {
+		return err
+	}
+	if err := c.validateRedis(); err != nil {
+		return err
+	}
+	if err := c.Kafka.Validate(); err != nil {
+		return err
 	}
 	if err := hostPorts(c.KafkaBrokers); err != nil {
 		return fmt.Errorf("FLASHSALE_KAFKA_BROKERS: %v (expected host:port[,host:port...])", err)
@@ -93,8 +123,9 @@ func (c *Common) Validate() error {
 // Brokers returns KafkaBrokers as a slice.
 func (c *Common) Brokers() []string { return split(c.KafkaBrokers) }
 
-// RedisAddrs returns RedisAddr as a slice; more than one means Redis Cluster.
-func (c *Common) RedisAddrs() []string { return split(c.RedisAddr) }
+// RedisAddrs returns the Redis addresses, FLASHSALE_REDIS_URL's when it is
+// set; see RedisConn for the mode.
+func (c *Common) RedisAddrs() []string { return c.RedisConn().Addrs }
 
 // DSN returns the MySQL DSN with the options flashsale relies on forced:
 // parseTime, UTC and a session time zone of UTC so DATETIME(3) columns and
@@ -122,6 +153,30 @@ func (c *Common) DSN() string {
 		cfg.WriteTimeout = 60 * time.Second
 	}
 	cfg.InterpolateParams = true
+	if c.MySQLPassword != "" {
+		cfg.Passwd = c.MySQLPassword
+	}
+	if c.mysqlTLS() {
+		if name, err := c.registerMySQLTLS(cfg.Addr); err == nil {
+			cfg.TLSConfig = name
+		} else {
+			// Validate has read the files; one gone since is refused
+			// by the driver as an unknown tls config, never plaintext.
+			cfg.TLSConfig = "flashsale-unreadable-ca"
+		}
+	}
+	return cfg.FormatDSN()
+}
+
+// RedactedDSN is the DSN as logs may show it: no password.
+func (c *Common) RedactedDSN() string {
+	cfg, err := mysql.ParseDSN(c.MySQLDSN)
+	if err != nil {
+		return "<unparsable DSN>"
+	}
+	if cfg.Passwd != "" || c.MySQLPassword != "" {
+		cfg.Passwd = "redacted"
+	}
 	return cfg.FormatDSN()
 }
 
