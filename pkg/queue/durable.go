@@ -78,7 +78,12 @@ func (d Durability) resolve(n int) (Durability, error) {
 // operator's decision); fewer partitions than configured is a warning. It
 // never deletes, shrinks or repartitions a topic.
 func EnsureTopics(ctx context.Context, brokers []string, specs []TopicSpec, dur Durability) (TopicsReport, error) {
-	client := &kafka.Client{Addr: kafka.TCP(brokers...)}
+	return (*Security)(nil).EnsureTopics(ctx, brokers, specs, dur)
+}
+
+// EnsureTopics is the package EnsureTopics over s.
+func (s *Security) EnsureTopics(ctx context.Context, brokers []string, specs []TopicSpec, dur Durability) (TopicsReport, error) {
+	client := s.Client(brokers)
 	meta, err := client.Metadata(ctx, &kafka.MetadataRequest{})
 	if err != nil {
 		return TopicsReport{}, fmt.Errorf("queue: metadata: %w", err)
@@ -161,7 +166,12 @@ func EnsureTopics(ctx context.Context, brokers []string, specs []TopicSpec, dur 
 
 // TopicConfigs reads the durability settings of topic (for checks and tests).
 func TopicConfigs(ctx context.Context, brokers []string, topic string) (map[string]string, error) {
-	client := &kafka.Client{Addr: kafka.TCP(brokers...)}
+	return (*Security)(nil).TopicConfigs(ctx, brokers, topic)
+}
+
+// TopicConfigs is the package TopicConfigs over s.
+func (s *Security) TopicConfigs(ctx context.Context, brokers []string, topic string) (map[string]string, error) {
+	client := s.Client(brokers)
 	resp, err := client.DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{{
 		ResourceType: kafka.ResourceTypeTopic, ResourceName: topic, ConfigNames: []string{configMinInsync, configUnclean},
 	}}})

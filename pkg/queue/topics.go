@@ -2,7 +2,6 @@ package queue
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -30,26 +29,21 @@ func Topics(orders, dlq string, partitions int) []TopicSpec {
 // of its own, so a SIGSTOPped broker that accepted the connection would
 // otherwise hold the caller and its socket forever). Brokers are tried in
 // turn, so one silent broker can use up the whole of ctx.
+//
+// A failure names the setting behind it where it can tell (a refused
+// login, an untrusted certificate, a plaintext port where TLS is
+// expected), as Security.Ping does; Ping itself is plaintext.
 func Ping(ctx context.Context, brokers []string) error {
-	var d kafka.Dialer
-	var errs []error
-	for _, b := range brokers {
-		err := pingOne(ctx, &d, b)
-		if err == nil {
-			return nil
-		}
-		errs = append(errs, err)
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	return fmt.Errorf("queue: no broker answered: %w", errors.Join(errs...))
+	return (*Security)(nil).Ping(ctx, brokers)
 }
 
-func pingOne(ctx context.Context, d *kafka.Dialer, broker string) error {
+func (s *Security) pingOne(ctx context.Context, d *kafka.Dialer, broker string) error {
 	conn, err := d.DialContext(ctx, "tcp", broker)
 	if err != nil {
-		return err
+		if ctx.Err() != nil {
+			return fmt.Errorf("kafka %s: %w (%w)", broker, ctx.Err(), err)
+		}
+		return s.explain(broker, err)
 	}
 	defer conn.Close()
 	if dl, ok := ctx.Deadline(); ok {
@@ -62,7 +56,7 @@ func pingOne(ctx context.Context, d *kafka.Dialer, broker string) error {
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s: %w (%w)", broker, ctx.Err(), err)
 		}
-		return fmt.Errorf("%s: %w", broker, err)
+		return s.explain(broker, err)
 	}
 	return nil
 }
@@ -70,7 +64,12 @@ func pingOne(ctx context.Context, d *kafka.Dialer, broker string) error {
 // Lag returns, per partition of topic, how many messages the group has not
 // committed yet (high watermark - committed offset).
 func Lag(ctx context.Context, brokers []string, group, topic string) (map[int]int64, error) {
-	client := &kafka.Client{Addr: kafka.TCP(brokers...)}
+	return (*Security)(nil).Lag(ctx, brokers, group, topic)
+}
+
+// Lag is the package Lag over s.
+func (s *Security) Lag(ctx context.Context, brokers []string, group, topic string) (map[int]int64, error) {
+	client := s.Client(brokers)
 	meta, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
 	if err != nil {
 		return nil, fmt.Errorf("queue: metadata: %w", err)

@@ -28,7 +28,12 @@ func NewWriter(brokers []string, topic string, writeTimeout time.Duration) *kafk
 // NewBatchedWriter is NewWriter with the batching of b (the ingress's
 // FLASHSALE_PUBLISH_BATCH_* settings).
 func NewBatchedWriter(brokers []string, topic string, writeTimeout time.Duration, b Batching) *kafka.Writer {
-	w := NewWriterWithTransport(brokers, topic, writeTimeout, &kafka.Transport{MetadataTTL: metadataTTL})
+	return (*Security)(nil).NewBatchedWriter(brokers, topic, writeTimeout, b)
+}
+
+// NewBatchedWriter is the package NewBatchedWriter over s (TLS, SASL).
+func (s *Security) NewBatchedWriter(brokers []string, topic string, writeTimeout time.Duration, b Batching) *kafka.Writer {
+	w := NewWriterWithTransport(brokers, topic, writeTimeout, s.Transport())
 	b.apply(w)
 	return w
 }

@@ -1,0 +1,162 @@
+package queue
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/sasl"
+	"github.com/segmentio/kafka-go/sasl/plain"
+	"github.com/segmentio/kafka-go/sasl/scram"
+
+	"github.com/flashsale-dev/flashsale/pkg/config"
+)
+
+// Security is how every Kafka connection of a process is made: TLS and
+// SASL, built once from the FLASHSALE_KAFKA_* settings and handed to every
+// dialer, transport, client, reader and writer (Dialer, Transport,
+// Client), so no client of the process can connect in plaintext beside
+// the others. A nil *Security is plaintext without authentication.
+type Security struct {
+	// TLS, when not nil, is the clients' TLS configuration; kafka-go sets
+	// each connection's ServerName from the broker's host.
+	TLS *tls.Config
+	// SASL, when not nil, authenticates every connection.
+	SASL sasl.Mechanism
+	// User is SASL's user, for error messages only.
+	User string
+}
+
+// NewSecurity builds the Security of the settings k (validated by
+// config.Parse).
+func NewSecurity(k config.Kafka) (*Security, error) {
+	tc, err := k.TLSConfig()
+	if err != nil {
+		return nil, err
+	}
+	s := &Security{TLS: tc, User: k.SASLUsername}
+	switch strings.ToUpper(k.SASLMechanism) {
+	case "":
+	case "PLAIN":
+		s.SASL = plain.Mechanism{Username: k.SASLUsername, Password: k.SASLPassword}
+	case "SCRAM-SHA-256", "SCRAM-SHA-512":
+		algo := scram.SHA512
+		if strings.EqualFold(k.SASLMechanism, "SCRAM-SHA-256") {
+			algo = scram.SHA256
+		}
+		if s.SASL, err = scram.Mechanism(algo, k.SASLUsername, k.SASLPassword); err != nil {
+			return nil, fmt.Errorf("FLASHSALE_KAFKA_SASL_USERNAME: %v", err) // SASLprep refused the user or password
+		}
+	default:
+		return nil, fmt.Errorf("FLASHSALE_KAFKA_SASL_MECHANISM: %q (expected empty, PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)", k.SASLMechanism)
+	}
+	return s, nil
+}
+
+// SecurityOf is the Security of a dialer built by Security.Dialer (or
+// kafka-go's, nil included: plaintext).
+func SecurityOf(d *kafka.Dialer) *Security {
+	if d == nil || (d.TLS == nil && d.SASLMechanism == nil) {
+		return nil
+	}
+	return &Security{TLS: d.TLS, SASL: d.SASLMechanism}
+}
+
+func (s *Security) tls() *tls.Config {
+	if s == nil {
+		return nil
+	}
+	return s.TLS
+}
+
+func (s *Security) sasl() sasl.Mechanism {
+	if s == nil {
+		return nil
+	}
+	return s.SASL
+}
+
+// Dialer is a kafka-go Dialer (for readers, and Ping) with s's TLS and
+// SASL and kafka-go DefaultDialer's timeout.
+func (s *Security) Dialer() *kafka.Dialer {
+	return &kafka.Dialer{Timeout: 10 * time.Second, DualStack: true, TLS: s.tls(), SASLMechanism: s.sasl()}
+}
+
+// Transport is a kafka-go Transport (for writers and clients) with s's
+// TLS and SASL, and the writers' metadata TTL.
+func (s *Security) Transport() *kafka.Transport {
+	return &kafka.Transport{MetadataTTL: metadataTTL, TLS: s.tls(), SASL: s.sasl()}
+}
+
+// Client is a kafka-go admin client of brokers over s.
+func (s *Security) Client(brokers []string) *kafka.Client {
+	return &kafka.Client{Addr: kafka.TCP(brokers...), Transport: s.Transport()}
+}
+
+// explain names the setting behind a connection failure to broker, so a
+// wrong password, an untrusted CA or a plaintext port where TLS is
+// expected is one line an operator can act on. Other errors come back as
+// they are, with the broker.
+func (s *Security) explain(broker string, err error) error {
+	var (
+		unknownCA  x509.UnknownAuthorityError
+		invalid    x509.CertificateInvalidError
+		hostname   x509.HostnameError
+		recordHdr  tls.RecordHeaderError
+		verifyFail *tls.CertificateVerificationError
+	)
+	eof := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
+	dialPhase := strings.Contains(err.Error(), "failed to dial")
+	switch {
+	case errors.Is(err, kafka.SASLAuthenticationFailed):
+		return fmt.Errorf("FLASHSALE_KAFKA_SASL_PASSWORD: kafka %s refused the %s login for user %s", broker, s.sasl().Name(), s.User)
+	case errors.Is(err, kafka.UnsupportedSASLMechanism):
+		return fmt.Errorf("FLASHSALE_KAFKA_SASL_MECHANISM: kafka %s does not offer %s: %v", broker, s.sasl().Name(), err)
+	case errors.Is(err, kafka.IllegalSASLState):
+		return fmt.Errorf("FLASHSALE_KAFKA_SASL_MECHANISM: kafka %s takes no SASL login on this listener: %v", broker, err)
+	case errors.As(err, &hostname):
+		return fmt.Errorf("FLASHSALE_KAFKA_BROKERS: kafka %s: %v", broker, hostname)
+	case errors.As(err, &unknownCA):
+		return fmt.Errorf("FLASHSALE_KAFKA_TLS_CA_FILE: kafka %s: %v", broker, unknownCA)
+	case errors.As(err, &invalid):
+		return fmt.Errorf("FLASHSALE_KAFKA_TLS_CA_FILE: kafka %s: %v", broker, invalid)
+	case errors.As(err, &verifyFail):
+		return fmt.Errorf("FLASHSALE_KAFKA_TLS_CA_FILE: kafka %s: %v", broker, verifyFail.Err)
+	case errors.As(err, &recordHdr):
+		return fmt.Errorf("FLASHSALE_KAFKA_TLS: kafka %s does not speak TLS (%v)", broker, err)
+	case s.tls() != nil && dialPhase && eof:
+		return fmt.Errorf("FLASHSALE_KAFKA_TLS: kafka %s closed the connection during the TLS handshake (a plaintext listener?)", broker)
+	case s.tls() == nil && eof:
+		return fmt.Errorf("FLASHSALE_KAFKA_TLS: kafka %s closed the connection unanswered (a TLS or SASL listener? FLASHSALE_KAFKA_TLS is off)", broker)
+	case s.sasl() == nil && eof:
+		return fmt.Errorf("FLASHSALE_KAFKA_SASL_MECHANISM: kafka %s closed the connection unanswered (a SASL listener? FLASHSALE_KAFKA_SASL_MECHANISM is empty)", broker)
+	}
+	return fmt.Errorf("%s: %w", broker, err)
+}
+
+// Ping is the package Ping over s.
+func (s *Security) Ping(ctx context.Context, brokers []string) error {
+	d := s.Dialer()
+	var errs []error
+	for _, b := range brokers {
+		err := s.pingOne(ctx, d, b)
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if len(errs) == 1 {
+		return errs[0] // the one line that names the setting
+	}
+	return fmt.Errorf("queue: no broker answered: %w", errors.Join(errs...))
+}
