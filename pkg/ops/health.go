@@ -22,6 +22,11 @@ const DefaultReadinessCache = time.Second
 type Readiness struct {
 	Timeout time.Duration
 	Checks  map[string]Check
+	// Optional names checks whose failure degrades the deployable without
+	// taking it out of rotation: /readyz still answers 200, with status
+	// "degraded" and the failing check's error. The ingress admits with
+	// Redis and Kafka alone, so MySQL is optional there.
+	Optional map[string]bool
 	// CacheFor is how long one result answers every probe (0 means
 	// DefaultReadinessCache, negative means never cached), so a burst of
 	// probes costs the dependencies one round of checks, not one per probe.
@@ -61,9 +66,10 @@ type round struct {
 // report is one round's result. Its map is shared by every probe it answers
 // and never written after the round ends.
 type report struct {
-	checks map[string]string
-	ok     bool
-	at     time.Time
+	checks   map[string]string
+	ok       bool
+	degraded bool // ok, but an optional check failed
+	at       time.Time
 }
 
 func newProber(r Readiness) *prober {
@@ -75,14 +81,15 @@ func newProber(r Readiness) *prober {
 }
 
 // run returns each check's result text ("ok" or the error) and whether all
-// passed: the cached result if it is fresh, else the result of the round in
-// flight or of a new one, within r.Timeout whatever the checks do. If ctx
-// ends first it returns nil, false (the caller has gone).
-func (p *prober) run(ctx context.Context) (map[string]string, bool) {
+// required ones passed: the cached result if it is fresh, else the result
+// of the round in flight or of a new one, within r.Timeout whatever the
+// checks do. If ctx ends first it returns an empty, failed report (the
+// caller has gone).
+func (p *prober) run(ctx context.Context) *report {
 	p.mu.Lock()
 	if l := p.last; l != nil && p.cacheFor > 0 && time.Since(l.at) < p.cacheFor {
 		p.mu.Unlock()
-		return l.checks, l.ok
+		return l
 	}
 	rd := p.round
 	if rd == nil {
@@ -91,9 +98,9 @@ func (p *prober) run(ctx context.Context) (map[string]string, bool) {
 	p.mu.Unlock()
 	select {
 	case <-rd.done:
-		return rd.rep.checks, rd.rep.ok
+		return rd.rep
 	case <-ctx.Done():
-		return nil, false
+		return &report{}
 	}
 }
 
@@ -117,7 +124,7 @@ func (p *prober) startRound(ctx context.Context) *round {
 		defer timer.Stop()
 		expired := false
 		out := make(map[string]string, len(flights))
-		ok := true
+		ok, degraded := true, false
 		for name, f := range flights {
 			if !expired {
 				select {
@@ -136,9 +143,13 @@ func (p *prober) startRound(ctx context.Context) *round {
 			default:
 				out[name] = fmt.Sprintf("no answer within %v", p.r.Timeout)
 			}
-			ok = false
+			if p.r.Optional[name] {
+				degraded = true
+			} else {
+				ok = false
+			}
 		}
-		rd.rep = &report{checks: out, ok: ok, at: time.Now()}
+		rd.rep = &report{checks: out, ok: ok, degraded: ok && degraded, at: time.Now()}
 		p.mu.Lock()
 		p.last, p.round = rd.rep, nil
 		p.mu.Unlock()
@@ -172,21 +183,25 @@ func LivenessHandler() http.Handler {
 	})
 }
 
-// ReadinessHandler answers 200 when every check passes, else 503, with the
-// per-dependency results as JSON, within r.Timeout; results are cached for
-// r.CacheFor. Build it once per listener: the cache and the in-flight
-// checks belong to the handler.
+// ReadinessHandler answers 200 when every required check passes (status
+// "ok", or "degraded" when an optional one failed), else 503 "unavailable",
+// with the per-dependency results as JSON, within r.Timeout; results are
+// cached for r.CacheFor. Build it once per listener: the cache and the
+// in-flight checks belong to the handler.
 func ReadinessHandler(r Readiness) http.Handler {
 	p := newProber(r)
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		res, ok := p.run(req.Context())
+		rep := p.run(req.Context())
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
 		status := "ok"
-		if !ok {
+		switch {
+		case !rep.ok:
 			status = "unavailable"
 			w.WriteHeader(http.StatusServiceUnavailable)
+		case rep.degraded:
+			status = "degraded"
 		}
-		_ = json.NewEncoder(w).Encode(map[string]any{"status": status, "checks": res})
+		_ = json.NewEncoder(w).Encode(map[string]any{"status": status, "checks": rep.checks})
 	})
 }

@@ -1,0 +1,135 @@
+package ops
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// TestReadinessDegradedByAnOptionalCheck: the ingress admits with Redis and
+// Kafka alone, so a MySQL outage must not take it out of its Service.
+func TestReadinessDegradedByAnOptionalCheck(t *testing.T) {
+	down := errors.New("connection refused")
+	h := ReadinessHandler(Readiness{Timeout: time.Second, CacheFor: -1, Optional: map[string]bool{"mysql": true},
+		Checks: map[string]Check{
+			"redis": func(context.Context) error { return nil },
+			"mysql": func(context.Context) error { return down },
+		}})
+	code, body := probe(t, h, 2*time.Second)
+	if code != http.StatusOK || body["status"] != "degraded" {
+		t.Fatalf("optional mysql down: %d %v, want 200 degraded", code, body)
+	}
+	if checks, _ := body["checks"].(map[string]any); checks["mysql"] != "connection refused" || checks["redis"] != "ok" {
+		t.Fatalf("checks %v, want mysql's error and redis ok", body["checks"])
+	}
+}
+
+func TestReadinessUnavailableWhenARequiredCheckFails(t *testing.T) {
+	h := ReadinessHandler(Readiness{Timeout: time.Second, CacheFor: -1, Optional: map[string]bool{"mysql": true},
+		Checks: map[string]Check{
+			"redis": func(context.Context) error { return errors.New("refused") },
+			"mysql": func(context.Context) error { return nil },
+		}})
+	if code, body := probe(t, h, 2*time.Second); code != http.StatusServiceUnavailable || body["status"] != "unavailable" {
+		t.Fatalf("required redis down: %d %v, want 503 unavailable", code, body)
+	}
+}
+
+// syncBuffer is a log sink the watcher's goroutine writes while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// TestWatchDependenciesExportsAndLogsEachChange: the gauge follows the
+// dependency, and a state change is logged once, not once per pass.
+func TestWatchDependenciesExportsAndLogsEachChange(t *testing.T) {
+	var failing atomic.Bool
+	failing.Store(true)
+	reg := prometheus.NewRegistry()
+	up := NewDependencyGauge(reg)
+	var logs syncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		WatchDependencies(ctx, Readiness{Timeout: time.Second, Checks: map[string]Check{
+			"kafka": func(context.Context) error { return nil },
+			"mysql": func(context.Context) error {
+				if failing.Load() {
+					return errors.New("dial tcp 127.0.0.1:3306: connection refused")
+				}
+				return nil
+			},
+		}}, 10*time.Millisecond, up, log)
+	}()
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: gauge mysql=%v kafka=%v, logs:\n%s", what, testutil.ToFloat64(up.WithLabelValues("mysql")),
+					testutil.ToFloat64(up.WithLabelValues("kafka")), logs.String())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitFor("mysql down", func() bool {
+		return testutil.ToFloat64(up.WithLabelValues("kafka")) == 1 && strings.Contains(logs.String(), "dependency down")
+	})
+	if v := testutil.ToFloat64(up.WithLabelValues("mysql")); v != 0 {
+		t.Fatalf("mysql down: gauge %v, want 0", v)
+	}
+	time.Sleep(50 * time.Millisecond) // several passes, still down
+	failing.Store(false)
+	waitFor("mysql back", func() bool { return testutil.ToFloat64(up.WithLabelValues("mysql")) == 1 })
+	waitFor("mysql back logged", func() bool { return strings.Contains(logs.String(), "dependency up") })
+	cancel()
+	<-done
+	if n := strings.Count(logs.String(), "dependency down"); n != 1 {
+		t.Fatalf("%d 'dependency down' lines over several failing passes, want 1:\n%s", n, logs.String())
+	}
+}
+
+// TestWaitForRetriesUntilTheDependencyAnswers: a deployable started during
+// an outage waits (and says so) instead of exiting into a crash loop.
+func TestWaitForRetriesUntilTheDependencyAnswers(t *testing.T) {
+	var calls atomic.Int32
+	var logs syncBuffer
+	err := WaitFor(context.Background(), "mysql", func(context.Context) error {
+		if calls.Add(1) < 4 {
+			return errors.New("connection refused")
+		}
+		return nil
+	}, time.Second, 5*time.Millisecond, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil || calls.Load() != 4 {
+		t.Fatalf("WaitFor = %v after %d calls, want nil after 4", err, calls.Load())
+	}
+	if !strings.Contains(logs.String(), "waiting for mysql") {
+		t.Fatalf("logs %q, want a 'waiting for mysql' line", logs.String())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := WaitFor(ctx, "mysql", func(context.Context) error { return errors.New("refused") }, time.Second, time.Millisecond,
+		slog.New(slog.NewTextHandler(&logs, nil))); !errors.Is(err, context.Canceled) {
+		t.Fatalf("WaitFor on a cancelled context = %v, want context.Canceled", err)
+	}
+}
