@@ -101,8 +101,12 @@ func retry(ctx context.Context, log *slog.Logger, what string, retryable func(er
 }
 
 // retryableMySQL: a server that is not up yet, or another migrator holding
-// the lock; not a SQL error, which would only repeat.
+// the lock; not a SQL error, which would only repeat, nor a migration the
+// runner refuses (half applied, edited), which needs a person.
 func retryableMySQL(err error) bool {
+	if errors.Is(err, migrate.ErrHalfApplied) || errors.Is(err, migrate.ErrEdited) {
+		return false
+	}
 	return errors.Is(err, migrate.ErrLocked) || store.IsTransient(err)
 }
 

@@ -1,0 +1,114 @@
+package migrate_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"io/fs"
+	"os"
+	"testing"
+
+	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/migrate"
+	"github.com/flashsale-dev/flashsale/schema"
+)
+
+// A database migrated by the released runner (schema_migrations of version
+// and applied_at only) from the released files (0002 in MariaDB-only syntax,
+// testdata/released) is adopted: nothing runs again, each row gets the
+// embedded file's checksum, and its tables are exactly those a fresh database
+// gets from today's files, so adopting 0002's rewritten text is correct.
+func TestOldFormatAdopted(t *testing.T) {
+	db := emptyDB(t)
+	ctx := context.Background()
+	released := os.DirFS("testdata/released")
+	migs, err := migrate.Load(released)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+  version    VARCHAR(128) NOT NULL PRIMARY KEY,
+  applied_at DATETIME(3)  NOT NULL DEFAULT CURRENT_TIMESTAMP(3)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range migs {
+		for _, stmt := range m.Statements {
+			if _, err := db.ExecContext(ctx, stmt); err != nil {
+				t.Fatalf("released %s: %v", m.Version, err)
+			}
+		}
+		if _, err := db.ExecContext(ctx, "INSERT INTO schema_migrations (version) VALUES (?)", m.Version); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	for run := range 2 {
+		applied, err := migrate.Apply(ctx, db, schema.FS, quiet)
+		if err != nil || len(applied) != 0 {
+			t.Fatalf("run %d: applied %v, err %v; want nothing", run+1, applied, err)
+		}
+	}
+	if err := migrate.RequireCurrent(ctx, db, schema.FS); err != nil {
+		t.Errorf("adopted database is not current: %v", err)
+	}
+	for _, m := range migs {
+		b, err := fs.ReadFile(schema.FS, m.Version+".sql")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(b)
+		var got, state string
+		if err := db.QueryRowContext(ctx, "SELECT checksum, state FROM schema_migrations WHERE version = ?", m.Version).Scan(&got, &state); err != nil {
+			t.Fatalf("%s: %v", m.Version, err)
+		}
+		if got != hex.EncodeToString(sum[:]) || state != "applied" {
+			t.Errorf("%s: checksum %s state %s, want %x applied", m.Version, got, state, sum)
+		}
+	}
+
+	fresh, _ := testenv.MySQL(t)
+	want, got := tableDefs(t, fresh), tableDefs(t, db)
+	for name, def := range want {
+		if name == "schema_migrations" {
+			continue
+		}
+		if got[name] != def {
+			t.Errorf("table %s of the adopted database:\n%s\nfresh:\n%s", name, got[name], def)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("adopted database has %d tables, fresh %d", len(got), len(want))
+	}
+}
+
+// tableDefs returns SHOW CREATE TABLE of every table of db's database.
+func tableDefs(t *testing.T, db *sql.DB) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	rows, err := db.QueryContext(ctx, "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, n)
+	}
+	if err := rows.Close(); err != nil {
+		t.Fatal(err)
+	}
+	defs := map[string]string{}
+	for _, n := range names {
+		var name, def string
+		if err := db.QueryRowContext(ctx, "SHOW CREATE TABLE "+n).Scan(&name, &def); err != nil {
+			t.Fatal(err)
+		}
+		defs[n] = def
+	}
+	return defs
+}
