@@ -2,14 +2,19 @@
 -- into N buckets, each with its own MySQL stock row, Redis hash tag and Kafka
 -- key, so consumer replicas and Redis shards share one item's burst.
 -- Statements are separated by plus-statement marker lines (see pkg/migrate).
+-- Only syntax both MySQL 8.0+ and MariaDB 10.11 accept: MySQL has no ADD
+-- COLUMN IF NOT EXISTS, so a statement here is not re-runnable; pkg/migrate
+-- records how far a run got and refuses a half-applied file instead. (The
+-- released text used MariaDB's IF NOT EXISTS to the same schema; databases
+-- it migrated are adopted.)
 
 -- items.buckets is the item's bucket count. With 1 (the default) the item is
 -- exactly what it was before: items.stock is its stock and no item_buckets
 -- rows exist. With more, items.stock is 0 and item_buckets holds the stock.
-ALTER TABLE items ADD COLUMN IF NOT EXISTS buckets INT NOT NULL DEFAULT 1;
-
--- +statement
-ALTER TABLE items ADD CONSTRAINT IF NOT EXISTS items_buckets_pos CHECK (buckets >= 1);
+-- One statement for the column and its CHECK, so they come together or not.
+ALTER TABLE items
+  ADD COLUMN buckets INT NOT NULL DEFAULT 1,
+  ADD CONSTRAINT items_buckets_pos CHECK (buckets >= 1);
 
 -- +statement
 -- item_buckets: one stock row per bucket of a bucketed item. total_stock is
@@ -31,12 +36,12 @@ CREATE TABLE IF NOT EXISTS item_buckets (
 -- +statement
 -- orders.bucket is the bucket whose stock the order took (the buyer's home
 -- bucket when it was admitted); 0 for an unbucketed item.
-ALTER TABLE orders ADD COLUMN IF NOT EXISTS bucket INT NOT NULL DEFAULT 0;
+ALTER TABLE orders ADD COLUMN bucket INT NOT NULL DEFAULT 0;
 
 -- +statement
 -- stock_restores.bucket is the bucket the cancelled qty went back to, in
 -- MySQL and (by the reaper) in Redis.
-ALTER TABLE stock_restores ADD COLUMN IF NOT EXISTS bucket INT NOT NULL DEFAULT 0;
+ALTER TABLE stock_restores ADD COLUMN bucket INT NOT NULL DEFAULT 0;
 
 -- +statement
 -- stock_transfers: one row per move of units between two buckets of an item
