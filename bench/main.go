@@ -15,7 +15,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -34,11 +33,7 @@ func run(args []string) int {
 	var cc config.Consumer // the drain mode's consumer
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	if err := config.Parse(fs, args, &c, &s, &cc); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		return 2
+		return config.Exit(fs, err)
 	}
 	// Refuse -html before the sale, not after it, when the charting script
 	// is missing from this build.

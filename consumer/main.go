@@ -27,8 +27,7 @@ func main() {
 	var cc config.Consumer
 	fs := flag.NewFlagSet("consumer", flag.ContinueOnError)
 	if err := config.Parse(fs, os.Args[1:], &common, &cc); err != nil {
-		fmt.Fprintln(os.Stderr, "consumer:", err)
-		os.Exit(2)
+		os.Exit(config.Exit(fs, err))
 	}
 	if err := run(common, cc); err != nil {
 		fmt.Fprintln(os.Stderr, "consumer:", err)

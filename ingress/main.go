@@ -32,8 +32,7 @@ func main() {
 	var ingress config.Ingress
 	fs := flag.NewFlagSet("ingress", flag.ContinueOnError)
 	if err := config.Parse(fs, os.Args[1:], &common, &ingress); err != nil {
-		fmt.Fprintln(os.Stderr, "ingress:", err)
-		os.Exit(2)
+		os.Exit(config.Exit(fs, err))
 	}
 	log := slog.New(httpapi.ContextHandler(ops.NewLogger("ingress", common.LogLevel).Handler()))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

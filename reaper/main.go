@@ -31,8 +31,7 @@ func main() {
 	var rc config.Reaper
 	fs := flag.NewFlagSet("reaper", flag.ContinueOnError)
 	if err := config.Parse(fs, os.Args[1:], &common, &rc); err != nil {
-		fmt.Fprintln(os.Stderr, "reaper:", err)
-		os.Exit(2)
+		os.Exit(config.Exit(fs, err))
 	}
 	log := ops.NewLogger("reaper", common.LogLevel)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

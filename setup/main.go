@@ -34,8 +34,7 @@ func main() {
 	var setup config.Setup
 	fs := flag.NewFlagSet("setup", flag.ContinueOnError)
 	if err := config.Parse(fs, os.Args[1:], &common, &setup); err != nil {
-		fmt.Fprintln(os.Stderr, "setup:", err)
-		os.Exit(2)
+		os.Exit(config.Exit(fs, err))
 	}
 	log := ops.NewLogger("setup", common.LogLevel)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

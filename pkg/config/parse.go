@@ -39,14 +39,22 @@ var ErrInvalid = errors.New("invalid configuration")
 
 // Parse registers the components' flags on fs, parses args, fills flags not
 // given on the command line from their FLASHSALE_* variables, and validates.
-// The returned error is a single line naming the offending setting.
+// The returned error is a single line naming the offending setting, wrapping
+// ErrInvalid; -h returns flag.ErrHelp (the usage printed) and -version
+// ErrVersion. Exit turns each into a command's exit status.
 func Parse(fs *flag.FlagSet, args []string, components ...Registerer) error {
 	for _, c := range components {
 		c.RegisterFlags(fs)
 	}
-	fs.SetOutput(os.Stderr)
+	version := fs.Bool(versionFlag, false, "print the build (version, revision, Go) and exit")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err // asked for, not a bad setting: exit 0
+		}
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if *version {
+		return ErrVersion
 	}
 	if err := ApplyEnv(fs, os.LookupEnv); err != nil {
 		return err
@@ -79,7 +87,7 @@ func ApplyEnv(fs *flag.FlagSet, lookup func(string) (string, bool)) error {
 	fs.VisitAll(func(f *flag.Flag) { envs[EnvName(f.Name)] = true })
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
-		if err != nil || explicit[f.Name] {
+		if err != nil || explicit[f.Name] || cliOnly[f.Name] {
 			return
 		}
 		name := EnvName(f.Name)
