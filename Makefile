@@ -84,8 +84,15 @@ report-assets:
 setup:
 	@$(STACK_ENV) $(GO) run ./setup
 
+# The build's identity for -version and flashsale_build_info (pkg/buildinfo),
+# set explicitly: GOFLAGS=-buildvcs=false, common on CI, drops the stamp.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+BUILDINFO = github.com/flashsale-dev/flashsale/pkg/buildinfo
+LDFLAGS = -X $(BUILDINFO).Version=$(VERSION) -X $(BUILDINFO).Revision=$(REVISION)
+
 build: report-assets
-	@mkdir -p bin && $(GO) build -o bin/ ./ingress ./consumer ./reaper ./setup ./bench
+	@mkdir -p bin && $(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./ingress ./consumer ./reaper ./setup ./bench
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null; git ls-files -o --exclude-standard '*.go' 2>/dev/null))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
