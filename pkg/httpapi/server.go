@@ -67,6 +67,7 @@ type Server struct {
 	reqs      *requestCache
 	waits     *statusWaits
 	ipl       *ipLimiter // nil = off
+	ready     ops.Readiness
 	m         *Metrics
 	log       *slog.Logger
 	openAPI   []byte
@@ -114,14 +115,18 @@ func New(cfg Config, d Deps) (*Server, error) {
 		// never cost a request a whole timeout of its own.
 		s.ipl = &ipLimiter{rdb: d.Stock.Client(), perSec: int64(cfg.Ingress.IPRateLimit), timeout: cfg.StoreTimeout / 4}
 	}
-	s.ops = ops.Mux(d.Registry, ops.Readiness{Timeout: cfg.StoreTimeout, Checks: map[string]ops.Check{
+	// MySQL is optional: admission needs Redis and Kafka only, so a MySQL
+	// failover degrades the ingress (status of ids it has not cached,
+	// admin, the audit) without taking every replica out of its Service.
+	s.ready = ops.Readiness{Timeout: cfg.StoreTimeout, Optional: map[string]bool{"mysql": true}, Checks: map[string]ops.Check{
 		"redis": func(ctx context.Context) error { return d.Stock.Client().Ping(ctx).Err() },
 		"mysql": func(ctx context.Context) error { return d.DB.PingContext(ctx) },
 		"kafka": func(ctx context.Context) error { return queue.Ping(ctx, cfg.Brokers) },
 		// Without keys from the identity provider every token is refused:
 		// keep such a replica out of rotation. Always ok with HS256.
 		"auth": s.verifier.Ready,
-	}})
+	}}
+	s.ops = ops.Mux(d.Registry, s.ready)
 	s.e = s.routes(ipExtractor(trusted))
 	return s, nil
 }
@@ -130,6 +135,10 @@ func New(cfg Config, d Deps) (*Server, error) {
 // its PENDING) and the later ones answer at once. Give it to
 // http.Server.RegisterOnShutdown, so a shutdown does not wait for them.
 func (s *Server) StopWaiting() { s.waits.stop() }
+
+// Readiness is what /readyz checks, for a watcher of the dependencies
+// (ops.WatchDependencies) beside the probes.
+func (s *Server) Readiness() ops.Readiness { return s.ready }
 
 // Echo returns the public HTTP handler: the API, /healthz and /openapi.yaml.
 func (s *Server) Echo() *echo.Echo { return s.e }

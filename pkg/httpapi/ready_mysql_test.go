@@ -1,0 +1,49 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/flashsale-dev/flashsale/internal/testenv"
+)
+
+// TestMySQLOutageDegradesButKeepsTheIngressReady: admission needs Redis and
+// Kafka only, so a MySQL failover must not take every ingress out of its
+// Kubernetes Service. /readyz answers 200 "degraded" naming mysql, and
+// buyers are still admitted.
+func TestMySQLOutageDegradesButKeepsTheIngressReady(t *testing.T) {
+	mfd := testenv.NewFaultDialer()
+	h := newHarness(t, harnessOpts{partitions: 1, mysqlFaults: mfd, storeTimeout: 500 * time.Millisecond})
+	item := testenv.ItemID()
+	h.putItem(item, 5, 1)
+	if r := h.order(1, item, 1, ""); r.Code != http.StatusAccepted { // warms the item cache
+		t.Fatalf("order before the outage: %d %s", r.Code, r.Body)
+	}
+	mfd.Cut()
+	readyz := func() (int, map[string]any) {
+		// The readiness result is cached for a second.
+		time.Sleep(1100 * time.Millisecond)
+		rec := httptest.NewRecorder()
+		h.srv.Ops().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+		var body map[string]any
+		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+			t.Fatalf("readyz body %q: %v", rec.Body.Bytes(), err)
+		}
+		return rec.Code, body
+	}
+	code, body := readyz()
+	checks, _ := body["checks"].(map[string]any)
+	if code != http.StatusOK || body["status"] != "degraded" || checks["mysql"] == "ok" || checks["redis"] != "ok" || checks["kafka"] != "ok" {
+		t.Fatalf("/readyz with MySQL cut: %d %v, want 200 degraded naming mysql", code, body)
+	}
+	if r := h.order(2, item, 1, ""); r.Code != http.StatusAccepted {
+		t.Fatalf("order during the MySQL outage: %d %s, want 202 (admission needs Redis and Kafka only)", r.Code, r.Body)
+	}
+	mfd.Restore()
+	if code, body := readyz(); code != http.StatusOK || body["status"] != "ok" {
+		t.Fatalf("/readyz after MySQL is back: %d %v, want 200 ok", code, body)
+	}
+}
