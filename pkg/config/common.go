@@ -50,6 +50,8 @@ type Common struct {
 	Kafka Kafka
 	// Redis is how the Redis client connects (URL, topology, auth, TLS).
 	Redis Redis
+	// ServerChecks is what an unfit Redis or MySQL server does to start-up.
+	ServerChecks ServerChecks
 
 	redisAddr trackedString
 }
@@ -73,6 +75,7 @@ func (c *Common) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.MySQLTLSCertFile, "mysql-tls-cert-file", "", "PEM client certificate for MySQL, with -mysql-tls-key-file and -mysql-tls-ca-file")
 	fs.StringVar(&c.MySQLTLSKeyFile, "mysql-tls-key-file", "", "PEM key of the MySQL client certificate")
 	c.Kafka.RegisterFlags(fs)
+	c.ServerChecks.RegisterFlags(fs)
 	c.Redis.RegisterFlags(fs)
 }
 
@@ -85,6 +88,9 @@ func (c *Common) Validate() error {
 		return err
 	}
 	if err := c.validateRedis(); err != nil {
+		return err
+	}
+	if err := c.ServerChecks.Validate(); err != nil {
 		return err
 	}
 	if err := c.Kafka.Validate(); err != nil {
