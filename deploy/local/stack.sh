@@ -12,6 +12,26 @@
 #                               (the "Redis lost everything" fault)
 #   stack.sh pause|resume SVC   SIGSTOP / SIGCONT a service: its port stays
 #                               open but nothing answers (a black-holed broker)
+#   stack.sh env --tls          the same over TLS with credentials: Kafka
+#                               SASL_SSL (SCRAM), rediss:// with an ACL user,
+#                               MariaDB with a REQUIRE SSL user
+#   stack.sh env --sentinel     plain env, Redis reached through the Sentinel
+#   stack.sh check-tls          every TLS listener tried with real clients
+#                               (openssl, redis-cli, mariadb, kcat)
+#
+# Besides its plaintext ports the single node serves TLS as managed services
+# do: a CA, server and client certificate made once with openssl in
+# $STATE/tls/, Kafka SASL_SSL (SCRAM-SHA-512/256, user flashsale) on 9094,
+# Redis TLS on 6380 (ACL user flashsale), MariaDB TLS on 3306 (user
+# flashsale_tls, REQUIRE SSL) and a Redis Sentinel on 26379 watching the Redis
+# as master "flashsale". Passwords are random, made once, mode 600 in $STATE.
+#
+# Ports: each service takes its default port when it is free. When something
+# this stack did not start holds it (Debian's own mariadb or redis service,
+# another checkout's stack), it takes the next free port from a base of its
+# own instead (13306, 16379, 16380, 36379, 29092-29094) and says so; the ports
+# chosen are recorded in $STATE/ports, which every verb reads, so env, status,
+# stop and start agree.
 #
 # With --cluster, the same verbs run the cluster mode instead (see the
 # "cluster" section): 3 Kafka brokers on 19092-19094, a Redis Cluster on
@@ -45,8 +65,23 @@ WAIT_SECS=${FLASHSALE_STACK_WAIT:-90}
 KAFKA_DEDUPE_BUFFER=$((16 * 1024 * 1024))
 CLUSTER_KAFKA_HEAP=512m
 
-KAFKA_PORT=9092 KAFKA_CONTROLLER_PORT=9093 MYSQL_PORT=3306 REDIS_PORT=6379
+KAFKA_PORT=9092 KAFKA_CONTROLLER_PORT=9093 KAFKA_SASL_PORT=9094 MYSQL_PORT=3306
+REDIS_PORT=6379 REDIS_TLS_PORT=6380 SENTINEL_PORT=26379
 MYSQL_USER=flashsale MYSQL_PASS=flashsale MYSQL_DB=flashsale
+# The credentialed users of the TLS listeners; their passwords are random
+# files in $STATE (state_secret), never in the repository.
+MYSQL_TLS_USER=flashsale_tls KAFKA_SASL_USER=flashsale REDIS_TLS_USER=flashsale
+SENTINEL_MASTER=flashsale
+TLS=$STATE/tls
+
+# Every port of the single-node stack: its default, and where the search for
+# a free one starts when something else holds the default (clear of the
+# cluster mode's 7001-7006, 17001-17006, 19092-19094 and 19192-19194).
+PORT_VARS=(MYSQL_PORT REDIS_PORT REDIS_TLS_PORT SENTINEL_PORT KAFKA_PORT KAFKA_CONTROLLER_PORT KAFKA_SASL_PORT)
+declare -A PORT_DEFAULT=([MYSQL_PORT]=3306 [REDIS_PORT]=6379 [REDIS_TLS_PORT]=6380 [SENTINEL_PORT]=26379
+  [KAFKA_PORT]=9092 [KAFKA_CONTROLLER_PORT]=9093 [KAFKA_SASL_PORT]=9094)
+declare -A PORT_BASE=([MYSQL_PORT]=13306 [REDIS_PORT]=16379 [REDIS_TLS_PORT]=16380 [SENTINEL_PORT]=36379
+  [KAFKA_PORT]=29092 [KAFKA_CONTROLLER_PORT]=29093 [KAFKA_SASL_PORT]=29094)
 
 say() { printf '%s\n' "$*"; }
 die() { printf 'stack: %s\n' "$*" >&2; exit 1; }
@@ -74,21 +109,127 @@ wait_for() { # service check-command...
   done
 }
 
-# The stack's own JWT secret: random, made once, kept in the state directory
-# (mode 600) so every `env` prints the same one. No default ships in the
-# repository: anyone who read it could mint admin tokens. ln makes the first
-# writer win when two callers race.
-jwt_secret() {
-  local f=$STATE/jwt-secret tmp
+# state_secret NAME: a random secret (64 hex digits), made once and kept in
+# $STATE/NAME (mode 600) so every caller gets the same one. No default ships
+# in the repository: anyone who read it could mint admin tokens or log in.
+# ln makes the first writer win when two callers race.
+state_secret() {
+  local f=$STATE/$1 tmp
   if [[ ! -s $f ]]; then
     mkdir -p "$STATE"
-    tmp=$(mktemp "$STATE/.jwt-secret.XXXXXX")
+    tmp=$(mktemp "$STATE/.$1.XXXXXX")
     od -An -tx1 -N32 /dev/urandom | tr -d ' \n' >"$tmp"
     ln "$tmp" "$f" 2>/dev/null || true
     rm -f "$tmp"
   fi
   [[ -s $f ]] || die "could not make $f"
   cat "$f"
+}
+
+# The stack's own JWT secret, which every `env` prints.
+jwt_secret() { state_secret jwt-secret; }
+
+# ---------------------------------------------------------------- ports
+
+# ports_load reads the ports recorded in $STATE/ports (NAME=number lines, only
+# the names above) over the defaults.
+ports_load() {
+  local k v
+  [[ -f $STATE/ports ]] || return 0
+  while IFS='=' read -r k v; do
+    [[ -n ${PORT_DEFAULT[$k]:-} && $v =~ ^[0-9]+$ ]] && printf -v "$k" '%s' "$v"
+  done <"$STATE/ports"
+}
+
+ports_save() {
+  local k tmp
+  mkdir -p "$STATE"
+  tmp=$(mktemp "$STATE/.ports.XXXXXX")
+  {
+    echo "# the ports of this stack's services, chosen by stack.sh up/start, read by every verb"
+    for k in "${PORT_VARS[@]}"; do echo "$k=${!k}"; done
+  } >"$tmp"
+  chmod 644 "$tmp"
+  mv -f "$tmp" "$STATE/ports"
+}
+
+port_spoken_for() { # var port: another of this stack's ports, or one of the cluster mode's
+  local k
+  for k in "${PORT_VARS[@]}"; do [[ $k != "$1" && ${!k} == "$2" ]] && return 0; done
+  case $2 in 700[1-6] | 1700[1-6] | 1909[2-4] | 1919[2-4]) return 0 ;; esac
+  return 1
+}
+
+# pick_port SVC VAR...: before SVC starts, each VAR gets its default port when
+# that is free, else the first free port from its base; the choice is
+# recorded in $STATE/ports. A taken default is never used silently: a server
+# this stack did not start (Debian's own service, another stack) is not one
+# the tests may write to or stop.
+pick_port() {
+  local svc=$1 var def p
+  shift
+  for var in "$@"; do
+    def=${PORT_DEFAULT[$var]} p=${PORT_DEFAULT[$var]}
+    if port_open "$p" || port_spoken_for "$var" "$p"; then
+      p=${PORT_BASE[$var]}
+      while port_open "$p" || port_spoken_for "$var" "$p"; do
+        p=$((p + 1))
+        ((p < ${PORT_BASE[$var]} + 1000)) || die "$svc: no free port from ${PORT_BASE[$var]} on"
+      done
+      say "$svc: 127.0.0.1:$def is taken by a server this stack did not start; using 127.0.0.1:$p instead"
+    fi
+    printf -v "$var" '%s' "$p"
+  done
+  ports_save
+}
+
+# ---------------------------------------------------------------- tls
+
+# tls_make: the stack's CA and the certificates it signs, in $STATE/tls/,
+# made once with openssl: server.pem (SAN IP:127.0.0.1, DNS:localhost; every
+# TLS listener serves it), client.pem (for clients that present one) and a
+# PKCS12 copy of the server's key and chain for Kafka. A certificate is made
+# again only when it is missing, no longer verifies against ca.pem, or expires
+# within 30 days. Keys are mode 600.
+tls_make() {
+  command -v openssl >/dev/null || apt_install openssl
+  mkdir -p "$TLS"
+  if [[ ! -s $TLS/ca.pem || ! -s $TLS/ca-key.pem ]] ||
+    ! openssl x509 -checkend $((30 * 86400)) -noout -in "$TLS/ca.pem" >/dev/null 2>&1; then
+    (umask 077 && openssl req -x509 -newkey rsa:2048 -nodes -sha256 -days 3650 -subj "/CN=flashsale local stack CA" \
+      -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+      -keyout "$TLS/ca-key.pem.tmp" -out "$TLS/ca.pem.tmp" >"$TLS/openssl.log" 2>&1) ||
+      die "openssl could not make the CA: $TLS/openssl.log"
+    chmod 600 "$TLS/ca-key.pem.tmp" && chmod 644 "$TLS/ca.pem.tmp"
+    mv -f "$TLS/ca-key.pem.tmp" "$TLS/ca-key.pem" && mv -f "$TLS/ca.pem.tmp" "$TLS/ca.pem"
+  fi
+  tls_leaf server "/CN=localhost" "subjectAltName=IP:127.0.0.1,DNS:localhost" "extendedKeyUsage=serverAuth"
+  tls_leaf client "/CN=flashsale" "extendedKeyUsage=clientAuth"
+  if [[ ! -s $TLS/kafka-server.p12 || $TLS/server.pem -nt $TLS/kafka-server.p12 ]]; then
+    state_secret kafka-keystore-password >/dev/null
+    (umask 077 && openssl pkcs12 -export -name server -in "$TLS/server.pem" -inkey "$TLS/server-key.pem" \
+      -certfile "$TLS/ca.pem" -passout "file:$STATE/kafka-keystore-password" -out "$TLS/kafka-server.p12.tmp" \
+      >"$TLS/openssl.log" 2>&1) || die "openssl could not make Kafka's keystore: $TLS/openssl.log"
+    mv -f "$TLS/kafka-server.p12.tmp" "$TLS/kafka-server.p12"
+  fi
+}
+
+tls_leaf() { # name subject extension...: NAME.pem and NAME-key.pem signed by the CA
+  local n=$1 subj=$2 c=$TLS/$1
+  shift 2
+  if [[ -s $c.pem && -s $c-key.pem ]] && openssl verify -CAfile "$TLS/ca.pem" "$c.pem" >/dev/null 2>&1 &&
+    openssl x509 -checkend $((30 * 86400)) -noout -in "$c.pem" >/dev/null 2>&1; then
+    return 0
+  fi
+  printf '%s\n' basicConstraints=CA:FALSE keyUsage=critical,digitalSignature,keyEncipherment \
+    subjectKeyIdentifier=hash authorityKeyIdentifier=keyid "$@" >"$c.ext"
+  (umask 077 && openssl req -new -newkey rsa:2048 -nodes -subj "$subj" -keyout "$c-key.pem.tmp" -out "$c.csr" &&
+    openssl x509 -req -sha256 -days 825 -in "$c.csr" -CA "$TLS/ca.pem" -CAkey "$TLS/ca-key.pem" \
+      -set_serial "0x$(od -An -tx1 -N15 /dev/urandom | tr -d ' \n')" -extfile "$c.ext" -out "$c.pem.tmp") \
+    >"$TLS/openssl.log" 2>&1 || die "openssl could not make $n.pem: $TLS/openssl.log"
+  chmod 600 "$c-key.pem.tmp" && chmod 644 "$c.pem.tmp"
+  mv -f "$c-key.pem.tmp" "$c-key.pem" && mv -f "$c.pem.tmp" "$c.pem"
+  rm -f "$c.csr" "$c.ext"
 }
 
 # ---------------------------------------------------------------- install
@@ -135,6 +276,7 @@ install_all() {
   command -v mariadbd >/dev/null || pkgs+=(mariadb-server mariadb-client)
   command -v redis-server >/dev/null || pkgs+=(redis-server)
   command -v curl >/dev/null || pkgs+=(curl)
+  command -v openssl >/dev/null || pkgs+=(openssl)
   command -v promtool >/dev/null || pkgs+=(prometheus)
   ((${#pkgs[@]} == 0)) || apt_install "${pkgs[@]}"
   install_kafka
@@ -171,7 +313,47 @@ kafka_format() { # dir cluster-id log java-opts...: format dir/data for dir/serv
   local dir=$1 id=$2 log=$3
   shift 3
   java "$@" -cp "$KAFKA_LIBS/*" kafka.tools.StorageTool format -t "$id" \
-    -c "$dir/server.properties" >"$log" 2>&1 || die "kafka storage format failed: $log"
+    -c "$dir/server.properties" "${KAFKA_FORMAT_ARGS[@]}" >"$log" 2>&1 || die "kafka storage format failed: $log"
+}
+KAFKA_FORMAT_ARGS=() # more StorageTool arguments: the single node's SCRAM user
+
+# kafka_scram_stamp: what the single node's SCRAM credential was last set
+# for (its cluster id and password, hashed), kept in $STATE/kafka/scram-set.
+kafka_scram_stamp() {
+  { grep '^cluster.id=' "$STATE/kafka/data/meta.properties" && cat "$STATE/kafka-sasl-password"; } 2>/dev/null |
+    sha256sum | cut -c1-64
+}
+
+# kafka_configs ARGS...: Kafka's kafka-configs tool (ConfigCommand), bounded.
+kafka_configs() {
+  timeout 120 java -Xmx256m -Dlog4j2.configurationFile="$STATE/kafka/log4j2.properties" -cp "$KAFKA_LIBS/*" \
+    kafka.admin.ConfigCommand "$@"
+}
+
+# kafka_scram_set: the SCRAM-SHA-512 and -256 credential of the SASL_SSL
+# listener's user. A data directory formatted by this script has it from
+# StorageTool's --add-scram; one formatted before (or whose password file was
+# made again) gets it from kafka-configs over the plaintext listener, once,
+# one mechanism per call (one call with both is refused: "A user credential
+# cannot be altered twice in the same request"). kafka-configs takes SCRAM
+# passwords on its command line only (--add-config-file refuses them); its
+# log has the password taken out.
+kafka_scram_set() {
+  local stamp pass m out
+  stamp=$(kafka_scram_stamp)
+  [[ $(cat "$STATE/kafka/scram-set" 2>/dev/null) == "$stamp" ]] && return 0
+  pass=$(state_secret kafka-sasl-password)
+  : >"$STATE/kafka-scram.log"
+  for m in SCRAM-SHA-512 SCRAM-SHA-256; do
+    if ! out=$(kafka_configs --bootstrap-server "127.0.0.1:$KAFKA_PORT" --alter --entity-type users \
+      --entity-name "$KAFKA_SASL_USER" --add-config "$m=[password=$pass]" 2>&1); then
+      printf '%s\n' "${out//$pass/<password>}" >>"$STATE/kafka-scram.log"
+      die "kafka: could not set the $m credential of $KAFKA_SASL_USER: $STATE/kafka-scram.log"
+    fi
+    printf '%s\n' "${out//$pass/<password>}" >>"$STATE/kafka-scram.log"
+  done
+  echo "$stamp" >"$STATE/kafka/scram-set"
+  say "kafka: SCRAM-SHA-512/256 credential of $KAFKA_SASL_USER set"
 }
 
 kafka_launch() { # service dir java-opts...: start the broker in the background
@@ -183,21 +365,40 @@ kafka_launch() { # service dir java-opts...: start the broker in the background
   echo $! >"$STATE/$svc.pid"
 }
 
+# The single node: PLAINTEXT for the tests, CONTROLLER for KRaft, and
+# SASL_SSL (SCRAM over TLS, the server certificate from a PKCS12 keystore) for
+# clients tested as against a managed Kafka.
 start_kafka() {
-  if pid_alive kafka; then say "kafka already running 127.0.0.1:$KAFKA_PORT ($KAFKA_VERSION), started by this stack"; return; fi
-  if port_open $KAFKA_PORT; then say "kafka: 127.0.0.1:$KAFKA_PORT is taken by a server this stack did not start; using it"; return; fi
-  local t0 dir=$STATE/kafka
+  if pid_alive kafka; then
+    say "kafka already running 127.0.0.1:$KAFKA_PORT ($KAFKA_VERSION), started by this stack"
+    port_open "$KAFKA_SASL_PORT" ||
+      say "kafka: started before SASL_SSL was added; stack.sh stop kafka && stack.sh start kafka adds 127.0.0.1:$KAFKA_SASL_PORT"
+    return
+  fi
+  pick_port kafka KAFKA_PORT KAFKA_CONTROLLER_PORT KAFKA_SASL_PORT
+  tls_make
+  local t0 dir=$STATE/kafka pass kspass
   t0=$(now)
+  pass=$(state_secret kafka-sasl-password)
+  kspass=$(state_secret kafka-keystore-password)
   mkdir -p "$dir/data"
-  cat >"$dir/server.properties" <<EOF
+  (umask 077 && cat >"$dir/server.properties") <<EOF
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$KAFKA_CONTROLLER_PORT
-listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$KAFKA_CONTROLLER_PORT
-advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT
+listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$KAFKA_CONTROLLER_PORT,SASL_SSL://127.0.0.1:$KAFKA_SASL_PORT
+advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,SASL_SSL://127.0.0.1:$KAFKA_SASL_PORT
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL
 inter.broker.listener.name=PLAINTEXT
+sasl.enabled.mechanisms=SCRAM-SHA-512,SCRAM-SHA-256
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.ssl.keystore.type=PKCS12
+listener.name.sasl_ssl.ssl.keystore.location=$TLS/kafka-server.p12
+listener.name.sasl_ssl.ssl.keystore.password=$kspass
+listener.name.sasl_ssl.ssl.key.password=$kspass
+listener.name.sasl_ssl.ssl.client.auth=none
 log.dirs=$dir/data
 num.partitions=1
 offsets.topic.replication.factor=1
@@ -214,11 +415,15 @@ EOF
   local java_opts=(-Xms256m -Xmx512m -XX:+UseG1GC -Djava.awt.headless=true
     -Dlog4j2.configurationFile="$dir/log4j2.properties")
   if [[ ! -f $dir/data/meta.properties ]]; then
+    local KAFKA_FORMAT_ARGS=(--add-scram "SCRAM-SHA-512=[name=$KAFKA_SASL_USER,password=$pass]"
+      --add-scram "SCRAM-SHA-256=[name=$KAFKA_SASL_USER,password=$pass]")
     kafka_format "$dir" "$(kafka_random_id)" "$STATE/kafka-format.log" "${java_opts[@]}"
+    kafka_scram_stamp >"$dir/scram-set"
   fi
   kafka_launch kafka "$dir" "${java_opts[@]}"
   wait_for kafka kafka_ready
-  say "kafka up 127.0.0.1:$KAFKA_PORT ($KAFKA_VERSION) in $(elapsed "$t0")"
+  kafka_scram_set
+  say "kafka up 127.0.0.1:$KAFKA_PORT, SASL_SSL 127.0.0.1:$KAFKA_SASL_PORT ($KAFKA_VERSION) in $(elapsed "$t0")"
 }
 
 # ---------------------------------------------------------------- mysql
@@ -226,16 +431,20 @@ EOF
 mysql_root() { mariadb --no-defaults -uroot --socket="$STATE/mysql.sock" "$@"; }
 mysql_app() { mariadb --no-defaults -h127.0.0.1 -P$MYSQL_PORT -u$MYSQL_USER -p$MYSQL_PASS "$@"; }
 
+# MariaDB serves TLS on its one port (the server certificate; a client asks
+# for it): user flashsale connects with or without, flashsale_tls only with.
 start_mysql() {
-  if pid_alive mysql; then say "mysql already running 127.0.0.1:$MYSQL_PORT ($(mariadbd --version | awk '{print $3}')), started by this stack"; return; fi
-  if port_open $MYSQL_PORT; then
-    mysql_app -e "SELECT 1" $MYSQL_DB >/dev/null 2>&1 ||
-      die "127.0.0.1:$MYSQL_PORT is taken by a server where $MYSQL_USER@$MYSQL_DB cannot log in"
-    say "mysql: 127.0.0.1:$MYSQL_PORT is a compatible server this stack did not start; using it"
+  if pid_alive mysql; then
+    say "mysql already running 127.0.0.1:$MYSQL_PORT ($(mariadbd --version | awk '{print $3}')), started by this stack"
+    [[ $(mysql_root -N -e "SELECT @@have_ssl" 2>/dev/null) == YES ]] ||
+      say "mysql: started before TLS was added; stack.sh stop mysql && stack.sh start mysql adds it"
     return
   fi
-  local t0 dir=$STATE/mysql
+  pick_port mysql MYSQL_PORT
+  tls_make
+  local t0 dir=$STATE/mysql tlspass
   t0=$(now)
+  tlspass=$(state_secret mysql-tls-password)
   if [[ ! -d $dir/mysql ]]; then
     mkdir -p "$dir"
     mariadb-install-db --no-defaults --user=root --datadir="$dir" --auth-root-authentication-method=socket \
@@ -246,7 +455,8 @@ start_mysql() {
     --log-error="$STATE/mysql.log" --skip-log-bin --character-set-server=utf8mb4 \
     --collation-server=utf8mb4_bin --default-time-zone=+00:00 --max-connections=500 \
     --innodb-buffer-pool-size=1G --innodb-log-file-size=256M --innodb-flush-log-at-trx-commit=1 \
-    --skip-name-resolve >/dev/null 2>&1 </dev/null &
+    --skip-name-resolve --ssl-ca="$TLS/ca.pem" --ssl-cert="$TLS/server.pem" --ssl-key="$TLS/server-key.pem" \
+    >/dev/null 2>&1 </dev/null &
   echo $! >"$STATE/mysql.pid"
   wait_for mysql mysql_root -e "SELECT 1"
   mysql_root <<EOF
@@ -257,9 +467,17 @@ GRANT ALL PRIVILEGES ON $MYSQL_DB.* TO '$MYSQL_USER'@'127.0.0.1';
 GRANT ALL PRIVILEGES ON $MYSQL_DB.* TO '$MYSQL_USER'@'localhost';
 GRANT ALL PRIVILEGES ON \`${MYSQL_DB}_%\`.* TO '$MYSQL_USER'@'127.0.0.1';
 GRANT PROCESS, CONNECTION ADMIN ON *.* TO '$MYSQL_USER'@'127.0.0.1';
+CREATE USER IF NOT EXISTS '$MYSQL_TLS_USER'@'127.0.0.1' IDENTIFIED BY '$tlspass' REQUIRE SSL;
+CREATE USER IF NOT EXISTS '$MYSQL_TLS_USER'@'localhost' IDENTIFIED BY '$tlspass' REQUIRE SSL;
+ALTER USER '$MYSQL_TLS_USER'@'127.0.0.1' IDENTIFIED BY '$tlspass' REQUIRE SSL;
+ALTER USER '$MYSQL_TLS_USER'@'localhost' IDENTIFIED BY '$tlspass' REQUIRE SSL;
+GRANT ALL PRIVILEGES ON $MYSQL_DB.* TO '$MYSQL_TLS_USER'@'127.0.0.1';
+GRANT ALL PRIVILEGES ON $MYSQL_DB.* TO '$MYSQL_TLS_USER'@'localhost';
+GRANT ALL PRIVILEGES ON \`${MYSQL_DB}_%\`.* TO '$MYSQL_TLS_USER'@'127.0.0.1';
+GRANT PROCESS, CONNECTION ADMIN ON *.* TO '$MYSQL_TLS_USER'@'127.0.0.1';
 EOF
   wait_for mysql mysql_app -e "SELECT 1" $MYSQL_DB
-  say "mysql up 127.0.0.1:$MYSQL_PORT (MariaDB $(mariadbd --version | awk '{print $3}')) in $(elapsed "$t0")"
+  say "mysql up 127.0.0.1:$MYSQL_PORT, TLS ($(mariadbd --version | awk '{print $3}')) in $(elapsed "$t0")"
 }
 
 # ---------------------------------------------------------------- redis
@@ -279,18 +497,69 @@ redis_launch() {
   echo $! >"$STATE/$svc.pid"
 }
 
+# The single node's Redis: plain on REDIS_PORT, TLS on REDIS_TLS_PORT (a
+# client certificate is optional), the default user unchanged on both, and
+# an ACL user flashsale whose password (given to redis-server as its SHA-256
+# only) is $STATE/redis-password.
 start_redis() {
-  if pid_alive redis; then say "redis already running 127.0.0.1:$REDIS_PORT ($(redis-server --version | awk '{print $3}')), started by this stack"; return; fi
-  if port_open $REDIS_PORT; then
-    redis_ready || die "127.0.0.1:$REDIS_PORT is taken by something that does not answer PING"
-    say "redis: 127.0.0.1:$REDIS_PORT is a compatible server this stack did not start; using it"
+  if pid_alive redis; then
+    say "redis already running 127.0.0.1:$REDIS_PORT ($(redis-server --version | awk '{print $3}')), started by this stack"
+    port_open "$REDIS_TLS_PORT" ||
+      say "redis: started before TLS was added; stack.sh stop redis && stack.sh start redis adds 127.0.0.1:$REDIS_TLS_PORT"
     return
   fi
-  local t0 dir=$STATE/redis
+  pick_port redis REDIS_PORT REDIS_TLS_PORT
+  tls_make
+  local t0 dir=$STATE/redis hash
   t0=$(now)
-  redis_launch redis $REDIS_PORT "$dir"
+  hash=$(state_secret redis-password | tr -d '\n' | sha256sum | cut -c1-64)
+  redis_launch redis "$REDIS_PORT" "$dir" --tls-port "$REDIS_TLS_PORT" --tls-cert-file "$TLS/server.pem" \
+    --tls-key-file "$TLS/server-key.pem" --tls-ca-cert-file "$TLS/ca.pem" --tls-auth-clients optional \
+    --user "$REDIS_TLS_USER" on "#$hash" "~*" "&*" "+@all"
   wait_for redis redis_ready
-  say "redis up 127.0.0.1:$REDIS_PORT ($(redis-server --version | awk '{print $3}')) in $(elapsed "$t0")"
+  sentinel_follow
+  say "redis up 127.0.0.1:$REDIS_PORT, TLS 127.0.0.1:$REDIS_TLS_PORT ($(redis-server --version | awk '{print $3}')) in $(elapsed "$t0")"
+}
+
+# ---------------------------------------------------------------- sentinel
+
+# One Redis Sentinel watching the single node's Redis as master "flashsale"
+# (quorum 1), for clients tested in sentinel mode. With no replica it can
+# never fail over: it only reports where the master is. Its configuration is
+# written afresh at each start (Sentinel rewrites the file as it runs).
+sentinel_ready() {
+  [[ $(timeout 2 redis-cli -p "$SENTINEL_PORT" sentinel get-master-addr-by-name "$SENTINEL_MASTER" 2>/dev/null | tr '\n' ' ') == "127.0.0.1 $REDIS_PORT " ]]
+}
+
+start_sentinel() {
+  if pid_alive sentinel; then say "sentinel already running 127.0.0.1:$SENTINEL_PORT, master $SENTINEL_MASTER at 127.0.0.1:$REDIS_PORT, started by this stack"; return; fi
+  pick_port sentinel SENTINEL_PORT
+  local t0
+  t0=$(now)
+  mkdir -p "$STATE/sentinel"
+  cat >"$STATE/sentinel.conf" <<EOF
+port $SENTINEL_PORT
+bind 127.0.0.1
+daemonize no
+dir $STATE/sentinel
+logfile $STATE/sentinel.log
+sentinel monitor $SENTINEL_MASTER 127.0.0.1 $REDIS_PORT 1
+sentinel down-after-milliseconds $SENTINEL_MASTER 5000
+sentinel failover-timeout $SENTINEL_MASTER 60000
+EOF
+  setsid nohup redis-server "$STATE/sentinel.conf" --sentinel >/dev/null 2>&1 </dev/null &
+  echo $! >"$STATE/sentinel.pid"
+  wait_for sentinel sentinel_ready
+  say "sentinel up 127.0.0.1:$SENTINEL_PORT, master $SENTINEL_MASTER at 127.0.0.1:$REDIS_PORT in $(elapsed "$t0")"
+}
+
+# sentinel_follow: a running Sentinel watches the Redis where it now is (its
+# port may have changed when it started again).
+sentinel_follow() {
+  pid_alive sentinel || return 0
+  sentinel_ready && return 0
+  timeout 2 redis-cli -p "$SENTINEL_PORT" sentinel remove "$SENTINEL_MASTER" >/dev/null 2>&1 || true
+  timeout 2 redis-cli -p "$SENTINEL_PORT" sentinel monitor "$SENTINEL_MASTER" 127.0.0.1 "$REDIS_PORT" 1 >/dev/null 2>&1 || true
 }
 
 # ---------------------------------------------------------------- stop
@@ -320,8 +589,186 @@ start_svc() {
   kafka) start_kafka ;;
   mysql) start_mysql ;;
   redis) start_redis ;;
-  *) die "unknown service $1 (kafka, mysql, redis)" ;;
+  sentinel) start_sentinel ;;
+  *) die "unknown service $1 (kafka, mysql, redis, sentinel)" ;;
   esac
+}
+
+# ---------------------------------------------------------------- env
+
+env_plain() {
+  cat <<EOF
+export FLASHSALE_MYSQL_DSN='$MYSQL_USER:$MYSQL_PASS@tcp(127.0.0.1:$MYSQL_PORT)/$MYSQL_DB'
+export FLASHSALE_REDIS_ADDR='127.0.0.1:$REDIS_PORT'
+export FLASHSALE_KAFKA_BROKERS='127.0.0.1:$KAFKA_PORT'
+export FLASHSALE_JWT_SECRET='${FLASHSALE_JWT_SECRET:-$(jwt_secret)}'
+export FLASHSALE_STACK='$REPO/deploy/local/stack.sh'
+EOF
+}
+
+# env --tls: every client over TLS with credentials, secrets by file only
+# (the files are made here if the stack has not made them yet; a service
+# started before they existed does not know them until it starts again).
+env_tls() {
+  local f
+  for f in kafka-sasl-password redis-password mysql-tls-password; do state_secret "$f" >/dev/null; done
+  cat <<EOF
+export FLASHSALE_KAFKA_BROKERS='127.0.0.1:$KAFKA_SASL_PORT'
+export FLASHSALE_KAFKA_TLS=true
+export FLASHSALE_KAFKA_TLS_CA_FILE='$TLS/ca.pem'
+export FLASHSALE_KAFKA_SASL_MECHANISM=SCRAM-SHA-512
+export FLASHSALE_KAFKA_SASL_USERNAME=$KAFKA_SASL_USER
+export FLASHSALE_KAFKA_SASL_PASSWORD_FILE='$STATE/kafka-sasl-password'
+unset FLASHSALE_REDIS_ADDR # FLASHSALE_REDIS_URL replaces it
+export FLASHSALE_REDIS_URL='rediss://$REDIS_TLS_USER@127.0.0.1:$REDIS_TLS_PORT'
+export FLASHSALE_REDIS_PASSWORD_FILE='$STATE/redis-password'
+export FLASHSALE_REDIS_TLS_CA_FILE='$TLS/ca.pem'
+export FLASHSALE_MYSQL_DSN='$MYSQL_TLS_USER@tcp(127.0.0.1:$MYSQL_PORT)/$MYSQL_DB'
+export FLASHSALE_MYSQL_PASSWORD_FILE='$STATE/mysql-tls-password'
+export FLASHSALE_MYSQL_TLS_CA_FILE='$TLS/ca.pem'
+export FLASHSALE_JWT_SECRET='${FLASHSALE_JWT_SECRET:-$(jwt_secret)}'
+export FLASHSALE_STACK='$REPO/deploy/local/stack.sh'
+# sentinel (plain, instead of FLASHSALE_REDIS_URL; stack.sh env --sentinel):
+# sentinel: export FLASHSALE_REDIS_MODE=sentinel
+# sentinel: export FLASHSALE_REDIS_ADDR='127.0.0.1:$SENTINEL_PORT'
+# sentinel: export FLASHSALE_REDIS_SENTINEL_MASTER=$SENTINEL_MASTER
+EOF
+}
+
+# env --sentinel: plain env, Redis found through the Sentinel.
+env_sentinel() {
+  env_plain | grep -v '^export FLASHSALE_REDIS_ADDR='
+  cat <<EOF
+unset FLASHSALE_REDIS_URL
+export FLASHSALE_REDIS_MODE=sentinel
+export FLASHSALE_REDIS_ADDR='127.0.0.1:$SENTINEL_PORT'
+export FLASHSALE_REDIS_SENTINEL_MASTER=$SENTINEL_MASTER
+EOF
+}
+
+# ---------------------------------------------------------------- check-tls
+
+# check-tls tries every TLS listener with real clients, each call bounded by
+# a timeout: the handshake and certificate (openssl s_client, verified
+# against ca.pem and 127.0.0.1), a login with the right password, and one
+# with a wrong password or without TLS that must be refused. Passwords go to
+# the clients by environment or a mode-600 file, never on a command line or
+# in the output. Exit status 1 when any check failed.
+tls_checks_failed=0
+tls_secrets=()
+# tls_check WANT DESCRIPTION COMMAND...: one check, one line. WANT is ok (the
+# command succeeds) or refused:PATTERN (it fails, and says PATTERN: refused
+# for the reason checked, not merely unreachable).
+tls_check() {
+  local want=$1 what=$2 out rc=0 p
+  shift 2
+  out=$("$@" 2>&1) || rc=$?
+  if [[ $want == ok && $rc == 0 ]] || [[ $want == refused:* && $rc != 0 && $out == *"${want#refused:}"* ]]; then
+    say "ok   $what"
+  else
+    say "FAIL $what"
+    for p in "${tls_secrets[@]}"; do out=${out//$p/<password>}; done
+    printf '%s\n' "$out" | tail -n 5 | sed 's/^/     /'
+    tls_checks_failed=$((tls_checks_failed + 1))
+  fi
+}
+
+tls_handshake() { # port [s_client args...]: the server certificate verifies for 127.0.0.1
+  local port=$1 out
+  shift
+  out=$(timeout 10 openssl s_client -connect "127.0.0.1:$port" -CAfile "$TLS/ca.pem" -verify_return_error \
+    -verify_ip 127.0.0.1 -brief "$@" </dev/null 2>&1) || { echo "$out"; return 1; }
+  grep -q '^Verification: OK' <<<"$out" || { echo "$out"; return 1; }
+  grep '^Protocol version' <<<"$out"
+}
+
+redis_tls_as() { # password command...: redis-cli over TLS as the ACL user
+  local pass=$1
+  shift
+  REDISCLI_AUTH=$pass timeout 10 redis-cli --tls --cacert "$TLS/ca.pem" -h 127.0.0.1 -p "$REDIS_TLS_PORT" \
+    --user "$REDIS_TLS_USER" --no-auth-warning "$@" | tr -d '\r'
+}
+redis_tls_ping() { [[ $(redis_tls_as "$1" ping) == PONG ]]; }
+redis_tls_whoami() { local out; out=$(redis_tls_as "$1" acl whoami 2>&1); echo "$out"; [[ $out == "$REDIS_TLS_USER" ]]; }
+redis_plain_ping() { [[ $(timeout 5 redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping) == PONG ]]; }
+
+sentinel_master_ok() {
+  local flags
+  sentinel_ready || { timeout 2 redis-cli -p "$SENTINEL_PORT" sentinel get-master-addr-by-name "$SENTINEL_MASTER"; return 1; }
+  flags=$(timeout 2 redis-cli -p "$SENTINEL_PORT" sentinel master "$SENTINEL_MASTER" | awk 'p {print; exit} $0 == "flags" {p = 1}')
+  echo "flags $flags"
+  [[ $flags == master ]]
+}
+
+mysql_tls_as() { # password mariadb-args...: user flashsale_tls
+  local pass=$1
+  shift
+  MYSQL_PWD=$pass timeout 10 mariadb --no-defaults --protocol=tcp -h127.0.0.1 -P"$MYSQL_PORT" -u"$MYSQL_TLS_USER" \
+    --connect-timeout=5 "$@" "$MYSQL_DB"
+}
+mysql_tls_cipher() {
+  local out
+  out=$(mysql_tls_as "$1" --ssl --ssl-ca="$TLS/ca.pem" --ssl-verify-server-cert -N -e "SHOW STATUS LIKE 'Ssl_cipher'") || return 1
+  echo "$out"
+  [[ $(awk '{print $2}' <<<"$out") != "" ]]
+}
+
+# kafka_sasl_login MECHANISM PASSWORD: Kafka's own Java client (kafka-configs,
+# an admin request) over SASL_SSL, the CA as its PEM truststore and the
+# server's name checked (https). Not kcat: Debian 12's librdkafka 2.0.2 sends
+# a SCRAM client-final-message that Kafka 4.x rejects as invalid credentials
+# (librdkafka#4895, fixed in 2.6.1), whatever the password.
+kafka_sasl_login() {
+  local cfg rc=0 out
+  cfg=$(mktemp "$STATE/.kafka-client.XXXXXX")
+  cat >"$cfg" <<EOF
+security.protocol=SASL_SSL
+sasl.mechanism=$1
+sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="$KAFKA_SASL_USER" password="$2";
+ssl.truststore.type=PEM
+ssl.truststore.location=$TLS/ca.pem
+ssl.endpoint.identification.algorithm=https
+request.timeout.ms=15000
+default.api.timeout.ms=20000
+EOF
+  out=$(kafka_configs --bootstrap-server "127.0.0.1:$KAFKA_SASL_PORT" --command-config "$cfg" --describe \
+    --entity-type users --entity-name "$KAFKA_SASL_USER" 2>&1) || rc=$?
+  rm -f "$cfg"
+  echo "$out"
+  ((rc == 0)) && grep -q "SCRAM credential configs for user-principal '$KAFKA_SASL_USER'" <<<"$out"
+}
+kafka_plain_metadata() { timeout 20 kcat -b "127.0.0.1:$KAFKA_PORT" -L -m 8 | grep -q "at 127.0.0.1:$KAFKA_PORT"; }
+
+check_tls() {
+  command -v openssl >/dev/null || apt_install openssl
+  command -v kcat >/dev/null || apt_install kcat
+  [[ -f $KAFKA_LIBS/kafka_2.13-$KAFKA_VERSION.jar ]] || die "no Kafka jars in $KAFKA_LIBS: stack.sh up fetches them"
+  [[ -s $TLS/ca.pem ]] || die "no $TLS/ca.pem: stack.sh up makes it"
+  local kpass rpass mpass wrong
+  kpass=$(state_secret kafka-sasl-password)
+  rpass=$(state_secret redis-password)
+  mpass=$(state_secret mysql-tls-password)
+  wrong=not-the-password-$RANDOM
+  tls_secrets=("$kpass" "$rpass" "$mpass")
+  say "server certificate: $(openssl x509 -noout -subject -ext subjectAltName -in "$TLS/server.pem" | tr '\n' ' ' | tr -s ' ')"
+  tls_check ok "redis 127.0.0.1:$REDIS_TLS_PORT: TLS handshake, certificate verified" tls_handshake "$REDIS_TLS_PORT"
+  tls_check ok "redis 127.0.0.1:$REDIS_TLS_PORT: $REDIS_TLS_USER PING = PONG" redis_tls_ping "$rpass"
+  tls_check ok "redis 127.0.0.1:$REDIS_TLS_PORT: ACL WHOAMI = $REDIS_TLS_USER" redis_tls_whoami "$rpass"
+  tls_check refused:WRONGPASS "redis 127.0.0.1:$REDIS_TLS_PORT: a wrong password is refused" redis_tls_whoami "$wrong"
+  tls_check ok "redis 127.0.0.1:$REDIS_PORT: plaintext PING = PONG, no password" redis_plain_ping
+  tls_check ok "sentinel 127.0.0.1:$SENTINEL_PORT: master $SENTINEL_MASTER at 127.0.0.1:$REDIS_PORT, up" sentinel_master_ok
+  tls_check ok "mysql 127.0.0.1:$MYSQL_PORT: TLS handshake (STARTTLS), certificate verified" tls_handshake "$MYSQL_PORT" -starttls mysql
+  tls_check ok "mysql 127.0.0.1:$MYSQL_PORT: $MYSQL_TLS_USER over TLS, Ssl_cipher set" mysql_tls_cipher "$mpass"
+  tls_check refused:"Access denied" "mysql 127.0.0.1:$MYSQL_PORT: $MYSQL_TLS_USER without TLS is refused" mysql_tls_as "$mpass" --skip-ssl -e "SELECT 1"
+  tls_check refused:"Access denied" "mysql 127.0.0.1:$MYSQL_PORT: $MYSQL_TLS_USER with a wrong password is refused" mysql_tls_as "$wrong" --ssl --ssl-ca="$TLS/ca.pem" -e "SELECT 1"
+  tls_check ok "mysql 127.0.0.1:$MYSQL_PORT: $MYSQL_USER still logs in without TLS" mysql_app --skip-ssl -e "SELECT 1" "$MYSQL_DB"
+  tls_check ok "kafka 127.0.0.1:$KAFKA_SASL_PORT: TLS handshake, certificate verified" tls_handshake "$KAFKA_SASL_PORT"
+  tls_check ok "kafka 127.0.0.1:$KAFKA_SASL_PORT: SASL_SSL SCRAM-SHA-512 login (Java client)" kafka_sasl_login SCRAM-SHA-512 "$kpass"
+  tls_check ok "kafka 127.0.0.1:$KAFKA_SASL_PORT: SASL_SSL SCRAM-SHA-256 login (Java client)" kafka_sasl_login SCRAM-SHA-256 "$kpass"
+  tls_check refused:SaslAuthenticationException "kafka 127.0.0.1:$KAFKA_SASL_PORT: a wrong password is refused" kafka_sasl_login SCRAM-SHA-512 "$wrong"
+  tls_check ok "kafka 127.0.0.1:$KAFKA_PORT: plaintext metadata" kafka_plain_metadata
+  if ((tls_checks_failed)); then die "check-tls: $tls_checks_failed check(s) failed"; fi
+  say "check-tls: every check passed"
 }
 
 # ---------------------------------------------------------------- cluster
@@ -664,6 +1111,8 @@ ENV
 
 # ---------------------------------------------------------------- main
 
+ports_load
+
 if [[ " $* " == *" --cluster "* ]]; then
   args=()
   for a in "$@"; do [[ $a == --cluster ]] || args+=("$a"); done
@@ -678,10 +1127,11 @@ up)
   install_all
   start_mysql
   start_redis
+  start_sentinel
   start_kafka
   ;;
 down)
-  for s in kafka redis mysql; do stop_svc $s; done
+  for s in kafka sentinel redis mysql; do stop_svc $s; done
   ;;
 start) start_svc "${2:?service}" ;;
 stop) stop_svc "${2:?service}" ;;
@@ -697,18 +1147,24 @@ wipe-redis)
   start_redis
   ;;
 status)
-  for s in kafka mysql redis; do
-    if pid_alive $s; then say "$s running (pid $(cat "$STATE/$s.pid"))"; else say "$s not running"; fi
+  for s in kafka mysql redis sentinel; do
+    case $s in
+    kafka) where="127.0.0.1:$KAFKA_PORT, SASL_SSL $KAFKA_SASL_PORT, controller $KAFKA_CONTROLLER_PORT" ;;
+    mysql) where="127.0.0.1:$MYSQL_PORT" ;;
+    redis) where="127.0.0.1:$REDIS_PORT, TLS $REDIS_TLS_PORT" ;;
+    sentinel) where="127.0.0.1:$SENTINEL_PORT" ;;
+    esac
+    if pid_alive $s; then say "$s running (pid $(cat "$STATE/$s.pid"), $where)"; else say "$s not running"; fi
   done
   ;;
 env)
-  cat <<EOF
-export FLASHSALE_MYSQL_DSN='$MYSQL_USER:$MYSQL_PASS@tcp(127.0.0.1:$MYSQL_PORT)/$MYSQL_DB'
-export FLASHSALE_REDIS_ADDR='127.0.0.1:$REDIS_PORT'
-export FLASHSALE_KAFKA_BROKERS='127.0.0.1:$KAFKA_PORT'
-export FLASHSALE_JWT_SECRET='${FLASHSALE_JWT_SECRET:-$(jwt_secret)}'
-export FLASHSALE_STACK='$REPO/deploy/local/stack.sh'
-EOF
+  case ${2:-} in
+  "") env_plain ;;
+  --tls) env_tls ;;
+  --sentinel) env_sentinel ;;
+  *) die "usage: stack.sh env [--tls|--sentinel|--cluster]" ;;
+  esac
   ;;
-*) die "usage: stack.sh up|down|status|env|start SVC|stop SVC|pause SVC|resume SVC|wipe-redis" ;;
+check-tls) check_tls ;;
+*) die "usage: stack.sh up|down|status|env [--tls|--sentinel]|check-tls|start SVC|stop SVC|pause SVC|resume SVC|wipe-redis" ;;
 esac
