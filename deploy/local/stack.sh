@@ -7,7 +7,7 @@
 #   stack.sh status             one line per service
 #   stack.sh env                the FLASHSALE_* settings as export lines, with
 #                               the stack's random JWT secret ($STATE/jwt-secret)
-#   stack.sh stop|start SVC     stop or start one service (kafka, mysql, redis)
+#   stack.sh stop|start SVC     stop or start one service (kafka, mysql, redis, sentinel)
 #   stack.sh wipe-redis         stop Redis, delete its data, start it empty
 #                               (the "Redis lost everything" fault)
 #   stack.sh pause|resume SVC   SIGSTOP / SIGCONT a service: its port stays
@@ -382,7 +382,8 @@ start_kafka() {
   pass=$(state_secret kafka-sasl-password)
   kspass=$(state_secret kafka-keystore-password)
   mkdir -p "$dir/data"
-  (umask 077 && cat >"$dir/server.properties") <<EOF
+  # mode 600: it holds the keystore's password
+  (umask 077 && cat >"$dir/server.properties.tmp") <<EOF
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$KAFKA_CONTROLLER_PORT
@@ -411,6 +412,7 @@ group.initial.rebalance.delay.ms=0
 log.retention.hours=24
 log.cleaner.dedupe.buffer.size=$KAFKA_DEDUPE_BUFFER
 EOF
+  chmod 600 "$dir/server.properties.tmp" && mv -f "$dir/server.properties.tmp" "$dir/server.properties"
   kafka_log4j "$dir/log4j2.properties"
   local java_opts=(-Xms256m -Xmx512m -XX:+UseG1GC -Djava.awt.headless=true
     -Dlog4j2.configurationFile="$dir/log4j2.properties")
