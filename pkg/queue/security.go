@@ -3,12 +3,10 @@ package queue
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -102,43 +100,31 @@ func (s *Security) Client(brokers []string) *kafka.Client {
 
 // explain names the setting behind a connection failure to broker, so a
 // wrong password, an untrusted CA or a plaintext port where TLS is
-// expected is one line an operator can act on. Other errors come back as
-// they are, with the broker.
+// expected is one line an operator can act on, marked config.ErrRefused.
+// Other errors come back as they are, with the broker.
 func (s *Security) explain(broker string, err error) error {
-	var (
-		unknownCA  x509.UnknownAuthorityError
-		invalid    x509.CertificateInvalidError
-		hostname   x509.HostnameError
-		recordHdr  tls.RecordHeaderError
-		verifyFail *tls.CertificateVerificationError
-	)
-	eof := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
-	dialPhase := strings.Contains(err.Error(), "failed to dial")
+	server := "kafka " + broker
 	switch {
 	case errors.Is(err, kafka.SASLAuthenticationFailed):
-		return fmt.Errorf("FLASHSALE_KAFKA_SASL_PASSWORD: kafka %s refused the %s login for user %s", broker, s.sasl().Name(), s.User)
+		return config.Refused("FLASHSALE_KAFKA_SASL_PASSWORD", "%s refused the %s login for user %s", server, s.sasl().Name(), s.User)
 	case errors.Is(err, kafka.UnsupportedSASLMechanism):
-		return fmt.Errorf("FLASHSALE_KAFKA_SASL_MECHANISM: kafka %s does not offer %s: %v", broker, s.sasl().Name(), err)
+		return config.Refused("FLASHSALE_KAFKA_SASL_MECHANISM", "%s does not offer %s: %v", server, s.sasl().Name(), err)
 	case errors.Is(err, kafka.IllegalSASLState):
-		return fmt.Errorf("FLASHSALE_KAFKA_SASL_MECHANISM: kafka %s takes no SASL login on this listener: %v", broker, err)
-	case errors.As(err, &hostname):
-		return fmt.Errorf("FLASHSALE_KAFKA_BROKERS: kafka %s: %v", broker, hostname)
-	case errors.As(err, &unknownCA):
-		return fmt.Errorf("FLASHSALE_KAFKA_TLS_CA_FILE: kafka %s: %v", broker, unknownCA)
-	case errors.As(err, &invalid):
-		return fmt.Errorf("FLASHSALE_KAFKA_TLS_CA_FILE: kafka %s: %v", broker, invalid)
-	case errors.As(err, &verifyFail):
-		return fmt.Errorf("FLASHSALE_KAFKA_TLS_CA_FILE: kafka %s: %v", broker, verifyFail.Err)
-	case errors.As(err, &recordHdr):
-		return fmt.Errorf("FLASHSALE_KAFKA_TLS: kafka %s does not speak TLS (%v)", broker, err)
-	case s.tls() != nil && dialPhase && eof:
-		return fmt.Errorf("FLASHSALE_KAFKA_TLS: kafka %s closed the connection during the TLS handshake (a plaintext listener?)", broker)
-	case s.tls() == nil && eof:
-		return fmt.Errorf("FLASHSALE_KAFKA_TLS: kafka %s closed the connection unanswered (a TLS or SASL listener? FLASHSALE_KAFKA_TLS is off)", broker)
-	case s.sasl() == nil && eof:
-		return fmt.Errorf("FLASHSALE_KAFKA_SASL_MECHANISM: kafka %s closed the connection unanswered (a SASL listener? FLASHSALE_KAFKA_SASL_MECHANISM is empty)", broker)
+		return config.Refused("FLASHSALE_KAFKA_SASL_MECHANISM", "%s takes no SASL login on this listener: %v", server, err)
 	}
-	return fmt.Errorf("%s: %w", broker, err)
+	tlsOn := s.tls() != nil
+	// kafka-go says "failed to dial" for the TCP connect and the TLS
+	// handshake; an EOF after it is a SASL or request exchange.
+	if setting, detail, ok := config.TLSCause("FLASHSALE_KAFKA_TLS", tlsOn, err); ok && (!tlsOn || strings.Contains(err.Error(), "failed to dial") || setting != "FLASHSALE_KAFKA_TLS") {
+		if !tlsOn && s.sasl() == nil {
+			detail = "closed the connection unanswered (a TLS or SASL listener? FLASHSALE_KAFKA_TLS is off, FLASHSALE_KAFKA_SASL_MECHANISM empty)"
+		}
+		return config.Refused(setting, "%s: %s", server, detail)
+	}
+	if s.sasl() == nil && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
+		return config.Refused("FLASHSALE_KAFKA_SASL_MECHANISM", "%s closed the connection unanswered (a SASL listener? FLASHSALE_KAFKA_SASL_MECHANISM is empty)", server)
+	}
+	return fmt.Errorf("%s: %w", server, err)
 }
 
 // Ping is the package Ping over s.
@@ -155,8 +141,17 @@ func (s *Security) Ping(ctx context.Context, brokers []string) error {
 			break
 		}
 	}
-	if len(errs) == 1 {
-		return errs[0] // the one line that names the setting
+	for _, err := range errs {
+		if errors.Is(err, config.ErrRefused) {
+			return err // the one line that names the setting
+		}
 	}
-	return fmt.Errorf("queue: no broker answered: %w", errors.Join(errs...))
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	msgs := make([]string, len(errs))
+	for i, err := range errs {
+		msgs[i] = err.Error()
+	}
+	return fmt.Errorf("queue: no broker answered: %s (%w)", strings.Join(msgs, "; "), errs[len(errs)-1])
 }

@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +29,9 @@ func pingFails(t *testing.T, sec *queue.Security, brokers ...string) string {
 	}
 	if d := time.Since(start); d > storeTimeout+time.Second {
 		t.Fatalf("Ping took %v, want at most the store timeout %v", d, storeTimeout)
+	}
+	if !errors.Is(err, config.ErrRefused) {
+		t.Errorf("%v is not config.ErrRefused: start-up would retry it", err)
 	}
 	if strings.Contains(err.Error(), "\n") {
 		t.Fatalf("error is not one line: %q", err)

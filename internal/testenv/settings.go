@@ -1,0 +1,24 @@
+package testenv
+
+import (
+	"testing"
+
+	"github.com/flashsale-dev/flashsale/pkg/config"
+)
+
+// CommonFrom returns the shared settings parsed from env alone (not the
+// process environment), as config.Parse would: for tests of settings
+// other than the stack's.
+func CommonFrom(t testing.TB, env map[string]string) config.Common {
+	t.Helper()
+	var c config.Common
+	fs := flagSet()
+	c.RegisterFlags(fs)
+	if err := config.ApplyEnv(fs, func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	return c
+}
