@@ -1,7 +1,9 @@
 package config
 
 import (
+	"context"
 	"crypto/tls"
+	"database/sql"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -107,4 +109,17 @@ func redactMsg(msg, secret string) string {
 		return msg
 	}
 	return strings.ReplaceAll(msg, secret, "<redacted>")
+}
+
+// CheckMySQL pings db within the store timeout as a deployable's start-up
+// runs it: only an error the settings caused (ErrRefused, from
+// ExplainMySQL) is returned, for start-up to stop on; a MySQL that is
+// merely unreachable is left to the waiting and readiness that follow.
+func (c *Common) CheckMySQL(ctx context.Context, db *sql.DB) error {
+	ctx, cancel := context.WithTimeout(ctx, c.StoreTimeout)
+	defer cancel()
+	if err := c.ExplainMySQL(db.PingContext(ctx)); errors.Is(err, ErrRefused) {
+		return err
+	}
+	return nil
 }

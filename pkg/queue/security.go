@@ -155,3 +155,16 @@ func (s *Security) Ping(ctx context.Context, brokers []string) error {
 	}
 	return fmt.Errorf("queue: no broker answered: %s (%w)", strings.Join(msgs, "; "), errs[len(errs)-1])
 }
+
+// StartupCheck is Ping within timeout as a deployable's start-up runs it:
+// only an error the settings caused (config.ErrRefused) is returned, for
+// start-up to stop on; brokers that are merely unreachable are left to
+// the readiness check and the clients' retries, as before.
+func (s *Security) StartupCheck(ctx context.Context, brokers []string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := s.Ping(ctx, brokers); errors.Is(err, config.ErrRefused) {
+		return err
+	}
+	return nil
+}

@@ -210,3 +210,16 @@ func redactAll(msg string, conn config.RedisConn) string {
 	}
 	return msg
 }
+
+// StartupCheck is Check within timeout as a deployable's start-up runs
+// it: only an error the settings caused (config.ErrRefused) is returned,
+// for start-up to stop on; a Redis that is merely unreachable is left to
+// the readiness check and the retries, as before.
+func StartupCheck(ctx context.Context, rdb redis.UniversalClient, conn config.RedisConn, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := Check(ctx, rdb, conn); errors.Is(err, config.ErrRefused) {
+		return err
+	}
+	return nil
+}
