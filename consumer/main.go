@@ -18,8 +18,10 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/ops"
 	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
 	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/startup"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
+	"github.com/flashsale-dev/flashsale/schema"
 )
 
 func main() {
@@ -43,7 +45,7 @@ func run(common config.Common, cc config.Consumer) error {
 
 	// One connection per concurrent item write, plus room for the give-up
 	// path and the readiness check.
-	db, err := store.Open(ctx, common.DSN(), max(8, cc.ItemParallelism+2), common.StoreTimeout)
+	db, err := store.Pool(common.DSN(), max(8, cc.ItemParallelism+2))
 	if err != nil {
 		return err
 	}
@@ -93,6 +95,17 @@ func run(common config.Common, cc config.Consumer) error {
 		serveErr <- ops.Serve(rctx, srv, cc.MetricsAddr, common.ShutdownTimeout/4, log)
 		cancel()
 	}()
+	// Serving /healthz while the stores are waited for: exiting (or failing
+	// liveness) during a failover is the crash loop this avoids.
+	go ops.WatchDependencies(rctx, ready, startup.WatchEvery, ops.NewDependencyGauge(reg), log)
+	checks := startup.Checks{Timeout: common.StoreTimeout, Server: common.ServerChecks, Schema: schema.FS, Log: log}
+	if err := errors.Join(checks.MySQL(rctx, db), checks.Redis(rctx, rdb)); err != nil {
+		if rctx.Err() != nil {
+			err = nil // stopped while waiting: a shutdown, not a failure
+		}
+		cancel()
+		return errors.Join(err, <-serveErr)
+	}
 	log.Info("consuming", "batch_size", cc.BatchSize, "batch_wait", cc.BatchWait.String(),
 		"item_parallelism", cc.ItemParallelism, "batches_in_flight", cc.BatchesInFlight)
 	runErr := c.Run(rctx)

@@ -20,8 +20,10 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/httpapi"
 	"github.com/flashsale-dev/flashsale/pkg/ops"
 	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/startup"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
+	"github.com/flashsale-dev/flashsale/schema"
 )
 
 //go:embed openapi.yaml
@@ -46,7 +48,8 @@ func main() {
 }
 
 func run(ctx context.Context, c config.Common, in config.Ingress, log *slog.Logger) error {
-	db, err := store.Open(ctx, c.DSN(), 64, c.StoreTimeout)
+	// Not pinged here: MySQL is optional to admission, waited for below.
+	db, err := store.Pool(c.DSN(), 64)
 	if err != nil {
 		return err
 	}
@@ -68,6 +71,7 @@ func run(ctx context.Context, c config.Common, in config.Ingress, log *slog.Logg
 	}
 	wcancel()
 	reg := ops.NewRegistry()
+	checks := startup.Checks{Timeout: c.StoreTimeout, Server: c.ServerChecks, Schema: schema.FS, Log: log}
 	st := stock.New(rdb)
 	if b := in.RedisBatch; b.MaxBatch > 0 {
 		co := stock.NewCoalescer(rdb, stock.CoalesceConfig{MaxBatch: b.MaxBatch, Window: b.Window, Flushers: b.Flushers,
@@ -102,19 +106,24 @@ func run(ctx context.Context, c config.Common, in config.Ingress, log *slog.Logg
 		return err
 	}
 	// The two listeners stop together: an ingress nobody can probe or
-	// scrape is worse than none.
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// scrape is worse than none. A store refused at start-up (pkg/startup:
+	// an unfit server, a schema behind this binary) stops both too; until
+	// the stores answer, /readyz says which one is missing.
+	sctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go startup.Watch(sctx, cancel, srv.Readiness(), ops.NewDependencyGauge(reg), log,
+		func(ctx context.Context) error { return checks.Redis(ctx, rdb) },
+		func(ctx context.Context) error { return checks.MySQL(ctx, db) })
 	opsErr := make(chan error, 1)
 	go func() {
 		opsErr <- ops.ServeListener(sctx, opsSrv, opsLn, c.ShutdownTimeout/4, log.With("component", "ops"))
-		cancel()
+		cancel(nil)
 	}()
 	// Serve stops accepting on ctx.Done and waits for in-flight requests, so
 	// every publish they started has finished before the writer is closed.
 	serveErr := ops.ServeListener(sctx, hs, apiLn, c.ShutdownTimeout, log)
-	cancel()
-	serveErr = errors.Join(serveErr, <-opsErr)
+	cancel(nil)
+	serveErr = errors.Join(serveErr, <-opsErr, startup.Refused(sctx))
 	if err := writer.Close(); err != nil {
 		serveErr = errors.Join(serveErr, fmt.Errorf("ingress: close kafka writer: %w", err))
 	}

@@ -6,10 +6,8 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"flag"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
@@ -22,8 +20,10 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/ops"
 	"github.com/flashsale-dev/flashsale/pkg/reap"
 	"github.com/flashsale-dev/flashsale/pkg/rebalance"
+	"github.com/flashsale-dev/flashsale/pkg/startup"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
+	"github.com/flashsale-dev/flashsale/schema"
 )
 
 func main() {
@@ -48,7 +48,7 @@ func main() {
 }
 
 func run(ctx context.Context, c config.Common, rc config.Reaper, log *slog.Logger) error {
-	db, err := openMySQL(ctx, c, rc.Interval, log)
+	db, err := store.Pool(c.DSN(), 8)
 	if err != nil {
 		return err
 	}
@@ -64,10 +64,6 @@ func run(ctx context.Context, c config.Common, rc config.Reaper, log *slog.Logge
 		Interval: rc.Interval, BatchSize: rc.BatchSize, OrphanGrace: rc.OrphanGrace, StoreTimeout: c.StoreTimeout,
 		SweepUnknownItems: true, // this Redis serves this database alone
 	})
-	if err := r.CheckClock(ctx); err != nil {
-		return err
-	}
-
 	ready := ops.Readiness{Timeout: c.StoreTimeout, Checks: map[string]ops.Check{
 		"mysql": db.PingContext,
 		"redis": func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
@@ -85,6 +81,18 @@ func run(ctx context.Context, c config.Common, rc config.Reaper, log *slog.Logge
 		}
 		serveErr <- err
 	}()
+	// The stores are waited for with the ops server up (a failover is not
+	// a crash loop), then checked: an unfit server or a schema behind this
+	// binary stops the reaper before it touches anything.
+	go ops.WatchDependencies(ctx, ready, startup.WatchEvery, ops.NewDependencyGauge(reg), log)
+	checks := startup.Checks{Timeout: c.StoreTimeout, Server: c.ServerChecks, Schema: schema.FS, Log: log}
+	if err := errors.Join(checks.MySQL(ctx, db), checks.Redis(ctx, rdb), r.CheckClock(ctx)); err != nil {
+		if ctx.Err() != nil && context.Cause(ctx) == ctx.Err() {
+			err = nil // stopped while waiting: a shutdown, not a failure
+		}
+		cancel(nil)
+		return errors.Join(err, <-serveErr)
+	}
 
 	// The auditor rides along: it already needs exactly the reaper's two
 	// stores, and one exporter of the drift gauges is enough (it runs in
@@ -112,21 +120,4 @@ func run(ctx context.Context, c config.Common, rc config.Reaper, log *slog.Logge
 	runErr := r.Run(ctx) // returns on shutdown, after the batch in progress
 	cancel(nil)
 	return errors.Join(runErr, <-audErr, <-rbErr, <-serveErr)
-}
-
-// openMySQL waits for MySQL to answer (it may still be starting next to us),
-// retrying every interval until ctx ends.
-func openMySQL(ctx context.Context, c config.Common, interval time.Duration, log *slog.Logger) (*sql.DB, error) {
-	for {
-		db, err := store.Open(ctx, c.DSN(), 8, c.StoreTimeout)
-		if err == nil {
-			return db, nil
-		}
-		log.Warn("MySQL not reachable yet, retrying", "err", err)
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("open MySQL: %w (last error: %w)", ctx.Err(), err)
-		case <-time.After(interval):
-		}
-	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/migrate"
 	"github.com/flashsale-dev/flashsale/pkg/ops"
 	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/startup"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 	"github.com/flashsale-dev/flashsale/schema"
 )
@@ -48,6 +49,17 @@ func main() {
 func run(ctx context.Context, c config.Common, s config.Setup, log *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(ctx, s.Wait)
 	defer cancel()
+	// A server that would not enforce the schema's CHECK constraints is
+	// refused before anything is migrated onto it.
+	pool, err := store.Pool(c.DSN(), 1)
+	if err != nil {
+		return err
+	}
+	err = startup.Checks{Timeout: c.StoreTimeout, Server: c.ServerChecks, Log: log}.MySQL(ctx, pool)
+	pool.Close()
+	if err != nil {
+		return fmt.Errorf("mysql: %w", err)
+	}
 	if err := retry(ctx, log, "mysql", retryableMySQL, func() error {
 		db, err := store.Open(ctx, c.DSN(), 2, c.StoreTimeout)
 		if err != nil {

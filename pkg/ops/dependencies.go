@@ -98,7 +98,7 @@ func bounded(ctx context.Context, timeout time.Duration, c Check) error {
 }
 
 // WaitFor calls check (bounded by timeout) until it succeeds, every
-// interval, logging each failure as "waiting for NAME", so a deployable
+// interval, logging the first failure and every 15th as "waiting for NAME", so a deployable
 // started during an outage waits for it, visibly, instead of exiting into
 // a crash loop. It returns ctx's error, joined with the last failure, when
 // ctx ends first.
@@ -114,7 +114,11 @@ func WaitFor(ctx context.Context, name string, check Check, timeout, interval ti
 		if ctx.Err() != nil {
 			return fmt.Errorf("waiting for %s: %w (last error: %w)", name, ctx.Err(), err)
 		}
-		log.Warn("waiting for "+name, "dependency", name, "attempt", attempt, "err", err)
+		// The first failure, then one line in 15: a long outage should not
+		// flood the logs of every replica.
+		if attempt%15 == 1 {
+			log.Warn("waiting for "+name, "dependency", name, "attempt", attempt, "err", err)
+		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for %s: %w (last error: %w)", name, ctx.Err(), err)

@@ -22,8 +22,10 @@ type Querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// Open opens a pool on dsn and checks it answers within timeout.
-func Open(ctx context.Context, dsn string, maxOpen int, timeout time.Duration) (*sql.DB, error) {
+// Pool returns a pool on dsn without connecting: the deployables make it
+// first and wait for MySQL afterwards (pkg/startup), so a MySQL that is
+// down at start-up is waited for, not a reason to exit.
+func Pool(dsn string, maxOpen int) (*sql.DB, error) {
 	db, err := sql.Open("mysql", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("store: open: %w", err)
@@ -31,6 +33,15 @@ func Open(ctx context.Context, dsn string, maxOpen int, timeout time.Duration) (
 	db.SetMaxOpenConns(maxOpen)
 	db.SetMaxIdleConns(maxOpen)
 	db.SetConnMaxLifetime(5 * time.Minute)
+	return db, nil
+}
+
+// Open opens a pool on dsn and checks it answers within timeout.
+func Open(ctx context.Context, dsn string, maxOpen int, timeout time.Duration) (*sql.DB, error) {
+	db, err := Pool(dsn, maxOpen)
+	if err != nil {
+		return nil, err
+	}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := db.PingContext(pctx); err != nil {
