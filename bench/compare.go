@@ -42,7 +42,7 @@ func RunCompare(ctx context.Context, c config.Common, w Workload) (Output, error
 		return Output{}, err
 	}
 	defer db.Close()
-	rdb := stock.NewClient(c.RedisAddrs(), c.StoreTimeout, w.Concurrency+8)
+	rdb := stock.NewClientFrom(c.RedisConn(), c.StoreTimeout, w.Concurrency+8)
 	defer rdb.Close()
 
 	orderers := map[string]Orderer{

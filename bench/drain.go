@@ -120,13 +120,13 @@ func drain(ctx context.Context, c config.Common, cc config.Consumer, s Settings)
 	if _, err := migrate.Apply(ctx, db, schema.FS, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
 		return DrainResult{}, fmt.Errorf("drain: migrate: %w", err)
 	}
-	rdb := stock.NewClient(c.RedisAddrs(), c.StoreTimeout, 256)
+	rdb := stock.NewClientFrom(c.RedisConn(), c.StoreTimeout, 256)
 	defer rdb.Close()
 	st := stock.New(rdb)
 
 	suffix := fmt.Sprintf("%d", time.Now().UnixNano())
 	topic, dlq, group := "flashsale.drain."+suffix, "flashsale.drain.dlq."+suffix, "flashsale-drain-"+suffix
-	if _, err := queue.EnsureTopics(ctx, c.Brokers(), queue.Topics(topic, dlq, partitions), queue.Durability{}); err != nil {
+	if _, err := kafkaSec.EnsureTopics(ctx, c.Brokers(), queue.Topics(topic, dlq, partitions), queue.Durability{}); err != nil {
 		return DrainResult{}, err
 	}
 	defer deleteTopics(c.Brokers(), topic, dlq)
@@ -154,7 +154,7 @@ func drain(ctx context.Context, c config.Common, cc config.Consumer, s Settings)
 	vals = nil
 
 	res := DrainResult{Messages: s.Drain, Items: s.DrainItems, Buckets: buckets, Replicas: replicas, Partitions: partitions, Sample: s.DrainSample}
-	if lag, err := queue.Lag(ctx, c.Brokers(), group, topic); err == nil {
+	if lag, err := kafkaSec.Lag(ctx, c.Brokers(), group, topic); err == nil {
 		res.PartitionMsgs = partitionCounts(lag)
 	}
 	log.Info("drain: consuming", "replicas", replicas)
@@ -228,7 +228,7 @@ func dropDrainDB(ctx context.Context, dsn, dbName string) error {
 // produceAll publishes vals keyed by item as the ingress does (one item, one
 // partition), acked by all in-sync replicas.
 func produceAll(ctx context.Context, brokers []string, topic string, vals [][]byte) error {
-	w := queue.NewBatchedWriter(brokers, topic, 30*time.Second, queue.Batching{Size: 5000, Bytes: 1 << 20, Timeout: 5 * time.Millisecond})
+	w := kafkaSec.NewBatchedWriter(brokers, topic, 30*time.Second, queue.Batching{Size: 5000, Bytes: 1 << 20, Timeout: 5 * time.Millisecond})
 	defer w.Close()
 	const chunk = 20_000
 	var wg sync.WaitGroup
@@ -322,7 +322,7 @@ func consumeAll(ctx context.Context, c config.Common, cc config.Consumer, s Sett
 			res.Whole = time.Since(start)
 			cpu0 = readCPUSplit(redisAddr)
 		}
-		lag, err := queue.Lag(ctx, c.Brokers(), group, topic)
+		lag, err := kafkaSec.Lag(ctx, c.Brokers(), group, topic)
 		if err != nil || len(lag) == 0 {
 			continue
 		}
@@ -418,7 +418,7 @@ func writeDrain(w io.Writer, r DrainResult, cc config.Consumer) {
 func deleteTopics(brokers []string, topics ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	client := &kafka.Client{Addr: kafka.TCP(brokers...)}
+	client := kafkaSec.Client(brokers)
 	if _, err := client.DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: topics}); err != nil {
 		slog.Warn("drain: delete topics", "err", err)
 	}

@@ -70,14 +70,14 @@ func newReplicas(ctx context.Context, c config.Common, cc config.Consumer, dsn s
 			return fail(fmt.Errorf("drain: replica %d: %w", i, err))
 		}
 		r := &drainReplica{clientID: fmt.Sprintf("flashsale-drain-%d", i), db: db,
-			rdb: stock.NewClient(c.RedisAddrs(), c.StoreTimeout, 32), m: orderwriter.NewMetrics(prometheus.NewRegistry())}
+			rdb: stock.NewClientFrom(c.RedisConn(), c.StoreTimeout, 32), m: orderwriter.NewMetrics(prometheus.NewRegistry())}
 		out = append(out, r)
 		r.cons, err = orderwriter.New(orderwriter.Config{
 			Brokers: c.Brokers(), Topic: topic, DLQTopic: dlq, GroupID: group,
 			BatchSize: cc.BatchSize, BatchWait: cc.BatchWait, MaxBackoff: cc.MaxBackoff, GiveUpAfter: cc.GiveUpAfter,
 			ItemParallelism: cc.ItemParallelism, BatchesInFlight: cc.BatchesInFlight,
 			PaymentWindow: c.PaymentWindow, StoreTimeout: c.StoreTimeout, DrainTimeout: 10 * time.Second,
-			Dialer:            &kafka.Dialer{ClientID: r.clientID, Timeout: 10 * time.Second, DualStack: true},
+			Dialer:            kafkaDialer(r.clientID),
 			HeartbeatInterval: drainHeartbeat, SessionTimeout: drainSession, RebalanceTimeout: drainRebalance,
 		}, db, stock.New(r.rdb), r.m, quiet)
 		if err != nil {
@@ -91,7 +91,7 @@ func newReplicas(ctx context.Context, c config.Common, cc config.Consumer, dsn s
 // partition of topic when there are enough, and which partitions each
 // client id holds.
 func groupWhole(ctx context.Context, brokers []string, group, topic string, n, partitions int) (map[string][]int, bool, error) {
-	client := &kafka.Client{Addr: kafka.TCP(brokers...)}
+	client := kafkaSec.Client(brokers)
 	resp, err := client.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{group}})
 	if err != nil {
 		return nil, false, err

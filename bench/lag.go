@@ -4,8 +4,6 @@ import (
 	"context"
 	"sync"
 	"time"
-
-	"github.com/flashsale-dev/flashsale/pkg/queue"
 )
 
 // LagSampler records the peak consumer-group lag on the orders topic while
@@ -29,7 +27,7 @@ type LagSampler struct {
 func NewLagSampler(ctx context.Context, brokers []string, group, topic string) (*LagSampler, error) {
 	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	if err := queue.Ping(pctx, brokers); err != nil {
+	if err := kafkaSec.Ping(pctx, brokers); err != nil {
 		return nil, err
 	}
 	return &LagSampler{brokers: brokers, group: group, topic: topic}, nil
@@ -52,7 +50,7 @@ func (l *LagSampler) Run(ctx context.Context, interval time.Duration) {
 func (l *LagSampler) sample(ctx context.Context) {
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	lag, err := queue.Lag(sctx, l.brokers, l.group, l.topic)
+	lag, err := kafkaSec.Lag(sctx, l.brokers, l.group, l.topic)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err != nil {

@@ -35,6 +35,10 @@ func run(args []string) int {
 	if err := config.Parse(fs, args, &c, &s, &cc); err != nil {
 		return config.Exit(fs, err)
 	}
+	if err := setKafkaSecurity(c); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 2
+	}
 	// Refuse -html before the sale, not after it, when the charting script
 	// is missing from this build.
 	if s.HTML != "" {

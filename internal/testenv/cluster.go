@@ -115,7 +115,7 @@ func KafkaCluster(t testing.TB) []string {
 	brokers := Kafka(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	meta, err := (&kafka.Client{Addr: kafka.TCP(brokers...)}).Metadata(ctx, &kafka.MetadataRequest{})
+	meta, err := KafkaSecurity(t).Client(brokers).Metadata(ctx, &kafka.MetadataRequest{})
 	if err != nil {
 		t.Fatalf("testenv: Kafka metadata: %v", err)
 	}

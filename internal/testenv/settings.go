@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/flashsale-dev/flashsale/pkg/config"
+	"github.com/flashsale-dev/flashsale/pkg/queue"
 )
 
 // CommonFrom returns the shared settings parsed from env alone (not the
@@ -21,4 +22,15 @@ func CommonFrom(t testing.TB, env map[string]string) config.Common {
 		t.Fatalf("testenv: %v", err)
 	}
 	return c
+}
+
+// KafkaSecurity is the Security of the FLASHSALE_KAFKA_* settings (nil
+// fields, plaintext, on the default stack), as the deployables build it.
+func KafkaSecurity(t testing.TB) *queue.Security {
+	t.Helper()
+	sec, err := queue.NewSecurity(Common(t).Kafka)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	return sec
 }

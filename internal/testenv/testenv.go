@@ -113,7 +113,7 @@ func MySQL(t testing.TB) (*sql.DB, string) {
 func Redis(t testing.TB) redis.UniversalClient {
 	t.Helper()
 	c := Common(t)
-	rdb := stock.NewClient(c.RedisAddrs(), 5*time.Second, 256)
+	rdb := stock.NewClientFrom(c.RedisConn(), 5*time.Second, 256)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := rdb.Ping(ctx).Err(); err != nil {
@@ -129,7 +129,7 @@ func Kafka(t testing.TB) []string {
 	c := Common(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := queue.Ping(ctx, c.Brokers()); err != nil {
+	if err := KafkaSecurity(t).Ping(ctx, c.Brokers()); err != nil {
 		t.Fatalf("testenv: Kafka at %s unreachable: %v; %s", c.KafkaBrokers, err, hint)
 	}
 	return c.Brokers()
@@ -145,7 +145,7 @@ func Topics(t testing.TB, partitions int) (orders, dlq, group string) {
 	orders, dlq, group = "test.orders."+s, "test.dlq."+s, "test-group-"+s
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err := queue.EnsureTopics(ctx, brokers, []queue.TopicSpec{{Name: orders, Partitions: partitions}, {Name: dlq, Partitions: 1}}, Durability(t))
+	_, err := KafkaSecurity(t).EnsureTopics(ctx, brokers, []queue.TopicSpec{{Name: orders, Partitions: partitions}, {Name: dlq, Partitions: 1}}, Durability(t))
 	if err != nil {
 		t.Fatalf("testenv: create topics: %v", err)
 	}

@@ -30,6 +30,9 @@ type Config struct {
 	// StoreTimeout bounds each Redis and MySQL call.
 	StoreTimeout time.Duration
 	Brokers      []string
+	// Kafka is how the readiness check and the lag read reach Brokers
+	// (TLS, SASL); nil = plaintext.
+	Kafka *queue.Security
 	// Topic is the orders topic; the writer must write to it. Default
 	// queue.OrdersTopic (tests use a topic of their own).
 	Topic string
@@ -121,7 +124,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 	s.ready = ops.Readiness{Timeout: cfg.StoreTimeout, Optional: map[string]bool{"mysql": true}, Checks: map[string]ops.Check{
 		"redis": func(ctx context.Context) error { return d.Stock.Client().Ping(ctx).Err() },
 		"mysql": func(ctx context.Context) error { return d.DB.PingContext(ctx) },
-		"kafka": func(ctx context.Context) error { return queue.Ping(ctx, cfg.Brokers) },
+		"kafka": func(ctx context.Context) error { return cfg.Kafka.Ping(ctx, cfg.Brokers) },
 		// Without keys from the identity provider every token is refused:
 		// keep such a replica out of rotation. Always ok with HS256.
 		"auth": s.verifier.Ready,
@@ -192,7 +195,7 @@ func (s *Server) routes(ipx echo.IPExtractor) *echo.Echo {
 func (s *Server) consumerLag(ctx context.Context) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
 	defer cancel()
-	lag, err := queue.Lag(ctx, s.cfg.Brokers, s.cfg.Group, s.cfg.Topic)
+	lag, err := s.cfg.Kafka.Lag(ctx, s.cfg.Brokers, s.cfg.Group, s.cfg.Topic)
 	if err != nil {
 		return 0, err
 	}

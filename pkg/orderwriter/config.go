@@ -55,7 +55,9 @@ type Config struct {
 	// LagInterval is how often the group's committed lag is polled from the
 	// broker, and the bound of one poll; default 5s.
 	LagInterval time.Duration
-	// Dialer is the Kafka dialer (tests inject faults); nil = kafka-go default.
+	// Dialer is the Kafka dialer (queue.Security.Dialer: TLS and SASL; tests
+	// inject faults); the reader, the DLQ writer and the lag watch all use
+	// it. nil = kafka-go default, plaintext.
 	Dialer *kafka.Dialer
 	// HeartbeatInterval, SessionTimeout and RebalanceTimeout tune the group
 	// protocol; zero = kafka-go defaults (3s, 30s, 30s). Tests shorten them.

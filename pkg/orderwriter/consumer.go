@@ -103,7 +103,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		defer close(lagDone)
 		w := &lagWatch{interval: c.cfg.LagInterval, m: c.m, log: c.log,
 			poll: func(ctx context.Context) (map[int]int64, error) {
-				return queue.Lag(ctx, c.cfg.Brokers, c.cfg.GroupID, c.cfg.Topic)
+				return queue.SecurityOf(c.cfg.Dialer).Lag(ctx, c.cfg.Brokers, c.cfg.GroupID, c.cfg.Topic)
 			}}
 		w.run(lagCtx)
 	}()
