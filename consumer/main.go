@@ -50,8 +50,23 @@ func run(common config.Common, cc config.Consumer) error {
 		return err
 	}
 	defer db.Close()
-	rdb := stock.NewClient(common.RedisAddrs(), common.StoreTimeout, 32)
+	// A refused login or certificate stops start-up (one line naming the
+	// setting); a store that is merely down is waited for below.
+	if err := common.CheckMySQL(ctx, db); err != nil {
+		return err
+	}
+	rdb := stock.NewClientFrom(common.RedisConn(), common.StoreTimeout, 32)
 	defer rdb.Close()
+	if err := stock.StartupCheck(ctx, rdb, common.RedisConn(), common.StoreTimeout); err != nil {
+		return err
+	}
+	kafkaSec, err := queue.NewSecurity(common.Kafka)
+	if err != nil {
+		return err
+	}
+	if err := kafkaSec.StartupCheck(ctx, common.Brokers(), common.StoreTimeout); err != nil {
+		return err
+	}
 	st := stock.New(rdb)
 	if err := stock.LoadScripts(ctx, rdb); err != nil {
 		log.Warn("preload lua scripts", "err", err) // an optimisation only
@@ -61,6 +76,7 @@ func run(common config.Common, cc config.Consumer) error {
 	ops.ServePprof(ctx, common.PprofAddr, log)
 	c, err := orderwriter.New(orderwriter.Config{
 		Brokers:         common.Brokers(),
+		Dialer:          kafkaSec.Dialer(),
 		Topic:           common.OrdersTopic,
 		DLQTopic:        common.DLQTopic,
 		GroupID:         common.ConsumerGroup,
@@ -82,7 +98,7 @@ func run(common config.Common, cc config.Consumer) error {
 	ready := ops.Readiness{Timeout: common.StoreTimeout, Checks: map[string]ops.Check{
 		"mysql": db.PingContext,
 		"redis": func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
-		"kafka": func(ctx context.Context) error { return queue.Ping(ctx, common.Brokers()) },
+		"kafka": func(ctx context.Context) error { return kafkaSec.Ping(ctx, common.Brokers()) },
 	}}
 	srv := &http.Server{Handler: ops.Mux(reg, ready), ReadHeaderTimeout: 5 * time.Second}
 

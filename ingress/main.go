@@ -54,8 +54,16 @@ func run(ctx context.Context, c config.Common, in config.Ingress, log *slog.Logg
 		return err
 	}
 	defer db.Close()
-	rdb := stock.NewClient(c.RedisAddrs(), c.StoreTimeout, 512)
+	// A refused login or certificate stops start-up (one line naming the
+	// setting); a store that is merely down is waited for below.
+	if err := c.CheckMySQL(ctx, db); err != nil {
+		return err
+	}
+	rdb := stock.NewClientFrom(c.RedisConn(), c.StoreTimeout, 512)
 	defer rdb.Close()
+	if err := stock.StartupCheck(ctx, rdb, c.RedisConn(), c.StoreTimeout); err != nil {
+		return err
+	}
 	if err := stock.LoadScripts(ctx, rdb); err != nil {
 		log.Warn("lua scripts not preloaded; they load on first use", "err", err)
 	}
@@ -63,7 +71,14 @@ func run(ctx context.Context, c config.Common, in config.Ingress, log *slog.Logg
 	if err != nil {
 		return err
 	}
-	writer := queue.NewBatchedWriter(c.Brokers(), c.OrdersTopic, in.PublishTimeout, queue.Batching{
+	kafkaSec, err := queue.NewSecurity(c.Kafka)
+	if err != nil {
+		return err
+	}
+	if err := kafkaSec.StartupCheck(ctx, c.Brokers(), c.StoreTimeout); err != nil {
+		return err
+	}
+	writer := kafkaSec.NewBatchedWriter(c.Brokers(), c.OrdersTopic, in.PublishTimeout, queue.Batching{
 		Size: in.PublishBatchSize, Bytes: int64(in.PublishBatchBytes), Timeout: in.PublishBatchTimeout, Compression: codec})
 	wctx, wcancel := context.WithTimeout(ctx, in.PublishTimeout)
 	if err := queue.Warm(wctx, writer); err != nil {
@@ -80,7 +95,7 @@ func run(ctx context.Context, c config.Common, in config.Ingress, log *slog.Logg
 		st = st.WithCoalescer(co)
 	}
 	ops.ServePprof(ctx, c.PprofAddr, log)
-	srv, err := httpapi.New(httpapi.Config{Ingress: in, StoreTimeout: c.StoreTimeout, Brokers: c.Brokers(), Topic: c.OrdersTopic, Group: c.ConsumerGroup},
+	srv, err := httpapi.New(httpapi.Config{Ingress: in, StoreTimeout: c.StoreTimeout, Brokers: c.Brokers(), Kafka: kafkaSec, Topic: c.OrdersTopic, Group: c.ConsumerGroup},
 		httpapi.Deps{DB: db, Stock: st, Publisher: writer, Registry: reg, Log: log, OpenAPI: openAPI})
 	if err != nil {
 		_ = writer.Close()

@@ -53,8 +53,16 @@ func run(ctx context.Context, c config.Common, rc config.Reaper, log *slog.Logge
 		return err
 	}
 	defer db.Close()
-	rdb := stock.NewClient(c.RedisAddrs(), c.StoreTimeout, 32)
+	// A refused login or certificate stops start-up (one line naming the
+	// setting); a store that is merely down is waited for below.
+	if err := c.CheckMySQL(ctx, db); err != nil {
+		return err
+	}
+	rdb := stock.NewClientFrom(c.RedisConn(), c.StoreTimeout, 32)
 	defer rdb.Close()
+	if err := stock.StartupCheck(ctx, rdb, c.RedisConn(), c.StoreTimeout); err != nil {
+		return err
+	}
 
 	reg := ops.NewRegistry()
 	ops.ServePprof(ctx, c.PprofAddr, log)

@@ -55,6 +55,12 @@ func run(ctx context.Context, c config.Common, s config.Setup, log *slog.Logger)
 	if err != nil {
 		return err
 	}
+	// A refused login or certificate is one line naming the setting, never
+	// retried until FLASHSALE_WAIT runs out.
+	if err := c.CheckMySQL(ctx, pool); err != nil {
+		pool.Close()
+		return err
+	}
 	err = startup.Checks{Timeout: c.StoreTimeout, Server: c.ServerChecks, Log: log}.MySQL(ctx, pool)
 	pool.Close()
 	if err != nil {
@@ -77,10 +83,20 @@ func run(ctx context.Context, c config.Common, s config.Setup, log *slog.Logger)
 	var rep queue.TopicsReport
 	// A topic below its durability is an operator's decision; too few
 	// brokers may be a cluster still starting.
-	retryableKafka := func(err error) bool { return !errors.Is(err, queue.ErrUnderReplicated) }
+	// Settings the brokers refuse (config.ErrRefused) are not retried either.
+	retryableKafka := func(err error) bool {
+		return !errors.Is(err, queue.ErrUnderReplicated) && !errors.Is(err, config.ErrRefused)
+	}
+	kafkaSec, err := queue.NewSecurity(c.Kafka)
+	if err != nil {
+		return err
+	}
 	if err := retry(ctx, log, "kafka", retryableKafka, func() error {
+		if err := kafkaSec.StartupCheck(ctx, c.Brokers(), c.StoreTimeout); err != nil {
+			return err
+		}
 		var err error
-		rep, err = queue.EnsureTopics(ctx, c.Brokers(), queue.Topics(c.OrdersTopic, c.DLQTopic, s.TopicPartitions),
+		rep, err = kafkaSec.EnsureTopics(ctx, c.Brokers(), queue.Topics(c.OrdersTopic, c.DLQTopic, s.TopicPartitions),
 			queue.Durability{Replication: s.TopicReplication, MinInsync: s.TopicMinInsync})
 		return err
 	}); err != nil {
