@@ -56,6 +56,7 @@ func exported(t *testing.T) map[string]bool {
 	reap.NewMetrics(r)
 	auditor.NewMetrics(r)
 	rebalance.NewMetrics(r)
+	ops.NewDependencyGauge(r)
 	// Go runtime and process collectors, as every main registers them.
 	for _, mf := range must(ops.NewRegistry().Gather()) {
 		r.names[mf.GetName()] = true
