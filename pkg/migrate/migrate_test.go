@@ -70,6 +70,16 @@ func TestNewMigrationAppliedOnceInOrder(t *testing.T) {
 	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM m_a").Scan(&n); err != nil || n != 2 {
 		t.Fatalf("rows %d %v", n, err)
 	}
+	migs, _ := migrate.Load(fsys)
+	for _, m := range migs {
+		var sum, state string
+		if err := db.QueryRowContext(ctx, "SELECT checksum, state FROM schema_migrations WHERE version = ?", m.Version).Scan(&sum, &state); err != nil {
+			t.Fatalf("%s: %v", m.Version, err)
+		}
+		if sum != m.Checksum || state != "applied" {
+			t.Errorf("%s recorded as %s %s, want %s applied", m.Version, sum, state, m.Checksum)
+		}
+	}
 }
 
 // The CHECK constraints are the last word on correctness: MySQL itself
