@@ -181,7 +181,9 @@ func failed(ctx context.Context, conn *sql.Conn, m Migration, i int, err error) 
 	}
 	msg := err.Error()
 	if len(msg) > maxErrorLen {
-		msg = msg[:maxErrorLen]
+		// Cut on a character boundary: a broken UTF-8 sequence would make
+		// the server refuse the UPDATE, and the error would be lost.
+		msg = strings.ToValidUTF8(msg[:maxErrorLen], "")
 	}
 	_, _ = conn.ExecContext(wctx, "UPDATE schema_migrations SET last_error = ? WHERE version = ?", msg, m.Version)
 	return fmt.Errorf("migrate: %s statement %d of %d: %w (the migration is now half applied: the next run refuses it and says how to repair)",
