@@ -28,6 +28,7 @@ type k8sSet struct {
 	PDBs          map[string]*policyv1.PodDisruptionBudget
 	Jobs          map[string]*batchv1.Job
 	ScaledObjects map[string]*scaledObject
+	TriggerAuths  map[string]*triggerAuthentication
 }
 
 // buildK8s runs kustomize on dir as `kubectl apply -k dir` would, from the
@@ -54,7 +55,7 @@ func decodeK8s(resources []*resource.Resource) (*k8sSet, error) {
 		ConfigMaps: map[string]*corev1.ConfigMap{}, Namespaces: map[string]*corev1.Namespace{},
 		Secrets: map[string]*corev1.Secret{}, HPAs: map[string]*autoscalingv2.HorizontalPodAutoscaler{},
 		PDBs: map[string]*policyv1.PodDisruptionBudget{}, Jobs: map[string]*batchv1.Job{},
-		ScaledObjects: map[string]*scaledObject{},
+		ScaledObjects: map[string]*scaledObject{}, TriggerAuths: map[string]*triggerAuthentication{},
 	}
 	var errs []error
 	for _, r := range resources {
@@ -83,6 +84,8 @@ func decodeK8s(resources []*resource.Resource) (*k8sSet, error) {
 			err = addStrict(set.Jobs, name, b)
 		case "keda.sh/v1alpha1 ScaledObject":
 			err = addStrict(set.ScaledObjects, name, b)
+		case "keda.sh/v1alpha1 TriggerAuthentication":
+			err = addStrict(set.TriggerAuths, name, b)
 		default:
 			err = fmt.Errorf("no typed check for %s: add its Go type to decodeK8s", gvk)
 		}

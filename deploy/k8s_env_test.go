@@ -89,7 +89,7 @@ func containerEnv(set *k8sSet, c corev1.Container, used map[string]map[string]bo
 // secretSetting reports whether a setting holds a credential, by the rule
 // pkg/config uses to redact it from error messages.
 func secretSetting(name string) bool {
-	return strings.Contains(name, "SECRET") || strings.Contains(name, "DSN")
+	return strings.Contains(name, "SECRET") || strings.Contains(name, "DSN") || strings.Contains(name, "PASSWORD")
 }
 
 // secretSamples stand in for what the Secret holds in a cluster, so that the
@@ -97,6 +97,8 @@ func secretSetting(name string) bool {
 var secretSamples = map[string]string{
 	"FLASHSALE_JWT_SECRET": "a-sample-secret-for-the-manifest-test",
 	"FLASHSALE_MYSQL_DSN":  "flashsale:sample@tcp(mysql:3306)/flashsale",
+	// The example overlay logs in to SASL_SSL brokers.
+	"FLASHSALE_KAFKA_SASL_PASSWORD": "a-sample-kafka-password",
 }
 
 // deployable is one of this repository's commands as a container runs it,

@@ -141,6 +141,7 @@ func checkAutoscalers(t *testing.T, set *k8sSet, byBin map[string][]*workload) {
 			owners[ref.Name] = append(owners[ref.Name], "ScaledObject "+name)
 		}
 		checkScaledObject(t, name, so, byBin)
+		checkKafkaAuth(t, set, name, so, byBin)
 	}
 	for name, d := range set.Deployments {
 		switch n := len(owners[name]); {
