@@ -3,8 +3,8 @@ package config
 import (
 	"context"
 	"crypto/tls"
-	"database/sql"
 	"crypto/x509"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
