@@ -101,9 +101,10 @@ func (c *Consumer) Run(ctx context.Context) error {
 	lagDone := make(chan struct{})
 	go func() {
 		defer close(lagDone)
+		sec := queue.SecurityOf(c.cfg.Dialer) // one transport for every poll
 		w := &lagWatch{interval: c.cfg.LagInterval, m: c.m, log: c.log,
 			poll: func(ctx context.Context) (map[int]int64, error) {
-				return queue.SecurityOf(c.cfg.Dialer).Lag(ctx, c.cfg.Brokers, c.cfg.GroupID, c.cfg.Topic)
+				return sec.Lag(ctx, c.cfg.Brokers, c.cfg.GroupID, c.cfg.Topic)
 			}}
 		w.run(lagCtx)
 	}()

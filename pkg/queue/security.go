@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -30,6 +31,9 @@ type Security struct {
 	SASL sasl.Mechanism
 	// User is SASL's user, for error messages only.
 	User string
+
+	adminOnce sync.Once
+	admin     *kafka.Transport
 }
 
 // NewSecurity builds the Security of the settings k (validated by
@@ -93,9 +97,17 @@ func (s *Security) Transport() *kafka.Transport {
 	return &kafka.Transport{MetadataTTL: metadataTTL, TLS: s.tls(), SASL: s.sasl()}
 }
 
-// Client is a kafka-go admin client of brokers over s.
+// Client is a kafka-go admin client of brokers over s. The clients of one
+// Security share one transport (its connections and metadata cache: a
+// topic it created is known to the next client at once); without TLS and
+// SASL that is kafka-go's DefaultTransport, as before.
 func (s *Security) Client(brokers []string) *kafka.Client {
-	return &kafka.Client{Addr: kafka.TCP(brokers...), Transport: s.Transport()}
+	c := &kafka.Client{Addr: kafka.TCP(brokers...)}
+	if s.tls() != nil || s.sasl() != nil {
+		s.adminOnce.Do(func() { s.admin = s.Transport() })
+		c.Transport = s.admin
+	}
+	return c
 }
 
 // explain names the setting behind a connection failure to broker, so a

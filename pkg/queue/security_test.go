@@ -87,6 +87,12 @@ func TestSecurityReachesEveryClient(t *testing.T) {
 			t.Errorf("%s: TLS/SASL not the Security's", name)
 		}
 	}
+	if sec.Client(nil).Transport != sec.Client(nil).Transport {
+		t.Errorf("two admin clients of one Security do not share its transport")
+	}
+	if (*queue.Security)(nil).Client(nil).Transport != nil {
+		t.Errorf("a plaintext admin client is not on kafka-go's DefaultTransport")
+	}
 	if back := queue.SecurityOf(d); back.TLS != sec.TLS || back.SASL != sec.SASL {
 		t.Errorf("SecurityOf(Dialer()) lost TLS or SASL")
 	}
