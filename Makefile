@@ -5,13 +5,18 @@ GO ?= go
 # The local stack's settings, unless the caller already exported FLASHSALE_*.
 STACK_ENV = eval "$$($(STACK) env)" &&
 CLUSTER_ENV = eval "$$($(STACK) env --cluster)" &&
+# The same stack reached over TLS with credentials, as a managed service is:
+# Kafka SASL_SSL (SCRAM-SHA-512), Redis TLS with an ACL user, MariaDB TLS
+# with a REQUIRE SSL user (deploy/local/stack.sh env --tls).
+TLS_ENV = eval "$$($(STACK) env --tls)" &&
 GOTEST_FLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: report-deps report-assets run test test-faults test-cluster test-cluster-reduced test-faults-cluster cluster-up bench stack-up stack-down stack-status env setup build vet fmt lint clean
+.PHONY: report-deps report-assets run test test-tls test-faults test-cluster test-cluster-reduced test-faults-cluster cluster-up bench stack-up stack-down stack-status env setup build vet fmt lint clean
 
-## run: bring up the stack, migrate, start the pipeline and run the demo flash sale
+## run: bring up the stack, migrate, start the pipeline and run the demo flash
+## sale, every connection over TLS with credentials (stack.sh env --tls)
 run: stack-up setup build
-	@$(STACK_ENV) deploy/local/run.sh
+	@$(TLS_ENV) deploy/local/run.sh
 
 ## test: bring up the stack and run every test: unit, integration and race
 ## tests in parallel, the API contract (Schemathesis against a real ingress,
@@ -19,6 +24,7 @@ run: stack-up setup build
 ## then the reduced cluster run (test-cluster-reduced)
 test: stack-up setup report-deps vet
 	@$(STACK_ENV) $(GO) test $(GOTEST_FLAGS) ./...
+	@$(MAKE) --no-print-directory test-tls
 	@$(STACK_ENV) deploy/contract/run.sh
 	@$(STACK_ENV) $(GO) test -tags faults -count=1 -p 1 -timeout 40m ./faults/
 	@$(MAKE) --no-print-directory test-cluster-reduced
@@ -29,6 +35,17 @@ test: stack-up setup report-deps vet
 ## without WAIT); test-faults-cluster runs all of them
 test-cluster-reduced: test-cluster
 	@$(CLUSTER_ENV) $(GO) test -tags 'faults cluster' -count=1 -p 1 -timeout 20m -run '^TestCluster(LeaderKilled|RedisPrimaryKilled)$$' ./faults/
+
+## test-tls: what make test runs over TLS and credentials: every listener of
+## the stack tried with real clients (stack.sh check-tls), the Go tests of
+## build tag tls (logins, wrong passwords, untrusted CAs, plaintext against
+## TLS ports, Sentinel), then the whole pipeline (ingress, 2 consumers,
+## reaper) and a demo sale with its audit over SASL_SSL, rediss and MySQL TLS
+test-tls: stack-up setup build
+	@$(STACK) check-tls
+	@$(TLS_ENV) $(GO) test $(GOTEST_FLAGS) -tags tls -run '^Test(TLS|MySQLOverTLS|Sentinel)' ./pkg/config/ ./pkg/queue/ ./pkg/stock/
+	@$(TLS_ENV) $(GO) run ./setup >/dev/null
+	@rc=0; $(TLS_ENV) FLASHSALE_DEMO_ARGS='-buyers 5000 -units 200' deploy/local/run.sh || rc=$$?; deploy/local/run.sh stop >/dev/null; exit $$rc
 
 ## test-faults: the full fault-injection suite (kills and cuts servers)
 test-faults: stack-up setup
@@ -98,6 +115,7 @@ vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null; git ls-files -o --exclude-standard '*.go' 2>/dev/null))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	@$(GO) vet ./...
 	@$(GO) vet -tags faults ./faults/
+	@$(GO) vet -tags tls ./pkg/config/ ./pkg/queue/ ./pkg/stock/
 
 fmt:
 	@gofmt -w $$(git ls-files '*.go'; git ls-files -o --exclude-standard '*.go')

@@ -5,13 +5,13 @@
 # returns; `deploy/local/run.sh stop` stops them (by pid file).
 #
 # Expects the FLASHSALE_* settings of the local stack in the environment
-# (make run does `eval "$(deploy/local/stack.sh env)"`; run by hand, it reads
-# them itself) and binaries in bin/. The ingress and the demo's tokens share
+# (make run does `eval "$(deploy/local/stack.sh env --tls)"`: every connection
+# over TLS with credentials; run by hand, it reads those itself) and binaries in bin/. The ingress and the demo's tokens share
 # the stack's random JWT secret (.stack/jwt-secret).
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 if [[ -z ${FLASHSALE_JWT_SECRET:-} ]]; then
-  eval "$("$REPO/deploy/local/stack.sh" env)"
+  eval "$("$REPO/deploy/local/stack.sh" env --tls)"
 fi
 STATE=${FLASHSALE_STATE_DIR:-$REPO/.stack}/run
 BIN=$REPO/bin
