@@ -6,8 +6,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -106,7 +104,7 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 		t.Cleanup(co.Close)
 		st = st.WithCoalescer(co)
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	log := testenv.LogTail(t) // printed when the test fails
 	srv, err := New(Config{Ingress: in, StoreTimeout: o.storeTimeout, Brokers: brokers, Topic: topic, Group: group},
 		Deps{DB: db, Stock: st, Publisher: w, Registry: reg, Log: log, OpenAPI: []byte("openapi: 3.0.3\n")})
 	if err != nil {
