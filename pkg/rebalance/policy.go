@@ -39,7 +39,11 @@ type Move struct {
 //     and gives unless it wants itself (then it has buyers and is selling).
 //     Every unit thus
 //     ends sold or in a bucket nobody asks of, and "sold out" is answered
-//     (stock.SoldOutEverywhere) only when every bucket is empty.
+//     only when the buckets together hold less than the buyer asked for.
+//   - When every bucket holding stock wants more than it has (so none is a
+//     donor) and the pass would let no wanting buyer buy, the pass instead
+//     fills the wanting bucket with the smallest shortfall the item covers
+//     (consolidate): some buyer is served in every such pass, never none.
 //   - Every move is a transfer, exactly once in both stores (transfer.go),
 //     so the policy can be wrong about timing, never about the count.
 func Plan(stocks []int64, want []bool, prev []int64) []Move {
@@ -53,6 +57,76 @@ func Plan(stocks []int64, want []bool, prev []int64) []Move {
 // bucket would otherwise wait one pass per unit (half the difference of two
 // equal buckets is one unit), far longer than the ingress's bucket wait.
 func PlanNeeds(stocks []int64, want []bool, need []int64, prev []int64) []Move {
+	moves := planToward(stocks, want, need, prev)
+	if c := consolidate(stocks, want, need, after(stocks, moves)); c != nil {
+		return c
+	}
+	return moves
+}
+
+// needOf is the qty bucket b's wanting buyer asked for (at least 1).
+func needOf(need []int64, b int) int64 {
+	if b < len(need) && need[b] > 1 {
+		return need[b]
+	}
+	return 1
+}
+
+// consolidate is the policy's answer when the ordinary pass (planned, the
+// stocks it leaves) lets no wanting bucket sell although the item could
+// cover one: every bucket holding stock wants more than it has, so none is
+// a donor (stocks [1,1,0], needs [2,2,1] planned nothing, and each refusal
+// renewed the flags: a livelock while units remained). It then fills the
+// wanting bucket with the smallest shortfall that the item's stock covers,
+// from the fullest other buckets, wanting ones included, and plans only
+// that: one buyer served per pass beats every buyer waiting. nil when the
+// ordinary pass already serves a wanting bucket, or none can be covered.
+func consolidate(stocks []int64, want []bool, need []int64, planned []int64) []Move {
+	var sum int64
+	for _, s := range stocks {
+		if s > 0 {
+			sum += s
+		}
+	}
+	target, shortfall := -1, int64(0)
+	for b, s := range stocks {
+		if s < 0 || b >= len(want) || !want[b] {
+			continue
+		}
+		nd := needOf(need, b)
+		if planned[b] >= nd {
+			return nil // the ordinary pass serves this bucket's buyer
+		}
+		if nd <= sum && (target < 0 || nd-s < shortfall) {
+			target, shortfall = b, nd-s
+		}
+	}
+	if target < 0 {
+		return nil
+	}
+	left := slices.Clone(stocks)
+	var moves []Move
+	for shortfall > 0 {
+		from := -1
+		for b, s := range left {
+			if b != target && s > 0 && (from < 0 || s > left[from]) {
+				from = b
+			}
+		}
+		if from < 0 {
+			break // not reached: the others hold sum - stocks[target] >= shortfall
+		}
+		qty := min(shortfall, left[from])
+		left[from] -= qty
+		shortfall -= qty
+		moves = append(moves, Move{From: from, To: target, Qty: qty})
+	}
+	return moves
+}
+
+// planToward is the ordinary pass of PlanNeeds: recipients, wanting first,
+// each given from the fullest non-recipient donors.
+func planToward(stocks []int64, want []bool, need []int64, prev []int64) []Move {
 	n := len(stocks)
 	var sum, known int64
 	for _, s := range stocks {

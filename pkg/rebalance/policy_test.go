@@ -164,3 +164,71 @@ func TestPlanGathersAWantedQty(t *testing.T) {
 		t.Fatalf("Plan without a need: %v", moves)
 	}
 }
+
+// Every bucket holding stock also wants more than it has (a wanting bucket
+// was never a donor): two qty-2 buyers homed on buckets of 1 unit each and
+// a qty-1 buyer on the empty one. Two units remain, so a move must let one
+// of them buy; the policy planned nothing, and every buyer waited and got
+// 503 stock_moving while the refusals kept the flags up.
+func TestPlanNoLivelockWhenEveryHolderWants(t *testing.T) {
+	stocks := []int64{1, 1, 0}
+	want := []bool{true, true, true}
+	need := []int64{2, 2, 1}
+	moves := PlanNeeds(stocks, want, need, nil)
+	if !someServable(after(stocks, moves), want, need) {
+		t.Fatalf("PlanNeeds(%v, wants %v, needs %v) = %v: no wanting bucket can sell after the pass", stocks, want, need, moves)
+	}
+}
+
+// someServable reports whether a wanting bucket holds what its buyer asked.
+func someServable(stocks []int64, want []bool, need []int64) bool {
+	for b, w := range want {
+		if w && stocks[b] >= max(need[b], 1) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestPlanAlwaysServesSomeCoverableBuyer is the policy's progress property,
+// over random items: whenever the buckets together hold at least what some
+// wanting bucket's buyer asked for, one pass leaves a wanting bucket able to
+// sell to its buyer, moves only what donors have and keeps the total. So a
+// want that the stock can cover is never left waiting on the policy. 20,000
+// random cases (1-8 buckets, 0-6 units each, needs 1-3), fixed seed.
+func TestPlanAlwaysServesSomeCoverableBuyer(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(22, 2))
+	for i := 0; i < 20000; i++ {
+		n := 1 + rng.IntN(8)
+		stocks, want, need := make([]int64, n), make([]bool, n), make([]int64, n)
+		var sum int64
+		for b := range n {
+			stocks[b] = int64(rng.IntN(7))
+			sum += stocks[b]
+			want[b] = rng.IntN(2) == 0
+			need[b] = int64(1 + rng.IntN(3))
+		}
+		coverable := false
+		for b := range n {
+			if want[b] && need[b] <= sum {
+				coverable = true
+			}
+		}
+		moves := PlanNeeds(stocks, want, need, nil)
+		got := after(stocks, moves)
+		var total int64
+		for b, s := range got {
+			if s < 0 {
+				t.Fatalf("case %d: %v wants %v needs %v: moves %v leave bucket %d at %d", i, stocks, want, need, moves, b, s)
+			}
+			total += s
+		}
+		if total != sum {
+			t.Fatalf("case %d: moves %v changed the total %d to %d", i, moves, sum, total)
+		}
+		if coverable && !someServable(got, want, need) {
+			t.Fatalf("case %d: PlanNeeds(%v, wants %v, needs %v) = %v: a coverable buyer waits", i, stocks, want, need, moves)
+		}
+	}
+}
