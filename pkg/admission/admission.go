@@ -195,7 +195,11 @@ func (s *Service) awaitStock(ctx context.Context, r Request, rid string, now tim
 			// failed, and the last script run reserved nothing.
 			readErr = err
 		case snap.SoldOut(r.Qty):
-			result, ar.StockLeft = "sold_out", 0
+			// Sold out for this buyer's qty; StockLeft is what is left for
+			// the others, so the item is marked sold out on this ingress
+			// only when nothing is left (a buyer of 2 with 1 unit left must
+			// not turn every buyer of 1 away from memory).
+			result, ar.StockLeft = "sold_out", snap.Total()
 			return ar, time.Time{}, nil
 		case snap.Stocks[r.bucket] >= int64(r.Qty):
 			// The looks of one wait are one attempt of the buyer's: the

@@ -113,3 +113,24 @@ func TestBucketCountChanges(t *testing.T) {
 		t.Fatalf("MySQL bucket count %d, %v after a refused change, want 2", mysqlBuckets, err)
 	}
 }
+
+// TestQtyTwoSoldOutLeavesQtyOneBuyers: 1 unit left in 2 buckets. A buyer of
+// 2 is rightly told sold out (the buckets together hold less than 2), but
+// that must not mark the item sold out for everyone: the ingress's memory
+// answered every qty-1 buyer 410 for FLASHSALE_SOLDOUT_TTL while the unit
+// was still there (and each new qty-2 buyer renewed it).
+func TestQtyTwoSoldOutLeavesQtyOneBuyers(t *testing.T) {
+	h := newHarness(t, harnessOpts{partitions: 1, ingress: func(in *config.Ingress) { in.SoldOutTTL = time.Minute }})
+	item := testenv.ItemID()
+	h.putBucketedItem(item, 1, 2, 2) // 1 unit over 2 buckets: bucket 0 holds it
+	if s := h.st.Client().Get(context.Background(), stock.BucketKeys(item, 0).Stock).Val(); s != "1" {
+		t.Fatalf("bucket 0 holds %q, want the one unit", s)
+	}
+	home0 := usersIn(0, 2, 2, 1)
+	if r := h.order(home0[0], item, 2, ""); r.Code != http.StatusGone {
+		t.Fatalf("qty 2 with 1 unit left: %d %s, want 410 sold_out", r.Code, r.Body)
+	}
+	if r := h.order(home0[1], item, 1, ""); r.Code != http.StatusAccepted {
+		t.Fatalf("qty 1 right after, the unit still in bucket 0: %d %s, want 202", r.Code, r.Body)
+	}
+}

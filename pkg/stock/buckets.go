@@ -83,14 +83,16 @@ type BucketSnapshot struct {
 // each: 1 unit in each of two buckets is stock for a buyer of 2, which the
 // rebalancer gathers into the buyer's bucket.
 func (b BucketSnapshot) SoldOut(qty int) bool {
-	if !b.Consistent {
-		return false
-	}
+	return b.Consistent && b.Total() < int64(qty)
+}
+
+// Total is the units the buckets hold together (a missing key counts 0).
+func (b BucketSnapshot) Total() int64 {
 	var sum int64
 	for _, v := range b.Stocks {
 		sum += max(v, 0)
 	}
-	return sum < int64(qty)
+	return sum
 }
 
 // BucketSnapshot reads the stock of each of item's n buckets. A transfer
