@@ -46,7 +46,10 @@ func (v *bucketViews) get(ctx context.Context, item int64, n int, timeout time.D
 	if ok && len(cur.snap.Stocks) == n && time.Since(cur.at) < v.maxAge {
 		return cur.snap, nil
 	}
-	res, err, _ := v.sf.Do(strconv.FormatInt(item, 10), func() (any, error) {
+	// Keyed by the count too: callers that know the item by different
+	// counts (a count changed between sales, one ingress's cache behind)
+	// must not share a read of the other count's buckets.
+	res, err, _ := v.sf.Do(strconv.FormatInt(item, 10)+"/"+strconv.Itoa(n), func() (any, error) {
 		// Not the caller's context: the read is shared, and one caller
 		// leaving must not fail the others.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
