@@ -226,8 +226,15 @@ func check(n numbers, r Report) []string {
 	if r.DBStock+active != r.Total {
 		add("I3 mysql conservation: stock %d + active %d != total %d", r.DBStock, active, r.Total)
 	}
+	// A transfer between buckets takes its units out of the donor before it
+	// gives them to the recipient, so while one is open or ran during the
+	// audit the item's Redis sum may be short by what is in flight: that
+	// check waits, as the per-bucket one does (checkBuckets says why).
+	transferring := n.item.Bucketed() && (n.buckets.openTransfers > 0 || !n.buckets.quiet)
 	if !n.redis.Warmed {
 		add("I3 redis conservation: item not warmed in redis (warm it)")
+	} else if transferring {
+		// Not checked now; the report's info names the transfer.
 	} else if got := r.RedisStock + r.PendingQty - n.orderedPending + active + n.unappliedRestore; got != r.Total {
 		add("I3 redis conservation: stock %d + pending %d - pending already ordered %d + active %d + restores not yet in redis %d = %d != total %d",
 			r.RedisStock, r.PendingQty, n.orderedPending, active, n.unappliedRestore, got, r.Total)
