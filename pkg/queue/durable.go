@@ -169,8 +169,14 @@ func TopicConfigs(ctx context.Context, brokers []string, topic string) (map[stri
 	return (*Security)(nil).TopicConfigs(ctx, brokers, topic)
 }
 
-// TopicConfigs is the package TopicConfigs over s.
+// TopicConfigs is the package TopicConfigs over s; a read Kafka refuses as
+// temporary (a topic just created, not yet known to the broker asked) is
+// tried again for about a second (retryTemporary).
 func (s *Security) TopicConfigs(ctx context.Context, brokers []string, topic string) (map[string]string, error) {
+	return retryTemporary(ctx, func() (map[string]string, error) { return s.topicConfigsOnce(ctx, brokers, topic) })
+}
+
+func (s *Security) topicConfigsOnce(ctx context.Context, brokers []string, topic string) (map[string]string, error) {
 	client := s.Client(brokers)
 	resp, err := client.DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{{
 		ResourceType: kafka.ResourceTypeTopic, ResourceName: topic, ConfigNames: []string{configMinInsync, configUnclean},

@@ -2,7 +2,6 @@ package queue
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -68,33 +67,11 @@ func Lag(ctx context.Context, brokers []string, group, topic string) (map[int]in
 	return (*Security)(nil).Lag(ctx, brokers, group, topic)
 }
 
-// Lag is the package Lag over s. A read refused for a reason Kafka calls
-// temporary (a partition whose leader moved or is not elected yet: "Not
-// Leader For Partition" right after the topic was created, or during a
-// broker's failover) is read again, every lagRetry, lagAttempts times at
-// most or until ctx ends: the admin warm, whose guard is this read,
-// answered 503 for it.
+// Lag is the package Lag over s; a read Kafka refuses as temporary is
+// tried again for about a second (retryTemporary).
 func (s *Security) Lag(ctx context.Context, brokers []string, group, topic string) (map[int]int64, error) {
-	for attempt := 1; ; attempt++ {
-		lag, err := s.lagOnce(ctx, brokers, group, topic)
-		var kerr kafka.Error
-		if err == nil || attempt == lagAttempts || !errors.As(err, &kerr) || !kerr.Temporary() {
-			return lag, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, err
-		case <-time.After(lagRetry):
-		}
-	}
+	return retryTemporary(ctx, func() (map[int]int64, error) { return s.lagOnce(ctx, brokers, group, topic) })
 }
-
-// lagRetry is how soon a temporarily refused lag read is tried again, and
-// lagAttempts how often at most (a second of a leader election).
-const (
-	lagRetry    = 50 * time.Millisecond
-	lagAttempts = 20
-)
 
 func (s *Security) lagOnce(ctx context.Context, brokers []string, group, topic string) (map[int]int64, error) {
 	client := s.Client(brokers)
