@@ -26,7 +26,25 @@ export FLASHSALE_IP_RATE_LIMIT=${FLASHSALE_IP_RATE_LIMIT:-0}
 
 INGRESS_ADDR=127.0.0.1:8080
 INGRESS_OPS_ADDR=127.0.0.1:9103
-PROM_ADDR=127.0.0.1:9090
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# Prometheus: 9090 unless something else holds it. Installing Debian's
+# prometheus package (the stack does, for promtool) starts its own service
+# on 9090 on a host with systemd; the demo's then takes the next free port
+# instead of failing, and says so.
+prom_port() {
+  local p=9090
+  if [[ -f $STATE/prometheus.pid ]] && kill -0 "$(cat "$STATE/prometheus.pid")" 2>/dev/null && [[ -f $STATE/prometheus.port ]]; then
+    cat "$STATE/prometheus.port"
+    return
+  fi
+  while port_open "$p"; do p=$((p + 1)); done
+  ((p == 9090)) || echo "prometheus: 127.0.0.1:9090 is taken by a server this script did not start; using 127.0.0.1:$p instead" >&2
+  echo "$p" >"$STATE/prometheus.port"
+  echo "$p"
+}
+PROM_ADDR=127.0.0.1:$(prom_port)
 
 alive() { [[ -f $STATE/$1.pid ]] && kill -0 "$(cat "$STATE/$1.pid")" 2>/dev/null; }
 
