@@ -2,10 +2,10 @@ package auth
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"time"
 
 	"github.com/MicahParks/jwkset"
@@ -48,6 +48,12 @@ type JWKSOptions struct {
 	Timeout time.Duration
 	// Log gets the fetch failures (default slog.Default()).
 	Log *slog.Logger
+	// AllowLoopbackHTTP lets the URL (and its redirects) be plain http to a
+	// loopback address; https is required otherwise (CheckJWKSURL).
+	AllowLoopbackHTTP bool
+	// RootCAs verifies the provider's certificate (nil: the system's roots),
+	// for an identity provider behind a private CA.
+	RootCAs *x509.CertPool
 }
 
 func (o JWKSOptions) withDefaults() JWKSOptions {
@@ -67,7 +73,9 @@ func (o JWKSOptions) withDefaults() JWKSOptions {
 }
 
 // NewJWKSVerifier returns a Verifier of tokens signed with the keys of the
-// JWK Set at url, with the default policy changed by opts. It fetches the
+// JWK Set at url, with the default policy changed by opts. The URL must be
+// https, or plain http to a loopback address with jo.AllowLoopbackHTTP
+// (CheckJWKSURL); anything else is an error. It fetches the
 // set once, within jo.Timeout; when that fails it still returns a verifier,
 // which refuses every token (Ready answers ErrNoKeys) until a refresh
 // brings keys: an identity provider that blips while the ingress starts must
@@ -79,10 +87,13 @@ func (o JWKSOptions) withDefaults() JWKSOptions {
 // token without kid is tried against every key of its algorithm.
 func NewJWKSVerifier(ctx context.Context, url string, jo JWKSOptions, opts ...Option) (*Verifier, error) {
 	jo = jo.withDefaults()
+	if err := CheckJWKSURL(url, jo.AllowLoopbackHTTP); err != nil {
+		return nil, fmt.Errorf("auth: jwks %s: %w", url, err)
+	}
 	log := jo.Log.With("jwks_url", url)
 	keepGoing := true
 	kf, err := keyfunc.NewDefaultOverrideCtx(ctx, []string{url}, keyfunc.Override{
-		Client:                    &http.Client{Timeout: jo.Timeout},
+		Client:                    jwksClient(jo),
 		HTTPTimeout:               jo.Timeout,
 		NoErrorReturnFirstHTTPReq: &keepGoing,
 		RefreshInterval:           jo.Refresh,

@@ -189,6 +189,7 @@ func newTestJWKSVerifier(t *testing.T, p *idp, jo JWKSOptions, opts ...Option) *
 	if jo.Log == nil && !testing.Verbose() {
 		jo.Log = slog.New(slog.DiscardHandler) // refresh failures are the point of several tests
 	}
+	jo.AllowLoopbackHTTP = true // the test provider is plain http on 127.0.0.1
 	v, err := NewJWKSVerifier(t.Context(), p.url(), jo, opts...)
 	if err != nil {
 		t.Fatal(err)

@@ -1,10 +1,12 @@
 package config
 
 import (
+	"errors"
 	"flag"
 	"fmt"
-	"net/url"
 	"time"
+
+	"github.com/flashsale-dev/flashsale/pkg/auth"
 )
 
 // Ingress holds the HTTP front door's settings.
@@ -22,6 +24,9 @@ type Ingress struct {
 	// signed (RS256, ES256…) with one of its keys and HS256 is refused, so
 	// no one holding a shared secret can mint tokens beside the provider.
 	JWTJWKSURL string
+	// JWTJWKSAllowLoopbackHTTP lets JWTJWKSURL be plain http to a loopback
+	// address (a sidecar, a test); otherwise it must be https.
+	JWTJWKSAllowLoopbackHTTP bool
 	// JWTJWKSRefresh is the background refresh interval of the JWK Set.
 	JWTJWKSRefresh time.Duration
 	// JWTJWKSMinRefresh is the least time between two refreshes that tokens
@@ -98,6 +103,7 @@ func (c *Ingress) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "127.0.0.1:9103", "ops listen address host:port for /healthz, /readyz, /metrics (keep it off the public network)")
 	fs.StringVar(&c.JWTSecret, "jwt-secret", "", "HS256 secret for bearer tokens, at least 16 bytes; empty when jwt-jwks-url is set")
 	fs.StringVar(&c.JWTJWKSURL, "jwt-jwks-url", "", "an identity provider's JWK Set URL: verify RS256/ES256 tokens with its keys instead of the HS256 secret")
+	fs.BoolVar(&c.JWTJWKSAllowLoopbackHTTP, "jwt-jwks-allow-loopback-http", false, "let jwt-jwks-url be plain http to a loopback address (127.0.0.1, ::1, localhost); otherwise it must be https")
 	fs.DurationVar(&c.JWTJWKSRefresh, "jwt-jwks-refresh", 10*time.Minute, "background refresh interval of the JWK Set, a Go duration")
 	fs.DurationVar(&c.JWTJWKSMinRefresh, "jwt-jwks-min-refresh", 30*time.Second, "least time between JWK Set refreshes triggered by an unknown kid, a Go duration above jwt-jwks-timeout")
 	fs.DurationVar(&c.JWTJWKSTimeout, "jwt-jwks-timeout", 2*time.Second, "bound of a JWK Set fetch, the start-up one included, a Go duration up to 30s")
@@ -210,9 +216,13 @@ func (c *Ingress) validateTokenKeys() error {
 		if c.JWTSecret != "" {
 			return fmt.Errorf("FLASHSALE_JWT_SECRET: set together with FLASHSALE_JWT_JWKS_URL (expected one of them: the JWK Set accepts no HS256 token)")
 		}
-		u, err := url.ParseRequestURI(c.JWTJWKSURL)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return fmt.Errorf("FLASHSALE_JWT_JWKS_URL: %q (expected an absolute http(s) URL, e.g. https://id.example/realms/shop/protocol/openid-connect/certs)", c.JWTJWKSURL)
+		switch err := auth.CheckJWKSURL(c.JWTJWKSURL, c.JWTJWKSAllowLoopbackHTTP); {
+		case errors.Is(err, auth.ErrJWKSLoopbackHTTP):
+			return fmt.Errorf("FLASHSALE_JWT_JWKS_URL: %q is plain http (expected https; for an identity provider on this host set FLASHSALE_JWT_JWKS_ALLOW_LOOPBACK_HTTP=true)", c.JWTJWKSURL)
+		case errors.Is(err, auth.ErrJWKSPlainHTTP):
+			return fmt.Errorf("FLASHSALE_JWT_JWKS_URL: %q is plain http to a host that is not loopback, so anyone on the path could serve keys and mint tokens (expected https, e.g. https://id.example/realms/shop/protocol/openid-connect/certs)", c.JWTJWKSURL)
+		case err != nil:
+			return fmt.Errorf("FLASHSALE_JWT_JWKS_URL: %q (expected an absolute https URL, e.g. https://id.example/realms/shop/protocol/openid-connect/certs)", c.JWTJWKSURL)
 		}
 		return nil
 	}

@@ -33,8 +33,13 @@ func TestJWKSSettings(t *testing.T) {
 		in.JWTJWKSTimeout != 5*time.Second {
 		t.Fatalf("set: %+v", in)
 	}
-	if _, _, err := parse(t, map[string]string{"FLASHSALE_JWT_JWKS_URL": "http://keycloak:8080/realms/shop/protocol/openid-connect/certs"}); err != nil {
-		t.Errorf("an in-cluster http URL refused: %v", err)
+	// Plain http only to a loopback address, and only when asked for: anyone
+	// on the path to the provider could otherwise serve keys and mint tokens.
+	for _, u := range []string{"http://127.0.0.1:8080/certs", "http://localhost:8080/certs", "http://[::1]:8080/certs"} {
+		_, in, err := parse(t, map[string]string{"FLASHSALE_JWT_JWKS_URL": u, "FLASHSALE_JWT_JWKS_ALLOW_LOOPBACK_HTTP": "true"})
+		if err != nil || !in.JWTJWKSAllowLoopbackHTTP {
+			t.Errorf("%s with FLASHSALE_JWT_JWKS_ALLOW_LOOPBACK_HTTP=true: %v", u, err)
+		}
 	}
 
 	for name, c := range map[string]struct {
@@ -47,6 +52,10 @@ func TestJWKSSettings(t *testing.T) {
 		"not http":               {map[string]string{"FLASHSALE_JWT_JWKS_URL": "file:///etc/jwks.json"}, "FLASHSALE_JWT_JWKS_URL"},
 		"no host":                {map[string]string{"FLASHSALE_JWT_JWKS_URL": "https:///certs"}, "FLASHSALE_JWT_JWKS_URL"},
 		"no URL at all":          {map[string]string{"FLASHSALE_JWT_JWKS_URL": "keycloak"}, "FLASHSALE_JWT_JWKS_URL"},
+		"plain http":             {map[string]string{"FLASHSALE_JWT_JWKS_URL": "http://keycloak:8080/realms/shop/protocol/openid-connect/certs"}, "FLASHSALE_JWT_JWKS_URL"},
+		"plain http, allowed":    {map[string]string{"FLASHSALE_JWT_JWKS_URL": "http://10.0.0.7/certs", "FLASHSALE_JWT_JWKS_ALLOW_LOOPBACK_HTTP": "true"}, "FLASHSALE_JWT_JWKS_URL"},
+		"loopback http, not set": {map[string]string{"FLASHSALE_JWT_JWKS_URL": "http://127.0.0.1:8080/certs"}, "FLASHSALE_JWT_JWKS_ALLOW_LOOPBACK_HTTP"},
+		"loopback-ish name":      {map[string]string{"FLASHSALE_JWT_JWKS_URL": "http://127.0.0.1.evil.example/certs", "FLASHSALE_JWT_JWKS_ALLOW_LOOPBACK_HTTP": "true"}, "FLASHSALE_JWT_JWKS_URL"},
 		"zero timeout":           {map[string]string{"FLASHSALE_JWT_JWKS_URL": jwksURL, "FLASHSALE_JWT_JWKS_TIMEOUT": "0s"}, "FLASHSALE_JWT_JWKS_TIMEOUT"},
 		"long timeout":           {map[string]string{"FLASHSALE_JWT_JWKS_URL": jwksURL, "FLASHSALE_JWT_JWKS_TIMEOUT": "1m"}, "FLASHSALE_JWT_JWKS_TIMEOUT"},
 		"min refresh <= timeout": {map[string]string{"FLASHSALE_JWT_JWKS_URL": jwksURL, "FLASHSALE_JWT_JWKS_MIN_REFRESH": "2s"}, "FLASHSALE_JWT_JWKS_MIN_REFRESH"},

@@ -19,7 +19,7 @@ func TestNotReadyWithoutJWKSKeys(t *testing.T) {
 	t.Cleanup(idp.Close)
 	h := newHarness(t, harnessOpts{partitions: 1, ingress: func(in *config.Ingress) {
 		in.JWTSecret = ""
-		in.JWTJWKSURL = idp.URL
+		in.JWTJWKSURL, in.JWTJWKSAllowLoopbackHTTP = idp.URL, true
 		in.JWTJWKSTimeout = 200 * time.Millisecond
 	}})
 	rec := httptest.NewRecorder()

@@ -73,6 +73,7 @@ func newVerifier(in config.Ingress, log *slog.Logger) *auth.Verifier {
 	}
 	v, err := auth.NewJWKSVerifier(context.Background(), in.JWTJWKSURL, auth.JWKSOptions{
 		Refresh: in.JWTJWKSRefresh, MinRefresh: in.JWTJWKSMinRefresh, Timeout: in.JWTJWKSTimeout, Log: log,
+		AllowLoopbackHTTP: in.JWTJWKSAllowLoopbackHTTP,
 	}, opts...)
 	if err != nil {
 		// Only a URL that config.Ingress.Validate refuses gets here.

@@ -47,7 +47,7 @@ func TestNewVerifierFromSettings(t *testing.T) {
 	defer srv.Close()
 
 	const secret = "0123456789abcdef0123"
-	in := config.Ingress{JWTJWKSURL: srv.URL, JWTAudience: "shop", JWTIssuer: "https://id.test",
+	in := config.Ingress{JWTJWKSURL: srv.URL, JWTJWKSAllowLoopbackHTTP: true, JWTAudience: "shop", JWTIssuer: "https://id.test",
 		JWTMaxTTL: time.Hour, JWTJWKSRefresh: time.Hour, JWTJWKSMinRefresh: time.Minute, JWTJWKSTimeout: time.Second,
 		JWTUserClaim: "uid", JWTRoleClaim: "realm_access.roles", JWTAdminRole: "ops"}
 	now := time.Now()
