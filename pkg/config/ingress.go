@@ -1,6 +1,7 @@
 package config
 
 import (
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -27,6 +28,9 @@ type Ingress struct {
 	// JWTJWKSAllowLoopbackHTTP lets JWTJWKSURL be plain http to a loopback
 	// address (a sidecar, a test); otherwise it must be https.
 	JWTJWKSAllowLoopbackHTTP bool
+	// JWTJWKSCAFile is a PEM file of the CAs of the identity provider's
+	// certificate (a private CA); empty: the system's roots.
+	JWTJWKSCAFile string
 	// JWTJWKSRefresh is the background refresh interval of the JWK Set.
 	JWTJWKSRefresh time.Duration
 	// JWTJWKSMinRefresh is the least time between two refreshes that tokens
@@ -104,6 +108,7 @@ func (c *Ingress) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.JWTSecret, "jwt-secret", "", "HS256 secret for bearer tokens, at least 16 bytes; empty when jwt-jwks-url is set")
 	fs.StringVar(&c.JWTJWKSURL, "jwt-jwks-url", "", "an identity provider's JWK Set URL: verify RS256/ES256 tokens with its keys instead of the HS256 secret")
 	fs.BoolVar(&c.JWTJWKSAllowLoopbackHTTP, "jwt-jwks-allow-loopback-http", false, "let jwt-jwks-url be plain http to a loopback address (127.0.0.1, ::1, localhost); otherwise it must be https")
+	fs.StringVar(&c.JWTJWKSCAFile, "jwt-jwks-ca-file", "", "PEM file of the CAs of the identity provider's certificate, empty for the system's")
 	fs.DurationVar(&c.JWTJWKSRefresh, "jwt-jwks-refresh", 10*time.Minute, "background refresh interval of the JWK Set, a Go duration")
 	fs.DurationVar(&c.JWTJWKSMinRefresh, "jwt-jwks-min-refresh", 30*time.Second, "least time between JWK Set refreshes triggered by an unknown kid, a Go duration above jwt-jwks-timeout")
 	fs.DurationVar(&c.JWTJWKSTimeout, "jwt-jwks-timeout", 2*time.Second, "bound of a JWK Set fetch, the start-up one included, a Go duration up to 30s")
@@ -224,7 +229,8 @@ func (c *Ingress) validateTokenKeys() error {
 		case err != nil:
 			return fmt.Errorf("FLASHSALE_JWT_JWKS_URL: %q (expected an absolute https URL, e.g. https://id.example/realms/shop/protocol/openid-connect/certs)", c.JWTJWKSURL)
 		}
-		return nil
+		_, err := c.JWKSRootCAs()
+		return err
 	}
 	if len(c.JWTSecret) < 16 {
 		return fmt.Errorf("FLASHSALE_JWT_SECRET: missing or shorter than 16 bytes (expected a random secret of at least 16 bytes, or FLASHSALE_JWT_JWKS_URL)")
@@ -256,4 +262,17 @@ func (c *Ingress) validatePublishBatching() error {
 		return nil
 	}
 	return fmt.Errorf("FLASHSALE_PUBLISH_COMPRESSION: %q (expected none, gzip, snappy, lz4 or zstd)", c.PublishCompression)
+}
+
+// JWKSRootCAs returns the CAs that verify the identity provider's
+// certificate: those of JWTJWKSCAFile, or nil for the system's roots.
+func (c *Ingress) JWKSRootCAs() (*x509.CertPool, error) {
+	if c.JWTJWKSCAFile == "" {
+		return nil, nil
+	}
+	cfg, err := tlsFiles{prefix: "FLASHSALE_JWT_JWKS", ca: c.JWTJWKSCAFile}.load()
+	if err != nil {
+		return nil, err
+	}
+	return cfg.RootCAs, nil
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -71,6 +72,28 @@ func TestJWKSSettings(t *testing.T) {
 		}
 		if s := c.env["FLASHSALE_JWT_SECRET"]; err != nil && s != "" && strings.Contains(err.Error(), s) {
 			t.Errorf("%s: the secret leaked into the error: %v", name, err)
+		}
+	}
+}
+
+// TestJWKSCAFile: a private CA for the identity provider is read at
+// start-up; a missing or non-PEM file stops it naming the setting.
+func TestJWKSCAFile(t *testing.T) {
+	dir := t.TempDir()
+	ca, _ := writeCA(t, dir)
+	_, in, err := parse(t, map[string]string{"FLASHSALE_JWT_JWKS_URL": jwksURL, "FLASHSALE_JWT_JWKS_CA_FILE": ca})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if roots, err := in.JWKSRootCAs(); err != nil || roots == nil {
+		t.Fatalf("JWKSRootCAs = %v, %v", roots, err)
+	}
+	notPEM := filepath.Join(dir, "not.pem")
+	write(t, notPEM, "hello")
+	for _, f := range []string{filepath.Join(dir, "missing.pem"), notPEM} {
+		_, _, err := parse(t, map[string]string{"FLASHSALE_JWT_JWKS_URL": jwksURL, "FLASHSALE_JWT_JWKS_CA_FILE": f})
+		if err == nil || !strings.Contains(err.Error(), "FLASHSALE_JWT_JWKS_CA_FILE") {
+			t.Errorf("CA file %s: err = %v, want it to name FLASHSALE_JWT_JWKS_CA_FILE", f, err)
 		}
 	}
 }

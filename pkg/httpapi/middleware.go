@@ -71,9 +71,14 @@ func newVerifier(in config.Ingress, log *slog.Logger) *auth.Verifier {
 	if in.JWTJWKSURL == "" {
 		return auth.NewVerifier(in.JWTSecret, opts...)
 	}
+	roots, err := in.JWKSRootCAs()
+	if err != nil {
+		// Only a CA file that config.Ingress.Validate refuses gets here.
+		panic(fmt.Sprintf("httpapi: FLASHSALE_JWT_JWKS_CA_FILE not validated: %v", err))
+	}
 	v, err := auth.NewJWKSVerifier(context.Background(), in.JWTJWKSURL, auth.JWKSOptions{
 		Refresh: in.JWTJWKSRefresh, MinRefresh: in.JWTJWKSMinRefresh, Timeout: in.JWTJWKSTimeout, Log: log,
-		AllowLoopbackHTTP: in.JWTJWKSAllowLoopbackHTTP,
+		AllowLoopbackHTTP: in.JWTJWKSAllowLoopbackHTTP, RootCAs: roots,
 	}, opts...)
 	if err != nil {
 		// Only a URL that config.Ingress.Validate refuses gets here.
