@@ -1,17 +1,16 @@
 package ops
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -45,19 +44,6 @@ func TestReadinessUnavailableWhenARequiredCheckFails(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log sink the watcher's goroutine writes while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 // TestWatchDependenciesExportsAndLogsEachChange: the gauge follows the
 // dependency, and a state change is logged once, not once per pass.
 func TestWatchDependenciesExportsAndLogsEachChange(t *testing.T) {
@@ -65,7 +51,7 @@ func TestWatchDependenciesExportsAndLogsEachChange(t *testing.T) {
 	failing.Store(true)
 	reg := prometheus.NewRegistry()
 	up := NewDependencyGauge(reg)
-	var logs syncBuffer
+	var logs testenv.LogBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -113,7 +99,7 @@ func TestWatchDependenciesExportsAndLogsEachChange(t *testing.T) {
 // an outage waits (and says so) instead of exiting into a crash loop.
 func TestWaitForRetriesUntilTheDependencyAnswers(t *testing.T) {
 	var calls atomic.Int32
-	var logs syncBuffer
+	var logs testenv.LogBuffer
 	err := WaitFor(context.Background(), "mysql", func(context.Context) error {
 		if calls.Add(1) < 4 {
 			return errors.New("connection refused")

@@ -1,13 +1,11 @@
 package startup_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io/fs"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -20,19 +18,7 @@ import (
 	"github.com/flashsale-dev/flashsale/schema"
 )
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
-func checks(logs *syncBuffer, mode string, schemaFS fs.FS) startup.Checks {
+func checks(logs *testenv.LogBuffer, mode string, schemaFS fs.FS) startup.Checks {
 	return startup.Checks{Timeout: time.Second, Server: config.ServerChecks{Mode: mode}, Schema: schemaFS,
 		Log: slog.New(slog.NewTextHandler(logs, nil))}
 }
@@ -44,7 +30,7 @@ func TestMySQLWaitsThroughAnOutage(t *testing.T) {
 	fd := testenv.NewFaultDialer()
 	db := testenv.FaultyMySQL(t, dsn, fd)
 	fd.Cut()
-	var logs syncBuffer
+	var logs testenv.LogBuffer
 	done := make(chan error, 1)
 	go func() { done <- checks(&logs, "enforce", schema.FS).MySQL(context.Background(), db) }()
 	time.Sleep(3 * time.Second)
@@ -83,7 +69,7 @@ func TestMySQLRefusesASchemaOlderThanTheBinary(t *testing.T) {
 		}
 		ahead[e.Name()] = &fstest.MapFile{Data: b}
 	}
-	var logs syncBuffer
+	var logs testenv.LogBuffer
 	err = checks(&logs, "enforce", ahead).MySQL(context.Background(), db)
 	if !errors.Is(err, migrate.ErrSchemaBehind) || !strings.Contains(err.Error(), "9999_future") || !strings.Contains(err.Error(), "run setup") {
 		t.Fatalf("binary ahead of its schema: %v, want ErrSchemaBehind naming 9999_future and saying to run setup", err)
@@ -102,7 +88,7 @@ func TestRedisUnfitRefusedOrWarned(t *testing.T) {
 	if err := rdb.ConfigSet(ctx, "maxmemory-policy", "allkeys-lru").Err(); err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs testenv.LogBuffer
 	err := checks(&logs, "enforce", nil).Redis(ctx, rdb)
 	if !errors.Is(err, stock.ErrServerUnfit) || !strings.Contains(err.Error(), "FLASHSALE_SERVER_CHECKS=warn") {
 		t.Fatalf("enforce on allkeys-lru: %v, want ErrServerUnfit naming the downgrade", err)
