@@ -37,10 +37,13 @@
 // Kafka assigns each partition of the orders topic to exactly one member of
 // the group, so the number of useful replicas is bounded by the partition
 // count (FLASHSALE_TOPIC_PARTITIONS, 12 by default): replicas beyond it sit
-// idle as hot standbys. Messages are keyed by item id, so one item's requests
-// share one partition and one hot item is written by one replica at a time;
-// more replicas help only with many items. A rebalance (a replica started or
-// stopped) redelivers whatever was fetched but not committed; the arbiter makes
-// that harmless. To scale past the partition count, add partitions (which moves
-// items between partitions: do it between sales).
+// idle as hot standbys. Messages are keyed "<item>.<bucket>" and
+// queue.StockBalancer puts bucket b of an item b partitions past the item's
+// own, so one bucket's requests share one partition and are written by one
+// replica at a time, while an item of n buckets spreads over up to n
+// partitions and so n replicas (docs/design.md "Stock buckets"); an item of
+// one bucket is written by one replica. A rebalance (a replica started or
+// stopped) redelivers whatever was fetched but not committed; the arbiter
+// makes that harmless. To scale past the partition count, add partitions
+// (which moves buckets between partitions: do it between sales).
 package orderwriter

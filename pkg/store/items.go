@@ -67,7 +67,8 @@ func GetItemForUpdate(ctx context.Context, tx *sql.Tx, id int64) (Item, error) {
 	return it, err
 }
 
-// ListItemIDs returns every item id (the reaper and auditor walk them).
+// ListItemIDs returns every item id (the reaper's orphan sweep walks them;
+// the auditor runs a query of its own).
 func ListItemIDs(ctx context.Context, q Querier) ([]int64, error) {
 	rows, err := q.QueryContext(ctx, "SELECT id FROM items ORDER BY id")
 	if err != nil {
