@@ -42,6 +42,15 @@
 #   stack.sh where --cluster orders-partition N [TOPIC]    the broker leading it
 #   stack.sh where --cluster item ID                       the primary of its slot
 #
+# With --galera, the Galera mode instead (deploy/local/galera.sh): three
+# MariaDB Galera nodes on 23306-23308 and an HAProxy on 23300 that sends every
+# connection to one of them, the writer; env --galera prints the single-node
+# settings with FLASHSALE_MYSQL_DSN on the proxy. State in $STATE/galera/.
+#
+#   stack.sh up|down|status|env --galera
+#   stack.sh start|stop|kill --galera NODE     node-1..3, haproxy
+#   stack.sh where --galera writer
+#
 # Idempotent: a second "up" starts nothing and says so. All state lives in
 # $FLASHSALE_STATE_DIR (default: .stack/ in the repo, git-ignored); the Kafka
 # jars are cached outside the repo in $FLASHSALE_CACHE_DIR.
@@ -1114,6 +1123,15 @@ ENV
 # ---------------------------------------------------------------- main
 
 ports_load
+
+if [[ " $* " == *" --galera "* ]]; then
+  # shellcheck source=deploy/local/galera.sh
+  source "$REPO/deploy/local/galera.sh"
+  args=()
+  for a in "$@"; do [[ $a == --galera ]] || args+=("$a"); done
+  galera_main "${args[@]}"
+  exit
+fi
 
 if [[ " $* " == *" --cluster "* ]]; then
   args=()
