@@ -172,7 +172,7 @@ func (s *Service) reserve(ctx context.Context, r Request, rid string, now time.T
 }
 
 // awaitStock handles a home bucket found short while the item has other
-// buckets. "Sold out" is answered only when no bucket has the qty, by a
+// buckets, keeping the bucket promise (promise.go). "Sold out" is answered only when no bucket has the qty, by a
 // read that cannot miss units moving between buckets
 // (stock.BucketSnapshot). Otherwise the script already raised the bucket's
 // want flag, the rebalancer moves stock here within a pass or two, and the
@@ -194,14 +194,15 @@ func (s *Service) awaitStock(ctx context.Context, r Request, rid string, now tim
 			// shared by every waiter must not fail them all); only reads
 			// failed, and the last script run reserved nothing.
 			readErr = err
-		case snap.SoldOut(r.Qty):
-			// Sold out for this buyer's qty; StockLeft is what is left for
-			// the others, so the item is marked sold out on this ingress
-			// only when nothing is left (a buyer of 2 with 1 unit left must
-			// not turn every buyer of 1 away from memory).
+		case judge(snap, r.bucket, r.Qty) == lookSoldOut:
+			// Sold out for this buyer's qty (the bucket promise, clause 2);
+			// StockLeft is what is left for the others, so the item is
+			// marked sold out on this ingress only when nothing is left (a
+			// buyer of 2 with 1 unit left must not turn every buyer of 1
+			// away from memory: clause 3).
 			result, ar.StockLeft = "sold_out", snap.Total()
 			return ar, time.Time{}, nil
-		case snap.Stocks[r.bucket] >= int64(r.Qty):
+		case judge(snap, r.bucket, r.Qty) == lookTryHome:
 			// The looks of one wait are one attempt of the buyer's: the
 			// first was counted against the per-user limit, these are not.
 			var deadline time.Time
