@@ -69,6 +69,7 @@ type Service struct {
 	counts   *bucketCounts
 	views    *bucketViews
 	inflight sync.Map // request id -> *flight, for concurrent replays
+	keyed    keyedFlights
 	retries  *retryQueue
 	m        *Metrics
 	log      *slog.Logger
@@ -110,6 +111,21 @@ func (s *Service) admit(ctx context.Context, r Request) Result {
 		s.m.soldOutHits.Inc()
 		return Result{Outcome: SoldOutMem}
 	}
+	if r.IdempotencyKey != "" {
+		res, first, done := s.keyed.join(ctx, r)
+		if !first {
+			return res
+		}
+		defer func() { done(res) }()
+		res = s.admitNew(ctx, r, now)
+		return res
+	}
+	return s.admitNew(ctx, r, now)
+}
+
+// admitNew is admit for a request that is not a concurrent copy of a keyed
+// one in flight here.
+func (s *Service) admitNew(ctx context.Context, r Request, now time.Time) Result {
 	if s.limiter != nil && !s.limiter.Allow() {
 		return Result{Outcome: Shed, RetryAfter: time.Second}
 	}
