@@ -287,6 +287,10 @@ install_all() {
   command -v curl >/dev/null || pkgs+=(curl)
   command -v openssl >/dev/null || pkgs+=(openssl)
   command -v promtool >/dev/null || pkgs+=(prometheus)
+  # nft: the network nemesis' partitions (internal/nemesis, faults/netfaults_test.go)
+  command -v nft >/dev/null || pkgs+=(nftables)
+  # iptables: its NFQUEUE target (the kernel may lack nft's queue and tc netem) for the nemesis' delays
+  command -v iptables >/dev/null || pkgs+=(iptables)
   ((${#pkgs[@]} == 0)) || apt_install "${pkgs[@]}"
   install_kafka
 }

@@ -1,0 +1,175 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Fault is one injected fault. It heals itself when its duration ends;
+// Heal ends it sooner. Healing twice is a no-op.
+type Fault struct {
+	What  string
+	Start time.Time
+
+	net   *Network
+	once  sync.Once
+	timer *time.Timer
+	heal  func(context.Context) error
+	err   error
+	done  chan struct{}
+}
+
+// Heal removes the fault now (idempotent) and returns the error of the one
+// removal.
+func (f *Fault) Heal() error {
+	f.once.Do(func() {
+		if f.timer != nil {
+			f.timer.Stop()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		f.err = f.heal(ctx)
+		f.net.mu.Lock()
+		delete(f.net.faults, f)
+		f.net.mu.Unlock()
+		f.net.logf("nemesis: healed %s after %v", f.What, time.Since(f.Start).Round(time.Millisecond))
+		close(f.done)
+	})
+	return f.err
+}
+
+// Healed is closed once the fault is gone.
+func (f *Fault) Healed() <-chan struct{} { return f.done }
+
+// arm registers a fault that has just been put in place and schedules its
+// self-healing after d.
+func (n *Network) arm(what string, d time.Duration, heal func(context.Context) error) (*Fault, error) {
+	if d <= 0 {
+		_ = heal(context.Background())
+		return nil, fmt.Errorf("%s: duration %v: every fault must be bounded", what, d)
+	}
+	f := &Fault{What: what, Start: time.Now(), net: n, heal: heal, done: make(chan struct{})}
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		_ = heal(context.Background())
+		return nil, fmt.Errorf("network %s is closed", n.name)
+	}
+	n.faults[f] = true
+	n.mu.Unlock()
+	f.timer = time.AfterFunc(d, func() {
+		if err := f.Heal(); err != nil {
+			n.logf("nemesis: self-heal of %s: %v", what, err)
+		}
+	})
+	n.logf("nemesis: %s for %v", what, d)
+	return f, nil
+}
+
+// table is a fresh nftables table name for one fault.
+func (n *Network) table(kind string) string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.nextQ++
+	return fmt.Sprintf("nemesis_%s%d", kind, n.nextQ)
+}
+
+// nft loads a ruleset into the host's namespace (nft -f -).
+func (h *Host) nft(ctx context.Context, ruleset string) error {
+	cmd := h.Command(ctx, "nft", "-f", "-")
+	cmd.Stdin = strings.NewReader(ruleset)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("nft in %s: %w: %s\n%s", h.Name, err, strings.TrimSpace(string(out)), ruleset)
+	}
+	return nil
+}
+
+func (h *Host) dropTable(ctx context.Context, table string) error {
+	return h.exec(ctx, "nft", "delete", "table", "inet", table)
+}
+
+// Partition cuts a off from every host in bs, both ways, for d: a drops
+// every packet to or from them. a and bs still reach every other host
+// (and the root namespace).
+func (n *Network) Partition(ctx context.Context, a *Host, bs []*Host, d time.Duration) (*Fault, error) {
+	if len(bs) == 0 {
+		return nil, errors.New("partition from nobody")
+	}
+	ips := make([]string, 0, len(bs))
+	names := make([]string, 0, len(bs))
+	for _, b := range bs {
+		if b == a {
+			return nil, fmt.Errorf("partition %s from itself", a.Name)
+		}
+		ips, names = append(ips, b.IP.String()), append(names, b.Name)
+	}
+	table := n.table("p")
+	set := strings.Join(ips, ", ")
+	rules := fmt.Sprintf(`table inet %[1]s {
+	chain in { type filter hook input priority -10; policy accept; ip saddr { %[2]s } drop; }
+	chain out { type filter hook output priority -10; policy accept; ip daddr { %[2]s } drop; }
+}
+`, table, set)
+	if err := a.nft(ctx, rules); err != nil {
+		return nil, err
+	}
+	return n.arm(fmt.Sprintf("partition %s | %s", a.Name, strings.Join(names, ",")), d,
+		func(ctx context.Context) error { return a.dropTable(ctx, table) })
+}
+
+// Loss drops fraction (0 < fraction < 1) of the packets h sends, for d.
+func (n *Network) Loss(h *Host, fraction float64, d time.Duration) (*Fault, error) {
+	if fraction <= 0 || fraction >= 1 {
+		return nil, fmt.Errorf("loss %v: want a fraction in (0, 1)", fraction)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	table := n.table("l")
+	perMille := int(fraction*1000 + 0.5)
+	rules := fmt.Sprintf(`table inet %s {
+	chain out { type filter hook output priority -10; policy accept; oifname "eth0" numgen random mod 1000 < %d drop; }
+}
+`, table, perMille)
+	if err := h.nft(ctx, rules); err != nil {
+		return nil, err
+	}
+	return n.arm(fmt.Sprintf("loss %.1f%% on %s", float64(perMille)/10, h.Name), d,
+		func(ctx context.Context) error { return h.dropTable(ctx, table) })
+}
+
+// Delay holds every packet h sends for delay ± jitter (uniform), for d.
+// Packets leave in the order they were sent.
+func (n *Network) Delay(h *Host, delay, jitter time.Duration, d time.Duration) (*Fault, error) {
+	if delay <= 0 || jitter < 0 || jitter > delay {
+		return nil, fmt.Errorf("delay %v ± %v: want 0 < jitter <= delay", delay, jitter)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n.mu.Lock()
+	n.nextQ++
+	qnum := n.nextQ
+	n.mu.Unlock()
+	q, err := openQueue(h.NS, qnum, delay, jitter)
+	if err != nil {
+		return nil, fmt.Errorf("delay on %s: %w", h.Name, err)
+	}
+	// --queue-bypass: with no reader (this process gone) packets pass
+	// undelayed instead of being dropped.
+	rule := []string{"OUTPUT", "-o", "eth0", "-j", "NFQUEUE", "--queue-num", fmt.Sprint(qnum), "--queue-bypass"}
+	add := append([]string{"iptables", "-w", "-t", "mangle", "-I"}, rule...)
+	if err := h.exec(ctx, add[0], add[1:]...); err != nil {
+		q.Close()
+		return nil, err
+	}
+	return n.arm(fmt.Sprintf("delay %v±%v on %s", delay, jitter, h.Name), d, func(ctx context.Context) error {
+		del := append([]string{"iptables", "-w", "-t", "mangle", "-D"}, rule...)
+		err := h.exec(ctx, del[0], del[1:]...)
+		// Packets still held are released (late) before the queue closes.
+		q.Close()
+		return err
+	})
+}
