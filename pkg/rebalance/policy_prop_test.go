@@ -19,8 +19,10 @@ import (
 //   - Liveness, over passes: buyers waiting in their home buckets retry
 //     each pass (a refused buyer sets the want flag to its qty, as
 //     admit.lua does, and transfer_in.lua clears it once the stock covers
-//     it); after at most one pass per buyer plus one, every buyer left
-//     waiting asks for more than the buckets hold together. So a buyer
+//     it; a buyer asking more than the buckets hold together is answered
+//     410 and leaves, its flag left behind); after at most one pass per
+//     buyer plus one, every buyer left waiting asks for more than the
+//     buckets hold together. So a buyer
 //     whom the stock can cover is served by some sequence of planned moves,
 //     whoever else waits, in whatever order they retry.
 //
@@ -52,8 +54,9 @@ func TestPropPolicyServesEveryCoverableBuyer(t *testing.T) {
 		}
 		want, need := make([]bool, n), make([]int64, n)
 		// retry lets the waiting buyers try again in an order of rapid's
-		// choosing: one served leaves, one refused raises its bucket's
-		// flag to its qty.
+		// choosing: one served leaves; one refused raises its bucket's
+		// flag to its qty (admit.lua), and leaves too when the buckets
+		// together hold less than its qty (410, the bucket promise).
 		retry := func(round int) {
 			order := rapid.Permutation(waiting).Draw(t, fmt.Sprintf("order%d", round))
 			waiting = waiting[:0]
@@ -65,7 +68,13 @@ func TestPropPolicyServesEveryCoverableBuyer(t *testing.T) {
 				if stocks[b.home] >= 0 { // no stock key: the script answers before the flag
 					want[b.home], need[b.home] = true, b.qty
 				}
-				waiting = append(waiting, b)
+				var sum int64
+				for _, s := range stocks {
+					sum += max(s, 0)
+				}
+				if b.qty <= sum {
+					waiting = append(waiting, b)
+				}
 			}
 		}
 		var prev []int64
