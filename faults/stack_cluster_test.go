@@ -13,7 +13,6 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
 )
 
 // cluster drives the local stack's cluster mode (stack.sh CMD --cluster
