@@ -70,6 +70,7 @@ type Service struct {
 	views    *bucketViews
 	inflight sync.Map // request id -> *flight, for concurrent replays
 	keyed    keyedFlights
+	wakes    *wakes
 	retries  *retryQueue
 	m        *Metrics
 	log      *slog.Logger
@@ -86,7 +87,7 @@ type flight struct {
 
 // New returns a Service.
 func New(cfg Config, st *stock.Store, db *sql.DB, pub Publisher, m *Metrics, log *slog.Logger) *Service {
-	s := &Service{cfg: cfg, stock: st, db: db, pub: pub, soldOut: newSoldOutCache(cfg.SoldOutTTL), counts: newBucketCounts(), views: newBucketViews(st, cfg.BucketPoll), m: m, log: log, now: time.Now}
+	s := &Service{cfg: cfg, stock: st, db: db, pub: pub, soldOut: newSoldOutCache(cfg.SoldOutTTL), counts: newBucketCounts(), views: newBucketViews(st, cfg.BucketPoll), wakes: newWakes(st, cfg.StoreTimeout), m: m, log: log, now: time.Now}
 	s.retries = &retryQueue{run: func(ctx context.Context, c compensation) error {
 		return s.compensate(ctx, c, s.cfg.StoreTimeout)
 	}, log: log}
@@ -204,13 +205,17 @@ func (s *Service) awaitStock(ctx context.Context, r Request, rid string, now tim
 	var readErr error // the last look's, while no look has succeeded
 	for {
 		snap, err := s.views.get(ctx, r.ItemID, r.buckets, s.cfg.StoreTimeout)
+		verdict := lookWait
+		if err == nil {
+			verdict = judge(snap, r.bucket, r.Qty)
+		}
 		switch {
 		case err != nil:
 			// A failed look is tried again within the wait (one slow read
 			// shared by every waiter must not fail them all); only reads
 			// failed, and the last script run reserved nothing.
 			readErr = err
-		case judge(snap, r.bucket, r.Qty) == lookSoldOut:
+		case verdict == lookSoldOut:
 			// Sold out for this buyer's qty (the bucket promise, clause 2);
 			// StockLeft is what is left for the others, so the item is
 			// marked sold out on this ingress only when nothing is left (a
@@ -218,7 +223,7 @@ func (s *Service) awaitStock(ctx context.Context, r Request, rid string, now tim
 			// away from memory: clause 3).
 			result, ar.StockLeft = "sold_out", snap.Total()
 			return ar, time.Time{}, nil
-		case judge(snap, r.bucket, r.Qty) == lookTryHome:
+		case verdict == lookTryHome:
 			// The looks of one wait are one attempt of the buyer's: the
 			// first was counted against the per-user limit, these are not.
 			var deadline time.Time
@@ -232,6 +237,8 @@ func (s *Service) awaitStock(ctx context.Context, r Request, rid string, now tim
 		}
 		if err == nil {
 			readErr = nil
+			// This buyer waits: the rebalancer is told at once (wake.go).
+			s.wakes.wake(r.ItemID)
 		}
 		if !s.now().Before(until) {
 			if readErr != nil {

@@ -100,12 +100,32 @@ func New(db *sql.DB, st *stock.Store, log *slog.Logger, m *Metrics, cfg Config) 
 }
 
 // Run passes until ctx is done: the first at once, then Interval after each
-// ends. A failed pass is logged and counted, never fatal. On shutdown it
-// gives the lease up, so another replica takes over at once.
+// ends, or as soon as an ingress names an item on stock.RebalanceWake (a
+// buyer started waiting for a bucket's stock; wake.go), but never
+// closer than minPassGap after the last. A failed pass is logged and
+// counted, never fatal. On shutdown it gives the lease up, so another
+// replica takes over at once.
 func (r *Rebalancer) Run(ctx context.Context) error {
 	t := time.NewTimer(0)
 	defer t.Stop()
+	woken := r.listen(ctx)
+	var ended time.Time
 	for {
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		case item := <-woken:
+			t.Stop() // (Go 1.23 timers: no stale tick after Stop)
+			if !r.listed(item) {
+				r.forgetItems() // a new item: list it now, not up to itemsTTL later
+			}
+			if gap := minPassGap - time.Since(ended); gap > 0 {
+				select {
+				case <-ctx.Done():
+				case <-time.After(gap):
+				}
+			}
+		}
 		select {
 		case <-ctx.Done():
 			if r.cfg.Lease > 0 {
@@ -117,7 +137,7 @@ func (r *Rebalancer) Run(ctx context.Context) error {
 				r.m.LeaseHeld.Set(0)
 			}
 			return nil
-		case <-t.C:
+		default:
 		}
 		if err := r.Pass(ctx); err != nil {
 			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
@@ -127,6 +147,7 @@ func (r *Rebalancer) Run(ctx context.Context) error {
 				r.errorEvery(err.Error(), "rebalance pass failed; retrying next interval", "err", err)
 			}
 		}
+		ended = time.Now()
 		t.Reset(r.cfg.Interval)
 	}
 }
@@ -304,28 +325,63 @@ func (r *Rebalancer) rebalanceItem(ctx context.Context, it store.RebalanceItem, 
 		prev = nil
 	}
 	moves := PlanNeeds(v.Stocks, v.Want, v.Need, prev)
-	var made []Move
-	for _, m := range moves {
-		if err := ctx.Err(); err != nil {
-			errs = append(errs, err)
-			break
-		}
-		done, err := r.move(ctx, it, m)
-		if errors.Is(err, store.ErrBucketsChanged) {
-			r.forgetItems()
-			errs = append(errs, err)
-			break
-		}
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if done {
-			made = append(made, m)
-		}
+	made, err := r.moveAll(ctx, it, moves)
+	if err != nil {
+		errs = append(errs, err)
 	}
 	r.prev[it.ID] = after(v.Stocks, made)
 	return errors.Join(errs...)
+}
+
+// moveParallel is how many of one pass's transfers of an item run at once.
+// A pass's moves never share a donor (each gives once a pass), so they are
+// independent: each takes from its own donor in Redis, and their MySQL
+// moves lock the two rows in bucket order, so those to one recipient wait
+// for each other (one short transaction each) and never deadlock. Run one
+// after another, 4 commits each, a buyer of 291 units of a 55-bucket item
+// waited for 9 donors in a row, more than the 1 s bucket wait.
+const moveParallel = 16
+
+// moveAll makes moves, up to moveParallel at once, and returns those that
+// ended DONE.
+func (r *Rebalancer) moveAll(ctx context.Context, it store.RebalanceItem, moves []Move) ([]Move, error) {
+	var (
+		mu      sync.Mutex
+		made    []Move
+		errs    []error
+		changed bool
+		wg      sync.WaitGroup
+	)
+	slots := make(chan struct{}, moveParallel)
+	for _, m := range moves {
+		if err := ctx.Err(); err != nil {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+			break
+		}
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			done, err := r.move(ctx, it, m)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case errors.Is(err, store.ErrBucketsChanged):
+				changed = true
+				errs = append(errs, err)
+			case err != nil:
+				errs = append(errs, err)
+			case done:
+				made = append(made, m)
+			}
+		})
+	}
+	wg.Wait()
+	if changed {
+		r.forgetItems()
+	}
+	return made, errors.Join(errs...)
 }
 
 // move plans one transfer and drives it, and reports whether it was DONE.

@@ -120,3 +120,10 @@ func (k Keys) TransfersLive() string { return bucketPrefix(k.ItemID, 0) + "xlive
 
 // TransfersDone: see TransfersLive.
 func (k Keys) TransfersDone() string { return bucketPrefix(k.ItemID, 0) + "xdone" }
+
+// RebalanceWake is the pub/sub channel on which an ingress names an item
+// (its id, in decimal) when a buyer starts waiting for a bucket's stock, so
+// the rebalancer passes at once instead of at its next interval
+// (pkg/admission and pkg/rebalance, wake.go). A lost message costs only
+// that latency.
+const RebalanceWake = "fs:rebalance:wake"
