@@ -77,8 +77,8 @@ func TestBucketedPaymentWindowServesAtOnce(t *testing.T) {
 
 // TestBucketedBigGatherWithinWait: a buyer of 291 units of an item of 873
 // units in 55 buckets (15 or 16 each, as the contract's fuzzer drew it),
-// nobody else buying: the rebalancer must gather 276 units from about 18
-// donors into the buyer's bucket. Measured is the time until the buyer's
+// nobody else buying, and 20 other bucketed items on sale: the rebalancer
+// must gather 276 units from about 18 donors into the buyer's bucket. Measured is the time until the buyer's
 // 202, retrying at once on a 503 stock_moving; the test wants it served
 // within the default 1 s bucket wait at the first try (the contract run
 // set FLASHSALE_BUCKET_WAIT=5s as a stopgap, since transfers ran one
@@ -88,6 +88,11 @@ func TestBucketedBigGatherWithinWait(t *testing.T) {
 	cfg.Consumers, cfg.Partitions = 1, 4
 	p := newPipeline(t, cfg)
 	p.startProcesses()
+	// Other bucketed items on sale, as in the contract run: every pass
+	// looks at each of them too.
+	for range 20 {
+		p.newItem(64, 8, 1)
+	}
 	rounds := latencyRounds(5)
 	var took []time.Duration
 	retried := 0
