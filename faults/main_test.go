@@ -38,7 +38,9 @@ func TestMain(m *testing.M) {
 		binDir = dir
 		return m.Run()
 	}()
-	restoreStack()
+	if stackUsed.Load() {
+		restoreStack()
+	}
 	os.Exit(code)
 }
 

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -31,6 +32,9 @@ type proc struct {
 	log  string
 	// health is the URL whose 200 means the process is serving.
 	health string
+	// launch makes the command for bin (nil: run it here); the network
+	// faults run it inside a test host (hosts_test.go).
+	launch func(bin string) *exec.Cmd
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -81,6 +85,9 @@ func (p *proc) start() {
 	p.runs++
 	fmt.Fprintf(f, "==== start #%d at %s ====\n", p.runs, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(p.bin)
+	if p.launch != nil {
+		cmd = p.launch(p.bin)
+	}
 	cmd.Env, cmd.Stdout, cmd.Stderr = p.env, f, f
 	if err := cmd.Start(); err != nil {
 		f.Close()
@@ -195,7 +202,15 @@ type stack struct {
 	script string
 }
 
-func newStack(t testing.TB) stack { return stack{t: t, script: testenv.StackScript(t)} }
+// stackUsed is set once a test drives the shared stack: only then does
+// TestMain restore it (a run of the network faults alone, whose servers
+// are their own, leaves the shared stack alone).
+var stackUsed atomic.Bool
+
+func newStack(t testing.TB) stack {
+	stackUsed.Store(true)
+	return stack{t: t, script: testenv.StackScript(t)}
+}
 
 func (s stack) run(args ...string) {
 	s.t.Helper()

@@ -446,6 +446,10 @@ EOF
 mysql_root() { mariadb --no-defaults -uroot --socket="$STATE/mysql.sock" "$@"; }
 mysql_app() { mariadb --no-defaults -h127.0.0.1 -P$MYSQL_PORT -u$MYSQL_USER -p$MYSQL_PASS "$@"; }
 
+# The settings of every MariaDB this script starts (start_mysql, serve mysql).
+MARIADB_SETTINGS=(--skip-log-bin --character-set-server=utf8mb4 --collation-server=utf8mb4_bin
+  --default-time-zone=+00:00 --max-connections=500 --innodb-flush-log-at-trx-commit=1 --skip-name-resolve)
+
 # MariaDB serves TLS on its one port (the server certificate; a client asks
 # for it): user flashsale connects with or without, flashsale_tls only with.
 start_mysql() {
@@ -467,10 +471,8 @@ start_mysql() {
   fi
   setsid nohup mariadbd --no-defaults --user=root --datadir="$dir" --socket="$STATE/mysql.sock" \
     --port=$MYSQL_PORT --bind-address=127.0.0.1 --pid-file="$STATE/mysqld.pid" \
-    --log-error="$STATE/mysql.log" --skip-log-bin --character-set-server=utf8mb4 \
-    --collation-server=utf8mb4_bin --default-time-zone=+00:00 --max-connections=500 \
-    --innodb-buffer-pool-size=1G --innodb-log-file-size=256M --innodb-flush-log-at-trx-commit=1 \
-    --skip-name-resolve --ssl-ca="$TLS/ca.pem" --ssl-cert="$TLS/server.pem" --ssl-key="$TLS/server-key.pem" \
+    --log-error="$STATE/mysql.log" "${MARIADB_SETTINGS[@]}" \
+    --innodb-buffer-pool-size=1G --innodb-log-file-size=256M --ssl-ca="$TLS/ca.pem" --ssl-cert="$TLS/server.pem" --ssl-key="$TLS/server-key.pem" \
     >/dev/null 2>&1 </dev/null &
   echo $! >"$STATE/mysql.pid"
   wait_for mysql mysql_root -e "SELECT 1"
@@ -502,13 +504,13 @@ redis_ready() { [[ $(redis-cli -p "${1:-$REDIS_PORT}" ping 2>/dev/null) == PONG 
 # redis_launch service port dir [extra-args...] starts a redis-server in the
 # background with the stack's durability: AOF with fsync every second (a
 # restart keeps the stock; wipe-redis simulates losing it) and no eviction.
+REDIS_DURABILITY=(--appendonly yes --appendfsync everysec --save "" --maxclients 10000 --maxmemory-policy noeviction)
 redis_launch() {
   local svc=$1 port=$2 dir=$3
   shift 3
   mkdir -p "$dir"
   setsid nohup redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --daemonize no \
-    --appendonly yes --appendfsync everysec --save "" --maxclients 10000 --maxmemory-policy noeviction \
-    --logfile "$STATE/$svc.log" "$@" >/dev/null 2>&1 </dev/null &
+    "${REDIS_DURABILITY[@]}" --logfile "$STATE/$svc.log" "$@" >/dev/null 2>&1 </dev/null &
   echo $! >"$STATE/$svc.pid"
 }
 
@@ -822,15 +824,21 @@ cluster_redis_seeds() {
 # controller fences a broker that stopped heartbeating after 3 s instead of
 # Kafka's 9 s, so a killed leader's partitions move on sooner: publishes to
 # them are refused until then (faults/kafka_cluster_test.go measures it).
+# With IP PORT CPORT DIR VOTERS it is the same broker on another address
+# (stack.sh serve kafka: a broker in a test's network namespace).
 cluster_kafka_properties() {
-  local n=$1 dir=$CSTATE/kafka-$1 voters=() m
-  for m in "${CLUSTER_KAFKA_NODES[@]}"; do voters+=("$m@127.0.0.1:$(cluster_controller_port "$m")"); done
+  local n=$1 ip=${2:-127.0.0.1} port=${3:-$(cluster_kafka_port "$1")} cport=${4:-$(cluster_controller_port "$1")}
+  local dir=${5:-$CSTATE/kafka-$1} voters=${6:-} m vs=()
+  if [[ -z $voters ]]; then
+    for m in "${CLUSTER_KAFKA_NODES[@]}"; do vs+=("$m@127.0.0.1:$(cluster_controller_port "$m")"); done
+    voters=$(IFS=,; echo "${vs[*]}")
+  fi
   cat <<PROPS
 process.roles=broker,controller
 node.id=$n
-controller.quorum.voters=$(IFS=,; echo "${voters[*]}")
-listeners=PLAINTEXT://127.0.0.1:$(cluster_kafka_port "$n"),CONTROLLER://127.0.0.1:$(cluster_controller_port "$n")
-advertised.listeners=PLAINTEXT://127.0.0.1:$(cluster_kafka_port "$n")
+controller.quorum.voters=$voters
+listeners=PLAINTEXT://$ip:$port,CONTROLLER://$ip:$cport
+advertised.listeners=PLAINTEXT://$ip:$port
 controller.listener.names=CONTROLLER
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
 inter.broker.listener.name=PLAINTEXT
@@ -1123,6 +1131,83 @@ ENV
   *) die "usage: stack.sh up|down|status|env|start NODE|stop NODE|kill NODE|pause NODE|resume NODE|where orders-partition N [TOPIC]|where item ID --cluster" ;;
   esac
 }
+
+# ---------------------------------------------------------------- serve
+#
+# stack.sh serve SVC --ip IP --dir DIR [--port P]: one server in the
+# foreground (the script execs it; its log on stdout), listening on IP only,
+# its state in DIR, with the settings the stack's own servers have. A test
+# runs it inside a network namespace of its own (internal/nemesis,
+# faults/hosts_test.go) and kills it when done.
+#
+#   serve redis --ip IP --dir DIR [--port 6379]
+#   serve mysql --ip IP --dir DIR [--port 3306]   user flashsale (password flashsale) from any
+#                                                 address, every privilege (the tests make databases)
+#   serve kafka --ip IP --dir DIR --node-id N --voters 1@IP1:9093,2@IP2:9093,... --cluster-id ID
+#               [--port 9092 --controller-port 9093]   a broker and controller of the cluster mode
+#   serve kafka-id                                prints a fresh cluster id
+
+serve_main() {
+  local svc=${1:?usage: stack.sh serve redis|mysql|kafka|kafka-id ...} ip="" dir="" port="" cport=9093 node="" voters="" cid=""
+  shift
+  while (($#)); do
+    case $1 in
+    --ip) ip=$2 ;;
+    --dir) dir=$2 ;;
+    --port) port=$2 ;;
+    --controller-port) cport=$2 ;;
+    --node-id) node=$2 ;;
+    --voters) voters=$2 ;;
+    --cluster-id) cid=$2 ;;
+    *) die "serve: unknown argument $1" ;;
+    esac
+    shift 2
+  done
+  if [[ $svc == kafka-id ]]; then
+    install_kafka >&2
+    kafka_random_id
+    return
+  fi
+  [[ -n $ip && -n $dir ]] || die "serve $svc: --ip and --dir are required"
+  mkdir -p "$dir"
+  case $svc in
+  redis)
+    exec redis-server --port "${port:-6379}" --bind "$ip" --dir "$dir" --daemonize no --protected-mode no \
+      "${REDIS_DURABILITY[@]}"
+    ;;
+  mysql)
+    if [[ ! -d $dir/data/mysql ]]; then
+      mariadb-install-db --no-defaults --user=root --datadir="$dir/data" --auth-root-authentication-method=socket \
+        --skip-test-db >"$dir/install.log" 2>&1 || die "mariadb-install-db failed: $dir/install.log"
+    fi
+    cat >"$dir/init.sql" <<SQL
+CREATE USER IF NOT EXISTS '$MYSQL_USER'@'%' IDENTIFIED BY '$MYSQL_PASS';
+GRANT ALL PRIVILEGES ON *.* TO '$MYSQL_USER'@'%' WITH GRANT OPTION;
+CREATE DATABASE IF NOT EXISTS $MYSQL_DB CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
+SQL
+    exec mariadbd --no-defaults --user=root --datadir="$dir/data" --socket="$dir/mysql.sock" \
+      --port="${port:-3306}" --bind-address="$ip" --pid-file="$dir/mysqld.pid" --init-file="$dir/init.sql" \
+      "${MARIADB_SETTINGS[@]}" --innodb-buffer-pool-size=128M
+    ;;
+  kafka)
+    [[ -n $node && -n $voters && -n $cid ]] || die "serve kafka: --node-id, --voters and --cluster-id are required"
+    install_kafka >&2
+    cluster_kafka_properties "$node" "$ip" "${port:-9092}" "$cport" "$dir" "$voters" >"$dir/server.properties"
+    kafka_log4j "$dir/log4j2.properties"
+    local java_opts=(-Xms128m -Xmx$CLUSTER_KAFKA_HEAP -XX:+UseG1GC -Djava.awt.headless=true
+      -Dlog4j2.configurationFile="$dir/log4j2.properties")
+    [[ -f $dir/data/meta.properties ]] || kafka_format "$dir" "$cid" "$dir/format.log" "${java_opts[@]}"
+    exec java "${java_opts[@]}" -cp "$KAFKA_LIBS/*" kafka.Kafka "$dir/server.properties"
+    ;;
+  *) die "serve: unknown service $svc (redis, mysql, kafka, kafka-id)" ;;
+  esac
+}
+
+if [[ ${1:-} == serve ]]; then
+  shift
+  serve_main "$@"
+  exit
+fi
 
 # ---------------------------------------------------------------- main
 
