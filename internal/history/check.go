@@ -151,7 +151,8 @@ func describeOp(input, output interface{}) string {
 	}
 	names := map[verdict]string{noInfo: "no information", accepted: "202", holder: "409 already_purchased",
 		unknownRID: "503 outcome_unknown", unknownAny: "no answer", view: "200", notFound: "404",
-		payOK: "200 PAID", notPayable: "409 not_payable", payUnknown: "no answer"}
+		payOK: "200 PAID", notPayable: "409 not_payable", payUnknown: "no answer",
+		transientBegin: "503 unavailable", transientEnd: "(503 unavailable answered: nothing reserved now)"}
 	res := names[o.v]
 	if o.rid != "" {
 		res += " " + o.rid
@@ -203,6 +204,11 @@ func toPorcupine(ops []Op) []porcupine.Operation {
 		ret := op.Return
 		if !op.Done || o.ambiguous() {
 			ret = end + 1
+		}
+		if o.v == transientBegin {
+			o.tag = len(out) + 1
+			out = append(out, porcupine.Operation{Input: pin{Input: op.Input, part: k}, Output: outcome{v: transientEnd, tag: o.tag},
+				Call: int64(ret + 1), Return: int64(ret + 1)})
 		}
 		out = append(out, porcupine.Operation{Input: pin{Input: op.Input, part: k}, Output: o,
 			Call: int64(op.Call), Return: int64(ret)})

@@ -133,6 +133,24 @@ var cases = []struct {
 		h.status(2, rid(2), "PENDING", 17, 18)
 		h.order(3, "", soldOut410, 19, 20)
 	}},
+	{"unavailable after a concurrent 409 named its reservation", true, 1, func(h *hist) {
+		h.order(1, "", unavailable503, 0, 100)
+		h.order(1, "", ok409(rid(4)), 10, 20)
+		h.status(1, rid(4), "PENDING", 21, 22)
+		h.status(1, rid(4), "REJECTED", 101, 102)
+		h.held(1, Output{Code: 404, Error: "not_found"}, 103, 104)
+		h.order(1, "", ok202(rid(5)), 105, 106)
+	}},
+	{"pay of an outcome_unknown request that was aborted", true, 1, func(h *hist) {
+		h.order(1, "", unknown503(rid(1)), 0, 10)
+		h.pay(1, rid(1), notPayable409, 11, 12)
+		h.status(1, rid(1), "REJECTED", 13, 14)
+	}},
+	{"unavailable whose reservation became an order", false, 1, func(h *hist) {
+		h.order(1, "", unavailable503, 0, 100)
+		h.order(1, "", ok409(rid(4)), 10, 20)
+		h.status(1, rid(4), "UNPAID", 110, 111)
+	}},
 	{"status went backwards", false, 1, func(h *hist) {
 		h.order(1, "", ok202(rid(1)), 0, 10)
 		h.status(1, rid(1), "UNPAID", 11, 12)

@@ -13,6 +13,7 @@ type request struct {
 	rid string
 	key string
 	s   st
+	tag int // the answer that said "nothing reserved" this request must be undone by (see outcome.go)
 }
 
 // buyer is the state of one (user, item) partition: the buyer's requests,
@@ -24,7 +25,7 @@ type buyer []request
 func (b buyer) encode() string {
 	parts := make([]string, len(b))
 	for i, r := range b {
-		parts[i] = fmt.Sprintf("%s,%s,%d", r.rid, r.key, r.s)
+		parts[i] = fmt.Sprintf("%s,%s,%d,%d", r.rid, r.key, r.s, r.tag)
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, ";")
@@ -36,10 +37,11 @@ func decode(s string) buyer {
 	}
 	var b buyer
 	for _, p := range strings.Split(s, ";") {
-		f := strings.SplitN(p, ",", 3)
-		var n int
+		f := strings.SplitN(p, ",", 4)
+		var n, tag int
 		fmt.Sscan(f[2], &n)
-		b = append(b, request{rid: f[0], key: f[1], s: st(n)})
+		fmt.Sscan(f[3], &tag)
+		b = append(b, request{rid: f[0], key: f[1], s: st(n), tag: tag})
 	}
 	return b
 }
@@ -114,6 +116,29 @@ func step(b buyer, in Input, o outcome) []interface{} {
 func stepOrder(next *states, b buyer, in Input, o outcome) {
 	switch o.v {
 	case noInfo:
+		next.add(b)
+		return
+	case transientBegin:
+		// Nothing, or a request that a concurrent call may see (a 409
+		// naming it) and that is undone by the answer (transientEnd).
+		next.add(b)
+		if f, ok := b.fresh(in.Key); ok {
+			next.add(f.with(request{key: in.Key, s: pending, tag: o.tag}))
+		}
+		return
+	case transientEnd:
+		for i, r := range b {
+			if r.tag != o.tag {
+				continue
+			}
+			if r.s != pending && r.s != rejected {
+				return // it became an order: the answer was a lie
+			}
+			n := b.clone()
+			n[i].s, n[i].tag = rejected, 0
+			next.add(n)
+			return
+		}
 		next.add(b)
 		return
 	case holder:
@@ -237,8 +262,13 @@ func stepPay(next *states, b buyer, in Input, o outcome) {
 			set(paid)
 		}
 	case notPayable:
-		// Not paid: pending, rejected, or an order past its deadline.
-		if i >= 0 && cur != none && cur != paid {
+		// Not paid: pending, rejected (an outcome_unknown request that
+		// reserved nothing may be decided REJECTED), or an order past its
+		// deadline.
+		switch {
+		case i >= 0 && cur == none:
+			set(rejected)
+		case i >= 0 && cur != paid:
 			next.add(b)
 		}
 	case notFound:

@@ -70,6 +70,14 @@ const (
 	payOK                     // pay 200
 	notPayable                // pay 409
 	payUnknown                // pay with no answer or 5xx: paid or not
+	// An order answered 503 unavailable ("nothing is reserved") is two
+	// steps of the model: the ingress may have reserved during the call
+	// and released before answering (a publish that failed, its ABORTED
+	// won), and a concurrent call of the buyer may have seen that request
+	// (a 409 naming it); by the answer it must be REJECTED. transientBegin
+	// spans the call, transientEnd is the instant after its answer.
+	transientBegin
+	transientEnd
 )
 
 // outcome is the model's output of one operation.
@@ -77,6 +85,7 @@ type outcome struct {
 	v   verdict
 	rid string
 	s   st
+	tag int // transientBegin/End: which call
 }
 
 // ambiguous outcomes may take effect after the client saw the answer (a
@@ -99,8 +108,10 @@ func classify(in Input, out Output, done bool) outcome {
 			return outcome{v: holder, rid: out.RID}
 		case out.Code == http.StatusServiceUnavailable && out.Error == "outcome_unknown" && out.RID != "":
 			return outcome{v: unknownRID, rid: out.RID}
-		case out.Code == http.StatusServiceUnavailable && (out.Error == "unavailable" || out.Error == "stock_moving"):
-			return outcome{v: noInfo} // nothing reserved
+		case out.Code == http.StatusServiceUnavailable && out.Error == "unavailable":
+			return outcome{v: transientBegin} // nothing reserved by the answer
+		case out.Code == http.StatusServiceUnavailable && out.Error == "stock_moving":
+			return outcome{v: noInfo} // nothing reserved, ever
 		case out.Code >= 400 && out.Code < 500 && out.Error != "":
 			return outcome{v: noInfo} // 404 unknown_item, 409 sale_not_active, 410, 429, 400, 401, 415
 		}

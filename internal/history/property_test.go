@@ -38,13 +38,49 @@ func TestCorrectSalesAreAccepted(t *testing.T) {
 		s := &sim{stock: total, holders: map[int64]string{}, reqs: map[string]*simReq{}, idem: map[string]string{}}
 		known := map[int64][]string{} // request ids each user learned
 		var h hist
+		// Orders that reserved and will be released and answered 503
+		// unavailable at a later step (a failed publish): a concurrent call
+		// of the buyer may see them meanwhile.
+		type open struct {
+			user int64
+			key  string
+			rid  string
+			call int
+		}
+		var opened []open
 		steps := rapid.IntRange(1, 60).Draw(t, "steps")
 		for i := range steps {
 			lin := i*20 + 20
 			call := lin - rapid.IntRange(0, 15).Draw(t, "before")
 			ret := lin + rapid.IntRange(0, 15).Draw(t, "after")
 			u := rapid.Int64Range(1, users).Draw(t, "user")
-			switch rapid.IntRange(0, 5).Draw(t, "what") {
+			switch rapid.IntRange(0, 7).Draw(t, "what") {
+			case 6:
+				key := rapid.SampledFrom([]string{"", "a"}).Draw(t, "key")
+				before := s.next
+				out := s.order(u, key, 9)
+				if out.Code == http.StatusAccepted && s.next > before {
+					opened = append(opened, open{u, key, out.RID, call}) // answered later
+					continue
+				}
+				if out.RID != "" {
+					known[u] = append(known[u], out.RID)
+				}
+				h.order(u, key, out, call, ret)
+			case 7:
+				if len(opened) == 0 {
+					continue
+				}
+				o := opened[0]
+				opened = opened[1:]
+				if s.reqs[o.rid].status != "PENDING" {
+					// The consumer decided first: the buyer gets the 202.
+					h.order(o.user, o.key, ok202(o.rid), o.call, ret)
+					known[o.user] = append(known[o.user], o.rid)
+					continue
+				}
+				s.release(o.rid)
+				h.order(o.user, o.key, unavailable503, o.call, ret)
 			case 0, 1:
 				key := rapid.SampledFrom([]string{"", "a", "b"}).Draw(t, "key")
 				fail := rapid.IntRange(0, 9).Draw(t, "fail")
@@ -72,6 +108,9 @@ func TestCorrectSalesAreAccepted(t *testing.T) {
 				}
 				h.held(u, out, call, ret)
 			}
+		}
+		for _, o := range opened { // still in flight when the history is read
+			h = append(h, Op{Input: Input{Kind: Order, User: o.user, Item: testItem, Qty: 1, Key: o.key}, Call: time.Duration(o.call) * time.Millisecond})
 		}
 		res := Check(h, Options{Totals: map[int64]int{testItem: total}, Timeout: time.Minute})
 		if res.Verdict() != porcupine.Ok {
@@ -155,16 +194,25 @@ func (s *sim) internal(move, pick int) {
 	case 0:
 		q.status = "UNPAID"
 	case 1:
-		q.status = "REJECTED"
-		s.stock++
-		if s.holders[q.user] == r {
-			delete(s.holders, q.user)
-		}
-		delete(s.idem, fmt.Sprint(q.user, "/", q.key))
+		s.release(r)
 	case 2:
 		q.status = "CANCELLED"
 		s.stock++
 	}
+}
+
+// release rejects a pending request: stock, buyer mark and key back.
+func (s *sim) release(r string) {
+	q := s.reqs[r]
+	if q.status != "PENDING" {
+		return
+	}
+	q.status = "REJECTED"
+	s.stock++
+	if s.holders[q.user] == r {
+		delete(s.holders, q.user)
+	}
+	delete(s.idem, fmt.Sprint(q.user, "/", q.key))
 }
 
 func (s *sim) status(u int64, r string) Output {

@@ -141,3 +141,15 @@ func bearerUser(h string) int64 {
 	n, _ := strconv.ParseInt(c.Sub, 10, 64)
 	return n
 }
+
+// CloseIdleConnections closes the base transport's idle connections (what
+// http.Client.CloseIdleConnections asks of its transport).
+func (t *Transport) CloseIdleConnections() {
+	base := t.Base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if c, ok := base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
