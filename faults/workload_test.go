@@ -89,8 +89,11 @@ type workload struct {
 	payers  sync.WaitGroup
 }
 
-// start launches the burst in the background.
+// start launches the burst in the background. Every buyer call of the
+// pipeline is recorded from the first start on (p.history) and the history
+// is checked when the test ends.
 func (p *pipeline) start(s spec) *workload {
+	p.history()
 	w := &workload{p: p, spec: s, accepted: map[string]accepted{}, keyRIDs: map[string]map[string]bool{},
 		paid: map[string]bool{}, done: make(chan struct{})}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -195,10 +198,18 @@ func (w *workload) order(ctx context.Context, a attempt) {
 }
 
 // pay polls the request until it is UNPAID and pays it, within the window.
+// Half the payers long-poll (?wait=), so histories hold both kinds of poll.
 func (w *workload) pay(ctx context.Context, user int64, rid string) {
 	deadline := time.Now().Add(w.p.cfg.PaymentWindow + 30*time.Second)
+	long := rand.IntN(2) == 0
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		st, ok := w.p.status(ctx, user, rid)
+		var st view
+		var ok bool
+		if long {
+			st, ok = w.p.statusWait(ctx, user, rid, time.Second)
+		} else {
+			st, ok = w.p.status(ctx, user, rid)
+		}
 		if ok && st.Status != "PENDING" {
 			if st.Status != "UNPAID" {
 				return
