@@ -195,11 +195,25 @@ func toPorcupine(ops []Op) []porcupine.Operation {
 	}
 	out := make([]porcupine.Operation, 0, len(ops))
 	lanes := map[string][]time.Duration{} // per partition, when each visualization lane is free
-	for _, op := range ops {
+	byCall := append([]Op(nil), ops...)
+	sort.SliceStable(byCall, func(i, j int) bool { return byCall[i].Call < byCall[j].Call })
+	unsurePay := map[string]bool{} // partition and request of an ambiguous pay already in
+	for _, op := range byCall {
 		k := partKey(op.Input)
 		o := classify(op.Input, op.Output, op.Done)
 		if (op.Input.Kind == Status || op.Input.Kind == Pay) && !learned[k][op.Input.RID] {
 			o = outcome{v: noInfo}
+		}
+		if o.v == payUnknown {
+			// Ambiguous pays of one request all return at the end and
+			// may each make it PAID at any time after their call: the
+			// first says all the others do (a pay retried through a
+			// MySQL outage would otherwise make hundreds of operations
+			// that porcupine must order).
+			if unsurePay[k+" "+op.Input.RID] {
+				continue
+			}
+			unsurePay[k+" "+op.Input.RID] = true
 		}
 		ret := op.Return
 		if !op.Done || o.ambiguous() {

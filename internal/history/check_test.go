@@ -268,3 +268,20 @@ func TestInFlightOrderMayHaveTakenEffect(t *testing.T) {
 		t.Fatalf("%v", res)
 	}
 }
+
+// Ambiguous pays retried through an outage do not make the search blow up:
+// an illegal history behind hundreds of them is still found Illegal.
+func TestManyAmbiguousPaysStillDecided(t *testing.T) {
+	var h hist
+	h.order(1, "", ok202(rid(1)), 0, 10)
+	h.status(1, rid(1), "UNPAID", 11, 12)
+	for i := range 300 {
+		h.pay(1, rid(1), Output{Code: 503, Error: "unavailable"}, 20+2*i, 21+2*i)
+		h.status(1, rid(1), "UNPAID", 20+2*i, 21+2*i)
+	}
+	h.status(1, rid(1), "PENDING", 1000, 1001)
+	res := Check(h, Options{Totals: map[int64]int{testItem: 1}, Timeout: time.Minute})
+	if res.Verdict() != porcupine.Illegal {
+		t.Fatalf("%v", res)
+	}
+}
