@@ -1,0 +1,133 @@
+//go:build cluster
+
+package stock_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/stock"
+)
+
+// A slot migration under a status subscription: when the slot of the
+// item's status channel moves to another primary, the old one sends
+// `sunsubscribe` and announces nothing more. The subscription must follow
+// the slot (subscribe again on its new primary), so a long poll woken by
+// that gap, which reads the old status and waits again, is woken by the
+// status change that follows, within 1 s, instead of waiting out its time.
+func TestClusterStatusSubscriptionFollowsSlotMigration(t *testing.T) {
+	cc := testenv.RedisCluster(t)
+	s := stock.New(cc)
+	item, slot := itemInEmptySlot(t, cc)
+	home := clusterNode(t, testenv.PrimaryOf(t, cc, item))
+	var dst node
+	var others []node
+	for _, p := range testenv.Primaries(t, cc) {
+		if p == home.addr {
+			continue
+		}
+		if dst.addr == "" {
+			dst = clusterNode(t, p)
+		} else {
+			others = append(others, clusterNode(t, p))
+		}
+	}
+	t.Cleanup(func() { putSlotBack(t, slot, home, dst, others) })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.PutStatus(ctx, item, "before", stock.RankUnpaid, []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := s.SubscribeStatuses(ctx, item, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu     sync.Mutex
+		events []subEvent
+	)
+	nextDone := make(chan struct{})
+	go func() {
+		defer close(nextDone)
+		for {
+			rid, gap, err := sub.Next(ctx)
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			events = append(events, subEvent{at: time.Now(), rid: rid, gap: gap})
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { sub.Close(); <-nextDone })
+
+	moveSlot(t, slot, home, dst, others, func(string) {})
+	moved := time.Now()
+	if got := testenv.PrimaryOf(t, cc, item); got != dst.addr {
+		t.Fatalf("slot %d on %s after the move, want %s", slot, got, dst.addr)
+	}
+	time.Sleep(200 * time.Millisecond)
+	changed := time.Now()
+	if err := s.PutStatus(ctx, item, "after", stock.RankFinal, []byte(`{}`)); err != nil {
+		t.Fatalf("put status on the new primary: %v", err)
+	}
+	var woke *subEvent
+	testenv.Eventually(t, 3*time.Second, 10*time.Millisecond, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for i := range events {
+			if events[i].at.After(changed) {
+				woke = &events[i]
+				return true
+			}
+		}
+		return false
+	}, "slot %d moved %s -> %s: no announcement or gap within 3 s of the status change (events: %v)",
+		slot, home.addr, dst.addr, lazyEvents(&mu, &events, moved))
+	took := woke.at.Sub(changed)
+	t.Logf("slot %d moved %s -> %s; woken %v after the status change by %s; events since the move: %s",
+		slot, home.addr, dst.addr, took.Round(time.Millisecond), woke, lazyEvents(&mu, &events, moved))
+	if took > time.Second {
+		t.Errorf("a waiter would be woken %v after the status change, want within 1 s", took)
+	}
+}
+
+type subEvent struct {
+	at  time.Time
+	rid string
+	gap bool
+}
+
+func (e *subEvent) String() string {
+	if e.gap {
+		return "gap"
+	}
+	return fmt.Sprintf("announcement %q", e.rid)
+}
+
+type eventList struct {
+	mu     *sync.Mutex
+	events *[]subEvent
+	since  time.Time
+}
+
+func lazyEvents(mu *sync.Mutex, events *[]subEvent, since time.Time) fmt.Stringer {
+	return eventList{mu, events, since}
+}
+
+func (l eventList) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := "["
+	for i, e := range *l.events {
+		if i > 0 {
+			out += ", "
+		}
+		out += fmt.Sprintf("%s at %+v", e.String(), e.at.Sub(l.since).Round(time.Millisecond))
+	}
+	return out + "]"
+}
