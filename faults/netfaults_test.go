@@ -77,8 +77,7 @@ func kafkaLeaderPartitioned(t *testing.T, b *testbed) {
 	}
 	healed := time.Now()
 	after, isrAfter, _ := b.leader(context.Background(), p.orders)
-	waitAccepted(t, w, w.nAccept.Load()+10)
-	rec := measureStall(w, healed)
+	rec := waitRecovered(w, healed, 30*time.Second)
 	ph := phaseOf(w, "ingress | leader broker", cut, healed, rec)
 	t.Logf("leader after the heal: node %d (in sync %v)", after, isrAfter)
 	rep := p.settle(fmt.Sprintf("ingress partitioned from the leader broker %v", d), start, w)
@@ -89,8 +88,10 @@ func kafkaLeaderPartitioned(t *testing.T, b *testbed) {
 	}
 }
 
-// slowLinks: the target's link slowed (delay ± jitter) for a while, then
-// made lossy, while the burst goes on; each phase heals itself.
+// slowLinks: the target's links to the pipeline's hosts slowed (delay ±
+// jitter on every packet the server sends them) for a while, then made
+// lossy, while the burst goes on; each phase heals itself, and the next
+// starts once a 202 has come back.
 func slowLinks(t *testing.T, b *testbed, target string) {
 	start := time.Now()
 	cfg := defaultSettings()
@@ -99,6 +100,12 @@ func slowLinks(t *testing.T, b *testbed, target string) {
 	p := newNetPipeline(t, b, cfg)
 	p.startAll()
 	waitReplicated(t, b, p.orders)
+	// The servers' links to the pipeline's hosts, not to each other (the
+	// brokers' replication keeps its pace) nor to the test.
+	clients := []*nemesis.Host{b.net.Host("ingress")}
+	for _, pr := range append(append([]*proc{}, p.consumers...), p.reapers...) {
+		clients = append(clients, b.net.Host(pr.name))
+	}
 	var hosts []*nemesis.Host
 	switch target {
 	case "redis":
@@ -110,7 +117,7 @@ func slowLinks(t *testing.T, b *testbed, target string) {
 	}
 	d := pick(8*time.Second, 15*time.Second)
 	const rps = 30
-	w := p.start(burst(int(rps*(2*d+20*time.Second).Seconds()), rps))
+	w := p.start(burst(int(rps*(2*d+40*time.Second).Seconds()), rps))
 	waitAccepted(t, w, 20)
 	var phases []phase
 	for _, fault := range []struct {
@@ -118,9 +125,9 @@ func slowLinks(t *testing.T, b *testbed, target string) {
 		inject func(h *nemesis.Host) (*nemesis.Fault, error)
 	}{
 		{"200ms±50ms delay", func(h *nemesis.Host) (*nemesis.Fault, error) {
-			return b.net.Delay(h, 200*time.Millisecond, 50*time.Millisecond, d)
+			return b.net.Delay(h, 200*time.Millisecond, 50*time.Millisecond, d, clients...)
 		}},
-		{"5% loss", func(h *nemesis.Host) (*nemesis.Fault, error) { return b.net.Loss(h, 0.05, d) }},
+		{"5% loss", func(h *nemesis.Host) (*nemesis.Fault, error) { return b.net.Loss(h, 0.05, d, clients...) }},
 	} {
 		var fs []*nemesis.Fault
 		for _, h := range hosts {
@@ -135,12 +142,25 @@ func slowLinks(t *testing.T, b *testbed, target string) {
 			<-f.Healed() // they heal themselves after d
 		}
 		to := time.Now()
-		hold(3 * time.Second)
-		phases = append(phases, phaseOf(w, fault.name+" on "+target, from, to, measureStall(w, to)))
+		phases = append(phases, phaseOf(w, fault.name+" on "+target, from, to, waitRecovered(w, to, 30*time.Second)))
+		hold(2 * time.Second)
 	}
 	rep := p.settle(fmt.Sprintf("%s link: delay then loss, %v each", target, d), start, w)
 	n := p.checkDurable(context.Background(), w)
 	p.checkNetFault(w, rep, n, phases)
+}
+
+// waitRecovered waits (up to limit) until a request sent after the heal
+// at healed is answered a published 202, and returns the stall since.
+func waitRecovered(w *workload, healed time.Time, limit time.Duration) stall {
+	deadline := time.Now().Add(limit)
+	for {
+		s := measureStall(w, healed)
+		if s.resumed || time.Now().After(deadline) {
+			return s
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // waitReplicated waits until the orders partition has a leader and all

@@ -99,16 +99,13 @@ func (n *Network) Partition(ctx context.Context, a *Host, bs []*Host, d time.Dur
 	if len(bs) == 0 {
 		return nil, errors.New("partition from nobody")
 	}
-	ips := make([]string, 0, len(bs))
-	names := make([]string, 0, len(bs))
 	for _, b := range bs {
 		if b == a {
 			return nil, fmt.Errorf("partition %s from itself", a.Name)
 		}
-		ips, names = append(ips, b.IP.String()), append(names, b.Name)
 	}
 	table := n.table("p")
-	set := strings.Join(ips, ", ")
+	set := strings.Join(ips(bs), ", ")
 	rules := fmt.Sprintf(`table inet %[1]s {
 	chain in { type filter hook input priority -10; policy accept; ip saddr { %[2]s } drop; }
 	chain out { type filter hook output priority -10; policy accept; ip daddr { %[2]s } drop; }
@@ -117,12 +114,14 @@ func (n *Network) Partition(ctx context.Context, a *Host, bs []*Host, d time.Dur
 	if err := a.nft(ctx, rules); err != nil {
 		return nil, err
 	}
-	return n.arm(fmt.Sprintf("partition %s | %s", a.Name, strings.Join(names, ",")), d,
+	return n.arm(fmt.Sprintf("partition %s | %s", a.Name, strings.TrimPrefix(toNames(bs), " to ")), d,
 		func(ctx context.Context) error { return a.dropTable(ctx, table) })
 }
 
-// Loss drops fraction (0 < fraction < 1) of the packets h sends, for d.
-func (n *Network) Loss(h *Host, fraction float64, d time.Duration) (*Fault, error) {
+// Loss drops fraction (0 < fraction < 1) of the packets h sends, for d: to
+// the hosts in to only when any are given (h's links to them), else on
+// every link of h.
+func (n *Network) Loss(h *Host, fraction float64, d time.Duration, to ...*Host) (*Fault, error) {
 	if fraction <= 0 || fraction >= 1 {
 		return nil, fmt.Errorf("loss %v: want a fraction in (0, 1)", fraction)
 	}
@@ -130,20 +129,25 @@ func (n *Network) Loss(h *Host, fraction float64, d time.Duration) (*Fault, erro
 	defer cancel()
 	table := n.table("l")
 	perMille := int(fraction*1000 + 0.5)
+	match := ""
+	if len(to) > 0 {
+		match = "ip daddr { " + strings.Join(ips(to), ", ") + " } "
+	}
 	rules := fmt.Sprintf(`table inet %s {
-	chain out { type filter hook output priority -10; policy accept; oifname "eth0" numgen random mod 1000 < %d drop; }
+	chain out { type filter hook output priority -10; policy accept; oifname "eth0" %snumgen random mod 1000 < %d drop; }
 }
-`, table, perMille)
+`, table, match, perMille)
 	if err := h.nft(ctx, rules); err != nil {
 		return nil, err
 	}
-	return n.arm(fmt.Sprintf("loss %.1f%% on %s", float64(perMille)/10, h.Name), d,
+	return n.arm(fmt.Sprintf("loss %.1f%% on %s%s", float64(perMille)/10, h.Name, toNames(to)), d,
 		func(ctx context.Context) error { return h.dropTable(ctx, table) })
 }
 
-// Delay holds every packet h sends for delay ± jitter (uniform), for d.
-// Packets leave in the order they were sent.
-func (n *Network) Delay(h *Host, delay, jitter time.Duration, d time.Duration) (*Fault, error) {
+// Delay holds every packet h sends for delay ± jitter (uniform), for d: to
+// the hosts in to only when any are given (h's links to them), else on
+// every link of h. Packets leave in the order they were sent.
+func (n *Network) Delay(h *Host, delay, jitter time.Duration, d time.Duration, to ...*Host) (*Fault, error) {
 	if delay <= 0 || jitter < 0 || jitter > delay {
 		return nil, fmt.Errorf("delay %v ± %v: want 0 < jitter <= delay", delay, jitter)
 	}
@@ -159,17 +163,52 @@ func (n *Network) Delay(h *Host, delay, jitter time.Duration, d time.Duration) (
 	}
 	// --queue-bypass: with no reader (this process gone) packets pass
 	// undelayed instead of being dropped.
-	rule := []string{"OUTPUT", "-o", "eth0", "-j", "NFQUEUE", "--queue-num", fmt.Sprint(qnum), "--queue-bypass"}
-	add := append([]string{"iptables", "-w", "-t", "mangle", "-I"}, rule...)
-	if err := h.exec(ctx, add[0], add[1:]...); err != nil {
-		q.Close()
-		return nil, err
+	var rules [][]string
+	dsts := ips(to)
+	if len(dsts) == 0 {
+		dsts = []string{"0.0.0.0/0"}
 	}
-	return n.arm(fmt.Sprintf("delay %v±%v on %s", delay, jitter, h.Name), d, func(ctx context.Context) error {
-		del := append([]string{"iptables", "-w", "-t", "mangle", "-D"}, rule...)
-		err := h.exec(ctx, del[0], del[1:]...)
+	for _, dst := range dsts {
+		rules = append(rules, []string{"OUTPUT", "-o", "eth0", "-d", dst, "-j", "NFQUEUE", "--queue-num", fmt.Sprint(qnum), "--queue-bypass"})
+	}
+	iptables := func(ctx context.Context, op string, rule []string) error {
+		args := append([]string{"-w", "-t", "mangle", op}, rule...)
+		return h.exec(ctx, "iptables", args...)
+	}
+	remove := func(ctx context.Context, upTo int) error {
+		var errs []error
+		for _, r := range rules[:upTo] {
+			errs = append(errs, iptables(ctx, "-D", r))
+		}
 		// Packets still held are released (late) before the queue closes.
 		q.Close()
-		return err
-	})
+		return errors.Join(errs...)
+	}
+	for i, r := range rules {
+		if err := iptables(ctx, "-I", r); err != nil {
+			_ = remove(ctx, i)
+			return nil, err
+		}
+	}
+	return n.arm(fmt.Sprintf("delay %v±%v on %s%s", delay, jitter, h.Name, toNames(to)), d,
+		func(ctx context.Context) error { return remove(ctx, len(rules)) })
+}
+
+func ips(hs []*Host) []string {
+	out := make([]string, 0, len(hs))
+	for _, h := range hs {
+		out = append(out, h.IP.String())
+	}
+	return out
+}
+
+func toNames(hs []*Host) string {
+	if len(hs) == 0 {
+		return ""
+	}
+	names := make([]string, 0, len(hs))
+	for _, h := range hs {
+		names = append(names, h.Name)
+	}
+	return " to " + strings.Join(names, ",")
 }

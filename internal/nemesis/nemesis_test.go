@@ -156,6 +156,24 @@ func TestDelayAddsRoundTrip(t *testing.T) {
 	}
 	after := rtt(t, conn, 20)
 	t.Logf("median rtt a -> b: before %v, with 200ms±50ms on b %v, after heal %v", before, during, after)
+
+	// On b's link to a only: c's conversation with b keeps its pace.
+	c := n.Host("c")
+	cconn, err := c.DialContext(context.Background(), "tcp", b.Addr(7000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cconn.Close()
+	f, err = n.Delay(b, 200*time.Millisecond, 50*time.Millisecond, time.Minute, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	toA, toC := rtt(t, conn, 10), rtt(t, cconn, 10)
+	_ = f.Heal()
+	t.Logf("with the delay on b's link to a only: median rtt a -> b %v, c -> b %v", toA, toC)
+	if toA < 140*time.Millisecond || toC > 100*time.Millisecond {
+		t.Errorf("delay on b's link to a: rtt a -> b %v (want about 200ms), c -> b %v (want no delay)", toA, toC)
+	}
 	// Generous bounds: a noisy 2-core machine adds, never removes.
 	if during < 140*time.Millisecond || during > time.Second {
 		t.Errorf("rtt with the delay %v, want about 200ms", during)
