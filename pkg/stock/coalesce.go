@@ -34,13 +34,19 @@ import (
 //
 // After a NOSCRIPT (Redis restarted, failover) the calls that got it are
 // sent once more, with EVAL, in one further pipeline.
+//
+// On a Redis Cluster each primary has a lane of its own (a queue and
+// Flushers flushers, see coalesce_lanes.go): a pipeline of a ClusterClient
+// returns only once every node in it answered, so one stalled primary in a
+// shared batch held the calls of every shard, and every flusher with them.
 type Coalescer struct {
-	rdb   redis.UniversalClient
-	cfg   CoalesceConfig
-	queue chan *coalescedCall
-	done  chan struct{}
-	once  sync.Once
-	wg    sync.WaitGroup
+	rdb  redis.UniversalClient
+	cc   *redis.ClusterClient // nil: one node, one lane
+	cfg  CoalesceConfig
+	done chan struct{}
+	once sync.Once
+	wg   sync.WaitGroup
+	lanes
 }
 
 // CoalesceConfig bounds a Coalescer.
@@ -72,6 +78,8 @@ const (
 
 type coalescedCall struct {
 	cmd redis.Cmder
+	// key picks the lane: the node serving its slot.
+	key string
 	// script, keys and args are set for an EVALSHA, so a NOSCRIPT reply can
 	// be sent again as EVAL of the same script.
 	script   *redis.Script
@@ -82,15 +90,14 @@ type coalescedCall struct {
 	done     chan struct{}
 }
 
-// NewCoalescer starts cfg.Flushers flushers on rdb; Close stops them.
+// NewCoalescer starts cfg.Flushers flushers on rdb (on a Cluster, that
+// many more for each primary once it has calls); Close stops them.
 func NewCoalescer(rdb redis.UniversalClient, cfg CoalesceConfig) *Coalescer {
 	cfg.MaxBatch = max(cfg.MaxBatch, 1)
 	cfg.Flushers = max(cfg.Flushers, 1)
-	c := &Coalescer{rdb: rdb, cfg: cfg, queue: make(chan *coalescedCall, 4*cfg.MaxBatch*cfg.Flushers), done: make(chan struct{})}
-	c.wg.Add(cfg.Flushers)
-	for range cfg.Flushers {
-		go c.flusher()
-	}
+	c := &Coalescer{rdb: rdb, cfg: cfg, done: make(chan struct{})}
+	c.cc, _ = rdb.(*redis.ClusterClient)
+	c.one = c.newLane()
 	return c
 }
 
@@ -98,7 +105,12 @@ func NewCoalescer(rdb redis.UniversalClient, cfg CoalesceConfig) *Coalescer {
 // queued fail with ErrNotSent: their callers, waiting in do, see the
 // Coalescer closed and take them out of the queue.
 func (c *Coalescer) Close() {
-	c.once.Do(func() { close(c.done) })
+	c.once.Do(func() {
+		c.mu.Lock()
+		c.closed = true
+		c.mu.Unlock()
+		close(c.done)
+	})
 	c.wg.Wait()
 }
 
@@ -106,7 +118,11 @@ func (c *Coalescer) Close() {
 // error other than the command's own, cmd is not to be read afterwards: a
 // batch already on the wire may still fill it in.
 func (c *Coalescer) Do(ctx context.Context, cmd redis.Cmder) error {
-	_, err := c.do(ctx, &coalescedCall{cmd: cmd})
+	var key string
+	if args := cmd.Args(); len(args) > 1 {
+		key = fmt.Sprint(args[1]) // the first key of the commands sent here
+	}
+	_, err := c.do(ctx, &coalescedCall{cmd: cmd, key: key})
 	return err
 }
 
@@ -120,8 +136,9 @@ func (c *Coalescer) do(ctx context.Context, cl *coalescedCall) (replied bool, er
 		return false, fmt.Errorf("%w: %w", ErrNotSent, redis.ErrClosed)
 	default:
 	}
+	queue := c.laneFor(ctx, cl.key).queue
 	select {
-	case c.queue <- cl:
+	case queue <- cl:
 	case <-ctx.Done():
 		return false, fmt.Errorf("%w: %w", ErrNotSent, ctx.Err())
 	case <-c.done:
@@ -149,25 +166,32 @@ func (c *Coalescer) do(ctx context.Context, cl *coalescedCall) (replied bool, er
 	}
 }
 
-// EvalSha runs script through the batch. The command it returns is safe to
-// read: when the caller's context ended before the reply, it is a fresh one
-// holding that error.
+// EvalSha runs script through the batch, attempted again as sendRetried
+// says (each attempt in a batch of its own). The command it returns is safe
+// to read: when the caller's context ended before the reply, it is a fresh
+// one holding that error.
 func (c *Coalescer) EvalSha(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
-	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
-	cmdArgs = append(cmdArgs, "evalsha", script.Hash(), len(keys))
-	for _, k := range keys {
-		cmdArgs = append(cmdArgs, k)
+	var key string
+	if len(keys) > 0 {
+		key = keys[0]
 	}
-	cmdArgs = append(cmdArgs, args...)
-	cmd := redis.NewCmd(ctx, cmdArgs...)
-	if ok, err := c.do(ctx, &coalescedCall{cmd: cmd, script: script, keys: keys, args: args}); !ok {
+	cmdArgs := scriptArgs("evalsha", script.Hash(), keys, args)
+	var cmd *redis.Cmd
+	err := sendRetried(ctx, func() error {
 		cmd = redis.NewCmd(ctx, cmdArgs...)
+		if ok, err := c.do(ctx, &coalescedCall{cmd: onceCmd{cmd}, key: key, script: script, keys: keys, args: args}); !ok {
+			cmd = redis.NewCmd(ctx, cmdArgs...)
+			cmd.SetErr(err)
+		}
+		return cmd.Err()
+	})
+	if err != cmd.Err() {
 		cmd.SetErr(err)
 	}
 	return cmd
 }
 
-func (c *Coalescer) flusher() {
+func (c *Coalescer) flusher(queue chan *coalescedCall) {
 	defer c.wg.Done()
 	batch := make([]*coalescedCall, 0, c.cfg.MaxBatch)
 	for {
@@ -175,10 +199,10 @@ func (c *Coalescer) flusher() {
 		select {
 		case <-c.done:
 			return
-		case cl := <-c.queue:
+		case cl := <-queue:
 			batch = append(batch, cl)
 		}
-		batch = c.fill(batch)
+		batch = c.fill(queue, batch)
 		live := batch[:0]
 		for _, cl := range batch {
 			if cl.state.CompareAndSwap(callQueued, callTaken) {
@@ -193,7 +217,7 @@ func (c *Coalescer) flusher() {
 
 // fill adds the calls already queued, and with a Window those arriving
 // within it, up to MaxBatch.
-func (c *Coalescer) fill(batch []*coalescedCall) []*coalescedCall {
+func (c *Coalescer) fill(queue chan *coalescedCall, batch []*coalescedCall) []*coalescedCall {
 	var linger <-chan time.Time
 	if c.cfg.Window > 0 {
 		t := time.NewTimer(c.cfg.Window)
@@ -202,7 +226,7 @@ func (c *Coalescer) fill(batch []*coalescedCall) []*coalescedCall {
 	}
 	for len(batch) < c.cfg.MaxBatch {
 		select {
-		case cl := <-c.queue:
+		case cl := <-queue:
 			batch = append(batch, cl)
 			continue
 		default:
@@ -211,7 +235,7 @@ func (c *Coalescer) fill(batch []*coalescedCall) []*coalescedCall {
 			return batch
 		}
 		select {
-		case cl := <-c.queue:
+		case cl := <-queue:
 			batch = append(batch, cl)
 		case <-linger:
 			return batch
@@ -240,13 +264,14 @@ func (c *Coalescer) send(batch []*coalescedCall) {
 	}
 	if len(again) > 0 {
 		p := c.rdb.Pipeline()
+		sc := onceScripter{Scripter: p, process: p.Process}
 		evals := make([]*redis.Cmd, len(again))
 		for i, cl := range again {
-			evals[i] = cl.script.Eval(ctx, p, cl.keys, cl.args...)
+			evals[i] = cl.script.Eval(ctx, sc, cl.keys, cl.args...)
 		}
 		_, _ = p.Exec(ctx)
 		for i, cl := range again {
-			cmd := cl.cmd.(*redis.Cmd)
+			cmd := cl.cmd.(onceCmd)
 			cmd.SetVal(evals[i].Val())
 			cmd.SetErr(evals[i].Err())
 		}
