@@ -32,7 +32,9 @@ func (s *Store) admitAndWait(ctx context.Context, slotKey string, keys []string,
 		var eval *redis.Cmd
 		var wait *redis.Cmd
 		_, err = node.Pipelined(ctx, func(p redis.Pipeliner) error {
-			eval = p.EvalSha(ctx, admitScript.Hash(), keys, args...)
+			// Sent once by go-redis, so a refused retry never hides a
+			// written attempt (exact NotSent: sendonce.go).
+			eval = onceScripter{Scripter: p, process: p.Process}.EvalSha(ctx, admitScript.Hash(), keys, args...)
 			wait = p.Do(ctx, "WAIT", n, timeout.Milliseconds())
 			return nil
 		})

@@ -27,14 +27,17 @@ const poolTimeout = "redis: connection pool timeout"
 // failure (a timeout or a reset after the command was written) is
 // ambiguous: the command may have run and only its reply was lost.
 //
-// go-redis returns the last attempt's error only. An earlier attempt that
-// timed out after writing would make a "not sent" last error wrong, but a
-// timed-out call is not attempted again here: ContextTimeoutEnabled ends a
-// read at the call's deadline (the store timeout, as ReadTimeout), and
-// go-redis' backoff before the next attempt then fails with the context's
-// error, which is ambiguous.
+// go-redis returns the last attempt's error only, so a "not sent" last
+// error after an attempt that was written (EOF or a reset after the write,
+// then a refused dial) would be wrong. The hot path's scripts are therefore
+// sent once per attempt by go-redis and attempted again by sendRetried,
+// which marks such an error (writtenError): NotSent is false for it. A
+// timed-out call is not attempted again: ContextTimeoutEnabled ends a read
+// at the call's deadline (the store timeout, as ReadTimeout), and a further
+// attempt would fail with the context's error, which is ambiguous.
 func NotSent(err error) bool {
-	if err == nil {
+	var we *writtenError
+	if err == nil || errors.As(err, &we) {
 		return false
 	}
 	var op *net.OpError
@@ -52,10 +55,11 @@ func NotSent(err error) bool {
 // TRYAGAIN while a slot migrates and a multi-key command's keys are split
 // between the two nodes or one of them does not exist yet (admit.lua with a
 // new Idempotency-Key), MOVED or ASK once go-redis has followed
-// MaxRedirects of them, and CLUSTERDOWN. go-redis retries each of these
-// itself (TRYAGAIN and CLUSTERDOWN with a backoff: 69-234 ms in all before
-// the caller saw TRYAGAIN in reshard_cluster_test.go), so the caller sees
-// one only when a migration or an outage outlasts that.
+// MaxRedirects of them, and CLUSTERDOWN. The hot path's scripts are
+// attempted again after each of these (sendRetried, with go-redis'
+// backoff; go-redis' own retries took 69-234 ms in all before the caller
+// saw TRYAGAIN in reshard_cluster_test.go), so the caller sees one only
+// when a migration or an outage outlasts that.
 func clusterRefused(err error) bool {
 	if redis.IsTryAgainError(err) || redis.IsClusterDownError(err) {
 		return true

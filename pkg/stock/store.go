@@ -39,7 +39,7 @@ func (s *Store) run(ctx context.Context, script *redis.Script, keys []string, ar
 	if s.co != nil {
 		return s.co.EvalSha(ctx, script, keys, args...)
 	}
-	return script.Run(ctx, s.rdb, keys, args...)
+	return runOnce(ctx, s.rdb, script, keys, args...) // exact NotSent: sendonce.go
 }
 
 // Client returns the underlying client (for health checks).
