@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -13,8 +14,25 @@ import (
 // status_put.lua announces the request id of every status it stores, so an
 // ingress can wake the buyers waiting on those requests. It uses a
 // connection of its own (a Redis pub/sub connection carries nothing else).
+//
+// On a Redis Cluster the channel is a shard channel of the slot of the
+// item's keys. When that slot moves to another primary (a resharding, a
+// failover), the old primary ends the subscription itself with an
+// `sunsubscribe` and announces nothing more, and go-redis does not
+// subscribe again (the connection is still up). Next then subscribes anew
+// on the slot's primary and reports a gap; before, it only reported the
+// gap, and every long poll on the slot waited out its full time.
 type StatusSubscription struct {
-	ps *redis.PubSub
+	rdb redis.UniversalClient
+	ch  string
+
+	// lost is the subscription the server ended, to be replaced by the
+	// next Next (only Next's goroutine touches it).
+	lost *redis.PubSub
+
+	mu     sync.Mutex
+	ps     *redis.PubSub
+	closed bool
 }
 
 // statusIdle is how long Next waits for a message before it pings: a
@@ -22,38 +40,73 @@ type StatusSubscription struct {
 // reconnect is reported as a gap.
 const statusIdle = 15 * time.Second
 
+// resubscribePause is the wait between attempts to subscribe again after
+// the server ended the subscription (its slot moved): the slot map may
+// still name the old primary, which answers MOVED, until it is reloaded.
+const resubscribePause = 50 * time.Millisecond
+
 // SubscribeStatuses subscribes to the status channel of bucket of item
 // (SSUBSCRIBE, on the shard of the bucket's keys) and returns once Redis
 // confirmed it: every status of a request of that bucket stored after that
 // is announced to it.
 func (s *Store) SubscribeStatuses(ctx context.Context, itemID int64, bucket int) (*StatusSubscription, error) {
-	ch := BucketKeys(itemID, bucket).StatusChannel()
-	ps := s.rdb.SSubscribe(ctx, ch)
+	ss := &StatusSubscription{rdb: s.rdb, ch: BucketKeys(itemID, bucket).StatusChannel()}
+	ps, err := ss.subscribe(ctx)
+	if err != nil {
+		return nil, unavailable("stock: subscribe statuses", err)
+	}
+	ss.ps = ps
+	return ss, nil
+}
+
+// subscribe opens a subscription to ss.ch and waits for Redis' confirmation.
+func (ss *StatusSubscription) subscribe(ctx context.Context) (*redis.PubSub, error) {
+	ps := ss.rdb.SSubscribe(ctx, ss.ch)
 	msg, err := ps.Receive(ctx)
 	if err != nil {
 		_ = ps.Close()
-		return nil, unavailable("stock: subscribe statuses", err)
+		return nil, err
 	}
 	if _, ok := msg.(*redis.Subscription); !ok {
 		_ = ps.Close()
-		return nil, unavailable("stock: subscribe statuses", fmt.Errorf("unexpected first message %T", msg))
+		return nil, fmt.Errorf("unexpected first message %T", msg)
 	}
-	return &StatusSubscription{ps: ps}, nil
+	return ps, nil
 }
 
 // Next blocks until the next announcement and returns its request id. gap
 // is true (and requestID empty) when announcements may have been missed:
-// the connection failed or was re-established, so every waiter must look
-// again. err is returned only once the subscription is closed.
+// the connection failed or was re-established, or the subscription moved
+// with its slot, so every waiter must look again. err is returned only
+// once the subscription is closed. One goroutine calls Next at a time.
 func (ss *StatusSubscription) Next(ctx context.Context) (requestID string, gap bool, err error) {
+	if ss.lost != nil {
+		// Subscribed again only now, so the gap was reported at once:
+		// what was published in between is lost, another gap.
+		old := ss.lost
+		ss.lost = nil
+		if err := ss.resubscribe(ctx, old); err != nil {
+			return "", false, err
+		}
+		return "", true, nil
+	}
 	for {
-		msg, err := ss.ps.ReceiveTimeout(ctx, statusIdle)
+		ps, err := ss.current()
+		if err != nil {
+			return "", false, err
+		}
+		msg, err := ps.ReceiveTimeout(ctx, statusIdle)
 		switch m := msg.(type) {
 		case *redis.Message:
 			return m.Payload, false, nil
 		case *redis.Subscription:
-			// A re-subscription after a reconnect: whatever was published
-			// while the connection was down is lost.
+			if m.Kind == "sunsubscribe" {
+				// The server ended it (the slot moved): the next call
+				// subscribes again.
+				ss.lost = ps
+			}
+			// Else a re-subscription after a reconnect: whatever was
+			// published while the connection was down is lost.
 			return "", true, nil
 		case *redis.Pong:
 			continue
@@ -67,7 +120,7 @@ func (ss *StatusSubscription) Next(ctx context.Context) (requestID string, gap b
 		var nerr interface{ Timeout() bool }
 		if errors.As(err, &nerr) && nerr.Timeout() {
 			// Idle: ping, so a dead connection fails (and reconnects) soon.
-			if perr := ss.ps.Ping(ctx); perr == nil {
+			if perr := ps.Ping(ctx); perr == nil {
 				continue
 			}
 		}
@@ -81,5 +134,51 @@ func (ss *StatusSubscription) Next(ctx context.Context) (requestID string, gap b
 	}
 }
 
-// Close ends the subscription and its connection.
-func (ss *StatusSubscription) Close() error { return ss.ps.Close() }
+func (ss *StatusSubscription) current() (*redis.PubSub, error) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.closed {
+		return nil, fmt.Errorf("stock: status subscription: %w", redis.ErrClosed)
+	}
+	return ss.ps, nil
+}
+
+// resubscribe replaces old, which the server unsubscribed, by a new
+// subscription on the channel's current primary, trying until it is
+// confirmed, ctx ends or the subscription is closed.
+func (ss *StatusSubscription) resubscribe(ctx context.Context, old *redis.PubSub) error {
+	_ = old.Close()
+	for {
+		if cc, ok := ss.rdb.(*redis.ClusterClient); ok {
+			cc.ReloadState(ctx) // lazy: a MOVED below retries after it
+		}
+		ps, err := ss.subscribe(ctx)
+		ss.mu.Lock()
+		switch {
+		case ss.closed:
+			ss.mu.Unlock()
+			if ps != nil {
+				_ = ps.Close()
+			}
+			return fmt.Errorf("stock: status subscription: %w", redis.ErrClosed)
+		case err == nil:
+			ss.ps = ps
+			ss.mu.Unlock()
+			return nil
+		}
+		ss.mu.Unlock()
+		select {
+		case <-time.After(resubscribePause):
+		case <-ctx.Done():
+			return fmt.Errorf("stock: status subscription: subscribe again: %w (%w)", ctx.Err(), err)
+		}
+	}
+}
+
+// Close ends the subscription and its connection; a Next waiting returns.
+func (ss *StatusSubscription) Close() error {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.closed = true
+	return ss.ps.Close()
+}
