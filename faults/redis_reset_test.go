@@ -1,0 +1,110 @@
+//go:build faults
+
+package faults
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/flashsale-dev/flashsale/internal/testenv"
+)
+
+// TestRedisResetMidReply: the ingress' Redis connections are reset after
+// an admission was written and ran, before its reply came back, and the
+// server then refuses connections for a moment (a primary restarting with
+// its AOF, or a failover to a replica that had the write). go-redis tried
+// the admission again, its dial was refused, and the ingress took that last
+// error for "never sent": 503 unavailable, nothing reserved, while Redis
+// held the reservation and the buyer mark (the buyer's next try answered
+// 409 for the whole orphan grace). No buyer answered unavailable may hold
+// a reservation afterwards.
+//
+// The fault is a TCP proxy between the ingress and the stack's Redis
+// (testenv.ResetProxy), which forwards the admission and resets every
+// connection instead of passing its reply on: the write survives on the
+// real server, as with AOF or a synced replica. The consumer and reaper
+// reach Redis directly.
+func TestRedisResetMidReply(t *testing.T) {
+	start := time.Now()
+	cfg := defaultSettings()
+	cfg.Units = 2000
+	cfg.OrphanGrace = 30 * time.Second // the holds are checked before any orphan is voided
+	p := newPipeline(t, cfg)
+	proxy := testenv.NewResetProxy(t, testenv.Common(t).RedisAddr, 300*time.Millisecond)
+	p.ingress.env = append(p.ingress.env, "FLASHSALE_REDIS_ADDR="+proxy.Addr)
+	p.startAll()
+	marker := admitSHA(t)
+	w := p.start(burst(pick(600, 1500), 60))
+	waitAccepted(t, w, 20)
+	began := time.Now()
+	// Arm the fault every 500 ms while the burst lasts: each time the next
+	// write carrying an admission loses its reply, and every connection
+	// is reset.
+	tick := time.NewTicker(500 * time.Millisecond)
+	for running := true; running; {
+		select {
+		case <-w.done:
+			running = false
+		case <-tick.C:
+			proxy.Arm(marker)
+		}
+	}
+	tick.Stop()
+	ended := time.Now()
+	w.wait()
+	if proxy.Resets() < 3 {
+		t.Fatalf("the proxy reset the connections %d times during the burst, want several", proxy.Resets())
+	}
+
+	// Before the orphan grace: the buyers told "unavailable" who never got
+	// a 202 in another attempt must hold nothing.
+	answers, acc, _, _ := w.snapshot()
+	got202 := map[int64]bool{}
+	for _, a := range acc {
+		got202[a.user] = true
+	}
+	unavailable := map[int64]bool{}
+	for _, a := range answers {
+		if a.code == 503 && a.errKey == "unavailable" && !got202[a.user] {
+			unavailable[a.user] = true
+		}
+	}
+	var holding []string
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for user := range unavailable {
+		rid, held, _, err := p.st.HeldBy(ctx, p.itemID, 0, user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if held {
+			holding = append(holding, fmt.Sprintf("user %d holds %s", user, rid))
+		}
+	}
+	fault := fmt.Sprintf("redis connections reset mid-reply, writes surviving (%d resets, each followed by 300 ms of refused dials)", proxy.Resets())
+	t.Logf("%s over %v: answers %s; %d buyers answered 503 unavailable without a 202, %d of them holding a reservation",
+		fault, ended.Sub(began).Round(100*time.Millisecond), codes(answers), len(unavailable), len(holding))
+	if len(holding) > 0 {
+		t.Errorf("%d buyers were answered 503 unavailable (nothing reserved) while Redis holds their reservation: %v", len(holding), holding)
+	}
+	rep := p.settle(fault, start, w)
+	t.Logf("audit: direct ok %v (violations %v), endpoint ok %v", rep.direct.OK, rep.direct.Violations, rep.viaHTTP.OK)
+}
+
+// admitSHA is the SHA1 of the admission script, which every admission's
+// EVALSHA carries: the proxy's marker.
+func admitSHA(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot(), "pkg", "stock", "lua", "admit.lua"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha1.Sum(b)
+	return hex.EncodeToString(sum[:])
+}
