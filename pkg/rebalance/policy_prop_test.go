@@ -2,7 +2,6 @@ package rebalance
 
 import (
 	"fmt"
-	"slices"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -21,9 +20,8 @@ import (
 //     each pass (a refused buyer sets the want flag to its qty, as
 //     admit.lua does, and transfer_in.lua clears it once the stock covers
 //     it; a buyer asking more than the buckets hold together is answered
-//     410, its flag left behind, and another such buyer comes to the same
-//     bucket every pass, as at the end of a sale); after at most one pass
-//     per buyer plus one, every buyer left waiting asks for more than the
+//     410 and leaves, its flag left behind); after at most one pass per
+//     buyer plus one, every buyer left waiting asks for more than the
 //     buckets hold together. So a buyer
 //     whom the stock can cover is served by some sequence of planned moves,
 //     whoever else waits, in whatever order they retry.
@@ -55,18 +53,13 @@ func TestPropPolicyServesEveryCoverableBuyer(t *testing.T) {
 			})
 		}
 		want, need := make([]bool, n), make([]int64, n)
-		// refused are buyers answered 410 (they asked more than the
-		// buckets held): in their place new such buyers keep coming, in
-		// the same buckets, each pass, as at the end of a sale.
-		var refused []buyer
-		// retry lets the waiting buyers, and the stream of too big ones,
-		// try again in an order of rapid's choosing: one served leaves;
-		// one refused raises its bucket's flag to its qty (admit.lua),
-		// and is answered 410 when it asks more than the buckets hold
-		// (its flag left behind, as admit.lua raised it).
+		// retry lets the waiting buyers try again in an order of rapid's
+		// choosing: one served leaves; one refused raises its bucket's
+		// flag to its qty (admit.lua), and leaves too when the buckets
+		// together hold less than its qty (410, the bucket promise).
 		retry := func(round int) {
-			order := rapid.Permutation(slices.Concat(waiting, refused)).Draw(t, fmt.Sprintf("order%d", round))
-			waiting, refused = waiting[:0], refused[:0]
+			order := rapid.Permutation(waiting).Draw(t, fmt.Sprintf("order%d", round))
+			waiting = waiting[:0]
 			for _, b := range order {
 				if stocks[b.home] >= b.qty {
 					stocks[b.home] -= b.qty
@@ -81,9 +74,7 @@ func TestPropPolicyServesEveryCoverableBuyer(t *testing.T) {
 				}
 				if b.qty <= sum {
 					waiting = append(waiting, b)
-					continue
 				}
-				refused = append(refused, b)
 			}
 		}
 		var prev []int64
