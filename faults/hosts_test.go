@@ -214,6 +214,14 @@ func newNetPipeline(t *testing.T, b *testbed, cfg settings) *pipeline {
 		place(b.net.Host(r.name), r)
 	}
 	p.base = strings.Replace(p.base, "127.0.0.1", b.net.Host("ingress").IP.String(), 1)
+	// FLASHSALE_NETFAULTS_INGRESS=K=V,... gives the ingress more settings
+	// (FLASHSALE_K=V), to try one against a fault: a diagnostic knob.
+	if extra := os.Getenv("FLASHSALE_NETFAULTS_INGRESS"); extra != "" {
+		for _, kv := range strings.Split(extra, ",") {
+			p.ingress.env = append(p.ingress.env, "FLASHSALE_"+kv)
+		}
+		t.Logf("ingress settings added: %s", extra)
+	}
 	return p
 }
 
