@@ -169,8 +169,17 @@ func (b *testbed) brokerHost(id int) *nemesis.Host { return b.kafka[id-1] }
 // leader is the node id leading topic's partition 0, asked of each broker
 // in turn (the first that answers).
 func (b *testbed) leader(ctx context.Context, topic string) (int, []int, error) {
+	return b.leaderExcept(ctx, topic, 0)
+}
+
+// leaderExcept is leader asked of every broker but node skip (an isolated
+// broker still believes it leads).
+func (b *testbed) leaderExcept(ctx context.Context, topic string, skip int) (int, []int, error) {
 	var last error
-	for _, addr := range b.brokers() {
+	for i, addr := range b.brokers() {
+		if i+1 == skip {
+			continue
+		}
 		dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		conn, err := kafka.DialContext(dctx, "tcp", addr)
 		cancel()

@@ -39,6 +39,7 @@ func TestNetFaults(t *testing.T) {
 	if !full {
 		return
 	}
+	t.Run("KafkaLeaderIsolated", func(t *testing.T) { kafkaLeaderIsolated(t, b) })
 	for _, target := range []string{"redis", "kafka", "mysql"} {
 		t.Run("SlowLinks/"+target, func(t *testing.T) { slowLinks(t, b, target) })
 	}
@@ -86,6 +87,71 @@ func kafkaLeaderPartitioned(t *testing.T, b *testbed) {
 	if ph.n503 == 0 {
 		t.Errorf("no 503 while the ingress was cut off from the leader: the fault did not reach the publishes (answers: %s)", ph.answers)
 	}
+}
+
+// kafkaLeaderIsolated: the leader of the sale's partition cut off from
+// every other host (the other brokers, so the controller quorum too, and
+// the pipeline) for a while: the controller fences it after
+// broker.session.timeout.ms (3 s), a follower in sync leads, and the
+// ingress learns of it from the others' metadata (refreshed each second)
+// while the partition is still in place. Publishes in flight to the old
+// leader time out (503); then they go on with 2 of 3 replicas.
+func kafkaLeaderIsolated(t *testing.T, b *testbed) {
+	start := time.Now()
+	cfg := defaultSettings()
+	cfg.Partitions, cfg.Consumers, cfg.Units = 1, 1, 3000
+	cfg.OrphanGrace = 30 * time.Second
+	p := newNetPipeline(t, b, cfg)
+	p.startAll()
+	waitReplicated(t, b, p.orders)
+	w := p.start(burst(1500, 30))
+	waitAccepted(t, w, 20)
+	id, isr, err := b.leader(context.Background(), p.orders)
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := b.brokerHost(id)
+	var rest []*nemesis.Host
+	for _, h := range b.net.Hosts() {
+		if h != victim {
+			rest = append(rest, h)
+		}
+	}
+	const d = 20 * time.Second
+	f, err := b.net.Partition(context.Background(), victim, rest, d+time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := time.Now()
+	t.Logf("isolated %s (leader of %s, in sync %v) from every other host for %v", victim, p.orders, isr, d)
+	hold(d)
+	failover := measureStall(w, cut)
+	newLeader, newISR, _ := b.leaderExcept(context.Background(), p.orders, id)
+	if err := f.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	healed := time.Now()
+	back := waitReplicatedFor(t, b, p.orders)
+	ph := phaseOf(w, "leader broker | everyone", cut, healed, failover)
+	ph.since = "the fault"
+	t.Logf("publish stall after isolating the leader: %v (answers meanwhile: %s); new leader node %d (in sync %v); all 3 in sync again %v after the heal",
+		failover.took.Round(10*time.Millisecond), failover.answers, newLeader, newISR, back.Round(100*time.Millisecond))
+	if !failover.resumed || failover.took >= d {
+		t.Errorf("no 202 while the old leader was isolated for %v: leadership never moved to a follower the ingress reaches", d)
+	}
+	if newLeader == id {
+		t.Errorf("node %d still leads %s for the other brokers after %v isolated", id, p.orders, d)
+	}
+	rep := p.settle(fmt.Sprintf("leader broker isolated from every host %v", d), start, w)
+	n := p.checkDurable(context.Background(), w)
+	p.checkNetFault(w, rep, n, []phase{ph})
+}
+
+// waitReplicatedFor is waitReplicated, returning how long it took.
+func waitReplicatedFor(t *testing.T, b *testbed, topic string) time.Duration {
+	start := time.Now()
+	waitReplicated(t, b, topic)
+	return time.Since(start)
 }
 
 // slowLinks: the target's links to the pipeline's hosts slowed (delay ±
@@ -189,11 +255,14 @@ type phase struct {
 	accepted               int
 	noCode                 int // 503s without a JSON error code
 	recovered              stall
+	// since names what recovered is measured from: "the heal", or "the
+	// fault" for a fault the system routes around while it lasts.
+	since string
 }
 
 func phaseOf(w *workload, fault string, from, to time.Time, rec stall) phase {
 	as := w.answersBetween(from, to)
-	ph := phase{fault: fault, from: from, to: to, answers: codes(as), codes503: map[string]int{}, recovered: rec}
+	ph := phase{fault: fault, from: from, to: to, answers: codes(as), codes503: map[string]int{}, recovered: rec, since: "the heal"}
 	var all, refused []time.Duration
 	for _, a := range as {
 		lat := a.doneAt.Sub(a.sentAt)
@@ -240,10 +309,10 @@ func (p *pipeline) checkNetFault(w *workload, rep report, inLog int, phases []ph
 			ph.accepted, ph.n503, ph.codes503, ph.refusalP50.Round(time.Millisecond), ph.refusalMax.Round(time.Millisecond),
 			ph.latencyP50.Round(time.Millisecond), ph.latencyP99.Round(time.Millisecond))
 		if ph.recovered.resumed {
-			fmt.Fprintf(&sb, "recovery: first 202 to a request sent after the heal %v after it (answers until then: %s)\n",
-				ph.recovered.took.Round(time.Millisecond), ph.recovered.answers)
+			fmt.Fprintf(&sb, "recovery: first 202 to a request sent after %s %v after it (answers until then: %s)\n",
+				ph.since, ph.recovered.took.Round(time.Millisecond), ph.recovered.answers)
 		} else {
-			fmt.Fprintf(&sb, "recovery: no 202 to a request sent after the heal\n")
+			fmt.Fprintf(&sb, "recovery: no 202 to a request sent after %s\n", ph.since)
 		}
 		if ph.noCode > 0 {
 			t.Errorf("%s: %d 503s without a JSON error code", ph.fault, ph.noCode)
@@ -252,7 +321,7 @@ func (p *pipeline) checkNetFault(w *workload, rep report, inLog int, phases []ph
 			t.Errorf("%s: a 503 took %v, want at most %v (publish bound + store bound + slack)", ph.fault, ph.refusalMax, limit)
 		}
 		if !ph.recovered.resumed {
-			t.Errorf("%s: publishes never resumed after the heal", ph.fault)
+			t.Errorf("%s: publishes never resumed after %s", ph.fault, ph.since)
 		}
 	}
 	unknown := p.unknownOutcomes(w)
