@@ -24,8 +24,9 @@ import (
 )
 
 // modelCases is how many items TestModelAdmissionAndRebalance sells: each
-// is a few hundred store calls and a few dozen MySQL commits, 0.15 s alone
-// on 2 cores (0.3 s with -race): about 15 s. -rapid.checks overrides it.
+// is a few hundred store calls and a few dozen MySQL commits, 0.1 s alone
+// on 2 cores, 0.2-0.4 s with -race: 50 take 5 s alone, 10-20 s with -race
+// beside other work. -rapid.checks overrides it.
 const modelCases = 50
 
 // TestModelAdmissionAndRebalance runs the whole admission and rebalance
