@@ -56,6 +56,18 @@
 # jars are cached outside the repo in $FLASHSALE_CACHE_DIR.
 set -euo pipefail
 
+# Close every file descriptor above stderr before anything is started: the
+# servers this script starts live on after it, and would otherwise keep the
+# caller's open files (a `flock` lock file, a CI step's pipe) open for as long
+# as they run. A lock taken by `flock file stack.sh up` was then held by
+# redis-server and Kafka forever, and every later `flock` waited.
+for fd in /proc/$$/fd/*; do
+  fd=${fd##*/}
+  if [[ $fd =~ ^[0-9]+$ ]] && ((fd > 2 && fd != 255)); then
+    eval "exec $fd>&-" 2>/dev/null || true
+  fi
+done
+
 KAFKA_VERSION=4.1.1
 LOG4J_VERSION=2.24.3
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
