@@ -13,7 +13,13 @@
 //     answer, so every later run of the step answers the same.
 //     Short: the row becomes ABANDONED and nothing moved anywhere.
 //  3. MoveTransfer, one MySQL transaction: PLANNED -> MOVED, and the qty
-//     off the donor's stock and total and onto the recipient's.
+//     off the donor's stock and total and onto the recipient's. Holding
+//     both bucket rows locked it runs transfer_cut.lua, which normally
+//     only answers the qty. A donor row short of what Redis took (Redis was
+//     above MySQL, as a failover without WAIT leaves it) cuts the transfer
+//     to what MySQL has free (DONE with that qty, or ABANDONED with none)
+//     and reconciles the Redis donor down to MySQL, once: the transfer
+//     ends instead of being retried for ever.
 //  4. transfer_in.lua gives the qty to the recipient's Redis stock once and
 //     clears its want flag; then MOVED -> DONE.
 //  5. The guards get a TTL and the id leaves TransfersLive (TransfersDone

@@ -5,7 +5,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
-// Metrics are the rebalancer's series. The one label, result, has four
+// Metrics are the rebalancer's series. The one label, result, has five
 // values; items and buckets are not labels (the audit's per-bucket gauges
 // show where stock is).
 type Metrics struct {
@@ -14,6 +14,10 @@ type Metrics struct {
 	// or interrupted mover's) that it finished. Failed: drives that stopped
 	// on an error; the transfer stays open for the next pass.
 	Done, Abandoned, Resumed, Failed prometheus.Counter
+	// Short: transfers whose MySQL step found the donor's row short of
+	// what Redis took (Redis above MySQL, a broken invariant): cut to what
+	// MySQL has, the Redis donor reconciled down (FlashsaleTransferCutShort).
+	Short prometheus.Counter
 	// Units counts units moved by transfers that reached DONE.
 	Units        prometheus.Counter
 	PassDuration prometheus.Histogram
@@ -27,13 +31,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	f := promauto.With(reg)
 	transfers := f.NewCounterVec(prometheus.CounterOpts{
 		Name: "flashsale_bucket_transfers_total",
-		Help: "Transfers of stock between an item's buckets, by result: done or abandoned (planned and finished in the same pass), resumed (an open transfer a previous mover left, finished now), failed (stopped on an error, left open).",
+		Help: "Transfers of stock between an item's buckets, by result: done or abandoned (planned and finished in the same pass), resumed (an open transfer a previous mover left, finished now), failed (stopped on an error, left open), short (MySQL's donor had less than Redis took: a broken invariant; moved what MySQL has and reconciled the Redis donor down).",
 	}, []string{"result"})
 	return &Metrics{
 		Done:      transfers.WithLabelValues("done"),
 		Abandoned: transfers.WithLabelValues("abandoned"),
 		Resumed:   transfers.WithLabelValues("resumed"),
 		Failed:    transfers.WithLabelValues("failed"),
+		Short:     transfers.WithLabelValues("short"),
 		Units: f.NewCounter(prometheus.CounterOpts{
 			Name: "flashsale_bucket_transfer_units_total",
 			Help: "Units moved between buckets by transfers that reached DONE.",

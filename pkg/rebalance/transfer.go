@@ -40,11 +40,13 @@ var errNoProgress = errors.New("rebalance: transfer made no progress")
 // crash, move its units once in each store. ctx bounds the whole drive; the
 // caller detaches it from shutdown so a transfer is not left half way by a
 // SIGTERM (the next pass would finish it, but later).
+//
+// A step that finds the row changed by another driver reads it again and
+// goes on from there with its qty, which the MySQL step may have cut.
 func (r *Rebalancer) drive(ctx context.Context, t store.Transfer) (driven, error) {
-	ref := stock.TransferRef{ItemID: t.ItemID, ID: t.ID, From: t.From, To: t.To, Qty: t.Qty, Token: t.CreatedAt.UnixMilli()}
 	d := driven{state: t.State}
 	if !d.state.Open() {
-		return d, r.st.FinishTransfer(ctx, ref)
+		return d, r.st.FinishTransfer(ctx, refOf(t))
 	}
 	// Again on a resume: the mover that planned it may have died before
 	// its SADD, and the set may have lost it in a failover.
@@ -55,9 +57,9 @@ func (r *Rebalancer) drive(ctx context.Context, t store.Transfer) (driven, error
 		var err error
 		switch d.state {
 		case store.TransferPlanned:
-			d, err = r.stepOut(ctx, t, ref)
+			d, err = r.stepOut(ctx, &t)
 		case store.TransferMoved:
-			d, err = r.stepIn(ctx, t, ref)
+			d, err = r.stepIn(ctx, &t)
 		default:
 			err = fmt.Errorf("rebalance: transfer %d in unknown state %q", t.ID, d.state)
 		}
@@ -65,13 +67,19 @@ func (r *Rebalancer) drive(ctx context.Context, t store.Transfer) (driven, error
 			return d, err
 		}
 	}
-	return d, r.st.FinishTransfer(ctx, ref)
+	return d, r.st.FinishTransfer(ctx, refOf(t))
+}
+
+// refOf names t for its Redis steps.
+func refOf(t store.Transfer) stock.TransferRef {
+	return stock.TransferRef{ItemID: t.ItemID, ID: t.ID, From: t.From, To: t.To, Qty: t.Qty, Token: t.CreatedAt.UnixMilli()}
 }
 
 // stepOut takes the qty out of the donor in Redis, then moves it in MySQL
 // (or abandons the transfer when the donor was short), and returns the
 // state that follows.
-func (r *Rebalancer) stepOut(ctx context.Context, t store.Transfer, ref stock.TransferRef) (driven, error) {
+func (r *Rebalancer) stepOut(ctx context.Context, t *store.Transfer) (driven, error) {
+	ref := refOf(*t)
 	out, err := r.st.TransferOut(ctx, ref)
 	if err != nil {
 		return driven{state: store.TransferPlanned}, err
@@ -79,19 +87,27 @@ func (r *Rebalancer) stepOut(ctx context.Context, t store.Transfer, ref stock.Tr
 	crashPoint("out")
 	switch out {
 	case stock.TransferOK:
-		moved, err := store.MoveTransfer(ctx, r.db, t)
+		var cut stock.TransferCut
+		mv, err := store.MoveTransfer(ctx, r.db, *t, func(ctx context.Context, free int64, short bool) (int64, error) {
+			c, cerr := r.st.TransferCutTo(ctx, ref, free, short)
+			cut = c
+			return c.Moved, cerr
+		})
 		if err != nil {
-			if errors.Is(err, store.ErrInvariant) {
-				r.errorEvery(fmt.Sprintf("invariant %d", t.ID), "rebalance: Redis gave units MySQL's donor bucket does not have; transfer left PLANNED"+
-					" (to repair: set the row ABANDONED, then warm the item, which rebuilds Redis from MySQL)",
-					"transfer_id", t.ID, "item_id", t.ItemID, "from", t.From, "to", t.To, "qty", t.Qty, "err", err)
-			}
 			return driven{state: store.TransferPlanned}, err
 		}
 		crashPoint("moved")
-		if moved {
-			return driven{state: store.TransferMoved}, nil
+		if !mv.Won {
+			break
 		}
+		if cut.Cut() {
+			r.cutShort(ctx, *t, mv, cut)
+		}
+		t.State = mv.State
+		if mv.State == store.TransferMoved {
+			t.Qty = mv.Qty
+		}
+		return driven{state: mv.State, won: mv.State == store.TransferAbandoned}, nil
 	case stock.TransferShort, stock.TransferNoStock:
 		if out == stock.TransferNoStock {
 			r.log.WarnContext(ctx, "rebalance: donor bucket has no stock key in Redis (lost); transfer abandoned, warm the item from MySQL",
@@ -102,18 +118,30 @@ func (r *Rebalancer) stepOut(ctx context.Context, t store.Transfer, ref stock.Tr
 			return driven{state: store.TransferPlanned}, err
 		}
 		if won {
+			t.State = store.TransferAbandoned
 			return driven{state: store.TransferAbandoned, won: true}, nil
 		}
 	default:
 		return driven{state: store.TransferPlanned}, fmt.Errorf("rebalance: transfer %d: out step answered %q", t.ID, out)
 	}
-	return r.reread(ctx, t.ID, store.TransferPlanned)
+	return r.reread(ctx, t, store.TransferPlanned)
+}
+
+// cutShort reports a transfer the MySQL step cut: Redis' donor held units
+// MySQL's does not (a broken invariant, as a Redis failover without WAIT
+// leaves), and was reconciled down to MySQL.
+func (r *Rebalancer) cutShort(ctx context.Context, t store.Transfer, mv store.Moved, cut stock.TransferCut) {
+	r.m.Short.Inc()
+	r.log.ErrorContext(ctx, "rebalance: Redis' donor bucket held units MySQL's does not (Redis above MySQL, e.g. after a failover without WAIT);"+
+		" the transfer moved what MySQL has and the Redis donor was reconciled down to MySQL",
+		"transfer_id", t.ID, "item_id", t.ItemID, "from", t.From, "to", t.To, "planned_qty", t.Qty, "moved_qty", mv.Qty,
+		"state", string(mv.State), "redis_donor_before", cut.Before, "redis_donor_after", cut.After)
 }
 
 // stepIn gives the qty to the recipient in Redis and marks the transfer
 // DONE.
-func (r *Rebalancer) stepIn(ctx context.Context, t store.Transfer, ref stock.TransferRef) (driven, error) {
-	in, err := r.st.TransferIn(ctx, ref)
+func (r *Rebalancer) stepIn(ctx context.Context, t *store.Transfer) (driven, error) {
+	in, err := r.st.TransferIn(ctx, refOf(*t))
 	if err != nil {
 		return driven{state: store.TransferMoved}, err
 	}
@@ -126,20 +154,23 @@ func (r *Rebalancer) stepIn(ctx context.Context, t store.Transfer, ref stock.Tra
 		return driven{state: store.TransferMoved}, err
 	}
 	if won {
+		t.State = store.TransferDone
 		return driven{state: store.TransferDone, won: true}, nil
 	}
-	return r.reread(ctx, t.ID, store.TransferMoved)
+	return r.reread(ctx, t, store.TransferMoved)
 }
 
-// reread returns the state another driver moved transfer id to after this
-// drive's CAS from was found stale.
-func (r *Rebalancer) reread(ctx context.Context, id int64, from store.TransferState) (driven, error) {
-	cur, err := store.GetTransfer(ctx, r.db, id)
+// reread reads t again after this drive's CAS from was found stale, and
+// returns the state another driver moved it to (t takes the row's state
+// and qty).
+func (r *Rebalancer) reread(ctx context.Context, t *store.Transfer, from store.TransferState) (driven, error) {
+	cur, err := store.GetTransfer(ctx, r.db, t.ID)
 	if err != nil {
 		return driven{state: from}, err
 	}
 	if cur.State == from {
-		return driven{state: from}, fmt.Errorf("%w: transfer %d still %s", errNoProgress, id, from)
+		return driven{state: from}, fmt.Errorf("%w: transfer %d still %s", errNoProgress, t.ID, from)
 	}
+	*t = cur
 	return driven{state: cur.State}, nil
 }

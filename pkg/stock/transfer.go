@@ -66,6 +66,42 @@ func (s *Store) transferStep(ctx context.Context, script *redis.Script, dir stri
 	return TransferStep(v), nil
 }
 
+// transferCutScript runs once per transfer, inside its MySQL step, so it is
+// not among the scripts loaded at start-up: its first run loads it.
+var transferCutScript = mustScript("transfer_cut.lua")
+
+// TransferCut is what TransferCutTo decided: Moved is the qty MySQL is to
+// move; Before and After are the donor's Redis stock around the cut (-1
+// when nothing was cut).
+type TransferCut struct {
+	Moved, Before, After int64
+}
+
+// Cut reports whether the transfer was cut short of its qty.
+func (c TransferCut) Cut() bool { return c.Before >= 0 || c.After >= 0 }
+
+// TransferCutTo is the Redis side of the transfer's MySQL step, which calls
+// it with the donor's row locked: free is MySQL's donor stock less the
+// restores Redis has not applied, short whether that row holds less than
+// t.Qty. Normally (not short, never cut) it answers t.Qty and writes
+// nothing. Short, it cuts the transfer to what MySQL has free less the
+// donor's pending reservations, gives the donor back the rest of what the
+// out step took and caps the donor at what MySQL says it holds: Redis is
+// reconciled downward, never up (lua/transfer_cut.lua). Its decision is
+// kept, so a repeat answers the same whatever MySQL says then.
+func (s *Store) TransferCutTo(ctx context.Context, t TransferRef, free int64, short bool) (TransferCut, error) {
+	k := BucketKeys(t.ItemID, t.From)
+	v, err := transferCutScript.Run(ctx, s.rdb, []string{k.Stock, k.Reservations, k.TransferGuard(t.ID, "cut")},
+		t.Qty, free, flag(short), t.Token).Int64Slice()
+	if err != nil {
+		return TransferCut{}, unavailable(fmt.Sprintf("stock: transfer %d cut", t.ID), err)
+	}
+	if len(v) != 3 {
+		return TransferCut{}, fmt.Errorf("stock: transfer %d cut answered %v", t.ID, v)
+	}
+	return TransferCut{Moved: v[0], Before: v[1], After: v[2]}, nil
+}
+
 // MarkTransferLive adds transfer id to item's TransfersLive, which must
 // happen before its first step moves anything: SoldOutEverywhere then knows
 // units may be in neither bucket.
@@ -90,6 +126,7 @@ func (s *Store) FinishTransfer(ctx context.Context, t TransferRef) error {
 	from, to := BucketKeys(t.ItemID, t.From), BucketKeys(t.ItemID, t.To)
 	pipe := s.rdb.Pipeline()
 	pipe.PExpire(ctx, from.TransferGuard(t.ID, "out"), TransferGuardTTL)
+	pipe.PExpire(ctx, from.TransferGuard(t.ID, "cut"), TransferGuardTTL)
 	pipe.PExpire(ctx, to.TransferGuard(t.ID, "in"), TransferGuardTTL)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return unavailable(fmt.Sprintf("stock: expire guards of transfer %d", t.ID), err)

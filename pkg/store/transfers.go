@@ -16,7 +16,13 @@ import (
 //	PLANNED   -> the Redis take from the donor may or may not have run
 //	MOVED     -> MySQL moved stock and total; the Redis give may not have run
 //	DONE      -> both stores moved
-//	ABANDONED -> the donor had too little in Redis: nothing moved anywhere
+//	ABANDONED -> the donor had too little in Redis: nothing moved anywhere;
+//	             or too little free in MySQL (a broken invariant): nothing
+//	             moved in MySQL, and the Redis donor got the qty back,
+//	             reconciled down to MySQL's stock (MoveTransfer)
+//
+// A MOVED or DONE transfer's qty is what moved: less than planned when
+// MySQL's donor had less than Redis took (MoveTransfer).
 //
 // Every state change is a CAS on the state, so two drivers of one transfer
 // change each row once.
@@ -145,6 +151,29 @@ func OpenTransfers(ctx context.Context, q Querier, limit int) ([]Transfer, error
 	return out, nil
 }
 
+// OpenTransfersOfItem returns up to limit of item's open transfers, oldest
+// first: what a warm names when it refuses.
+func OpenTransfersOfItem(ctx context.Context, q Querier, itemID int64, limit int) ([]Transfer, error) {
+	rows, err := q.QueryContext(ctx,
+		"SELECT "+transferCols+" FROM stock_transfers WHERE item_id = ? AND state IN ('PLANNED','MOVED') ORDER BY id LIMIT ?", itemID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: open transfers of %d: %w", itemID, err)
+	}
+	defer rows.Close()
+	var out []Transfer
+	for rows.Next() {
+		t, err := scanTransfer(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: open transfers of %d: %w", itemID, err)
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: open transfers of %d: %w", itemID, err)
+	}
+	return out, nil
+}
+
 // AbandonTransfer marks a PLANNED transfer ABANDONED (the donor was short in
 // Redis, so nothing moved) and reports whether this call changed it.
 func AbandonTransfer(ctx context.Context, q Querier, id int64) (bool, error) {
@@ -169,58 +198,133 @@ func casTransfer(ctx context.Context, q Querier, id int64, from, to TransferStat
 	return n == 1, nil
 }
 
+// CutFunc is the Redis side of a transfer's MySQL step (pkg/stock's
+// TransferCutTo), run while MoveTransfer holds the transfer's row and both
+// bucket rows locked. free is MySQL's donor stock less the restores Redis
+// has not applied yet, short whether the donor row holds less than the
+// transfer's qty. It returns the qty to move: the transfer's qty normally,
+// less (down to 0) when Redis took units MySQL's donor does not have. Its
+// decision must stick: once it cut a transfer it answers the same.
+type CutFunc func(ctx context.Context, free int64, short bool) (int64, error)
+
+// Moved is what MoveTransfer did: Won is false when another driver had
+// already moved the transfer past PLANNED (nothing changed). Otherwise
+// State is MOVED with Qty the qty moved (the transfer's, or less when it
+// was cut), or ABANDONED when the cut left nothing to move.
+type Moved struct {
+	Won   bool
+	State TransferState
+	Qty   int64
+}
+
 // MoveTransfer runs the MySQL step of t (which Redis has taken out of the
-// donor): in one READ COMMITTED transaction, PLANNED -> MOVED, and qty off
-// the donor's stock and total and onto the recipient's. It reports whether
-// this call moved it; false means another driver already had (the state CAS
-// found the row past PLANNED) and nothing was changed.
+// donor): in one READ COMMITTED transaction, PLANNED -> MOVED, and the qty
+// off the donor's stock and total and onto the recipient's.
 //
-// The state CAS comes first, so of two drivers racing only one touches the
-// stock rows; the other waits on the transfer's row lock and then finds it
-// MOVED. The two bucket rows are updated in bucket order, so transfers never
-// deadlock on each other. A donor row with less than qty (Redis took units
-// MySQL does not have: a broken invariant) rolls everything back with
-// ErrInvariant and leaves the transfer PLANNED, for an operator.
-func MoveTransfer(ctx context.Context, db *sql.DB, t Transfer) (bool, error) {
-	var moved bool
+// The transfer's row is locked first, so of two drivers racing only one
+// moves; the other then finds it past PLANNED. The two bucket rows are
+// locked next, in bucket order, so transfers never deadlock on each other,
+// and no consumer or reaper changes the donor's stock while cut decides.
+// A donor row with less than the qty is a broken invariant (Redis took units
+// MySQL does not have, as after a Redis failover without WAIT): the transfer
+// moves what MySQL has free (cut, which also reconciles the Redis donor
+// down to MySQL), so it still ends, DONE with a smaller qty or ABANDONED
+// with nothing to move, instead of staying PLANNED for ever. A missing
+// bucket row is ErrInvariant and changes nothing.
+func MoveTransfer(ctx context.Context, db *sql.DB, t Transfer, cut CutFunc) (Moved, error) {
+	var out Moved
 	err := RunInTx(ctx, db, sql.LevelReadCommitted, func(tx *sql.Tx) error {
-		moved = false
-		ok, err := casTransfer(ctx, tx, t.ID, TransferPlanned, TransferMoved)
-		if err != nil || !ok {
+		out = Moved{}
+		var state string
+		err := tx.QueryRowContext(ctx, "SELECT state FROM stock_transfers WHERE id = ? FOR UPDATE", t.ID).Scan(&state)
+		if isNoRows(err) {
+			return fmt.Errorf("store: move transfer %d: %w", t.ID, ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("store: move transfer %d: %w", t.ID, err)
+		}
+		if TransferState(state) != TransferPlanned {
+			return nil
+		}
+		donor, err := lockTransferRows(ctx, tx, t)
+		if err != nil {
 			return err
 		}
-		first, second := t.From, t.To
-		if second < first {
-			first, second = second, first
-		}
-		for _, b := range []int{first, second} {
-			var res sql.Result
-			if b == t.From {
-				res, err = tx.ExecContext(ctx, "UPDATE item_buckets SET stock = stock - ?, total_stock = total_stock - ?"+
-					" WHERE item_id = ? AND bucket = ? AND stock >= ?", t.Qty, t.Qty, t.ItemID, b, t.Qty)
-			} else {
-				res, err = tx.ExecContext(ctx, "UPDATE item_buckets SET stock = stock + ?, total_stock = total_stock + ?"+
-					" WHERE item_id = ? AND bucket = ?", t.Qty, t.Qty, t.ItemID, b)
-			}
+		short, free := donor < t.Qty, donor
+		if short {
+			var unapplied int64
+			err := tx.QueryRowContext(ctx, "SELECT COALESCE(SUM(r.qty), 0) FROM stock_restores r JOIN items i ON i.id = r.item_id"+
+				" WHERE r.item_id = ? AND r.redis_applied_at IS NULL AND r.bucket MOD i.buckets = ?", t.ItemID, t.From).Scan(&unapplied)
 			if err != nil {
-				return fmt.Errorf("store: move transfer %d bucket %d: %w", t.ID, b, err)
+				return fmt.Errorf("store: move transfer %d: unapplied restores: %w", t.ID, err)
 			}
-			n, err := res.RowsAffected()
-			if err != nil {
-				return fmt.Errorf("store: move transfer %d bucket %d: %w", t.ID, b, err)
-			}
-			if n != 1 {
-				return fmt.Errorf("store: move transfer %d of item %d: %w: bucket %d row missing or (donor) below %d",
-					t.ID, t.ItemID, ErrInvariant, b, t.Qty)
-			}
+			free -= unapplied
 		}
-		moved = true
+		qty, err := cut(ctx, free, short)
+		if err != nil {
+			return err
+		}
+		if qty < 0 || qty > t.Qty || qty > donor {
+			return fmt.Errorf("store: move transfer %d of item %d: %w: cut to %d of %d, donor holds %d",
+				t.ID, t.ItemID, ErrInvariant, qty, t.Qty, donor)
+		}
+		if qty == 0 {
+			if _, err := casTransfer(ctx, tx, t.ID, TransferPlanned, TransferAbandoned); err != nil {
+				return err
+			}
+			out = Moved{Won: true, State: TransferAbandoned}
+			return nil
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE stock_transfers SET state = ?, qty = ? WHERE id = ?", string(TransferMoved), qty, t.ID); err != nil {
+			return fmt.Errorf("store: move transfer %d: %w", t.ID, err)
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE item_buckets SET stock = stock - ?, total_stock = total_stock - ?"+
+			" WHERE item_id = ? AND bucket = ?", qty, qty, t.ItemID, t.From); err != nil {
+			return fmt.Errorf("store: move transfer %d bucket %d: %w", t.ID, t.From, err)
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE item_buckets SET stock = stock + ?, total_stock = total_stock + ?"+
+			" WHERE item_id = ? AND bucket = ?", qty, qty, t.ItemID, t.To); err != nil {
+			return fmt.Errorf("store: move transfer %d bucket %d: %w", t.ID, t.To, err)
+		}
+		out = Moved{Won: true, State: TransferMoved, Qty: qty}
 		return nil
 	})
 	if err != nil {
-		return false, err
+		return Moved{}, err
 	}
-	return moved, nil
+	return out, nil
+}
+
+// lockTransferRows locks the donor's and the recipient's item_buckets rows
+// of t, in bucket order, and returns the donor's stock.
+func lockTransferRows(ctx context.Context, tx *sql.Tx, t Transfer) (int64, error) {
+	rows, err := tx.QueryContext(ctx, "SELECT bucket, stock FROM item_buckets WHERE item_id = ? AND bucket IN (?, ?) ORDER BY bucket FOR UPDATE",
+		t.ItemID, t.From, t.To)
+	if err != nil {
+		return 0, fmt.Errorf("store: move transfer %d: %w", t.ID, err)
+	}
+	defer rows.Close()
+	var donor int64
+	found := 0
+	for rows.Next() {
+		var b int
+		var st int64
+		if err := rows.Scan(&b, &st); err != nil {
+			return 0, fmt.Errorf("store: move transfer %d: %w", t.ID, err)
+		}
+		if b == t.From {
+			donor = st
+		}
+		found++
+	}
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("store: move transfer %d: %w", t.ID, err)
+	}
+	if found != 2 {
+		return 0, fmt.Errorf("store: move transfer %d of item %d: %w: %d of the rows of buckets %d and %d",
+			t.ID, t.ItemID, ErrInvariant, found, t.From, t.To)
+	}
+	return donor, nil
 }
 
 // RebalanceItem is a bucketed item the rebalancer looks after.

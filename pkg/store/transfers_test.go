@@ -65,9 +65,9 @@ func TestTransferLifecycle(t *testing.T) {
 		t.Fatalf("complete a PLANNED transfer = %v, %v; want no change", ok, err)
 	}
 	for i := range 2 {
-		moved, err := store.MoveTransfer(ctx, db, tr)
-		if err != nil || moved != (i == 0) {
-			t.Fatalf("move #%d = %v, %v; want moved only the first time", i+1, moved, err)
+		moved, err := store.MoveTransfer(ctx, db, tr, noCut(t, tr.Qty))
+		if err != nil || moved.Won != (i == 0) || (i == 0 && (moved.State != store.TransferMoved || moved.Qty != 4)) {
+			t.Fatalf("move #%d = %+v, %v; want MOVED 4 only the first time", i+1, moved, err)
 		}
 	}
 	want := []store.StockRow{{0, 10, 10}, {1, 14, 14}, {2, 6, 6}, {3, 10, 10}}
@@ -95,7 +95,7 @@ func TestTransferLifecycle(t *testing.T) {
 	if ok, err := store.AbandonTransfer(ctx, db, ab.ID); err != nil || !ok {
 		t.Fatalf("abandon = %v, %v", ok, err)
 	}
-	if moved, err := store.MoveTransfer(ctx, db, ab); err != nil || moved {
+	if moved, err := store.MoveTransfer(ctx, db, ab, noCut(t, ab.Qty)); err != nil || moved.Won {
 		t.Fatalf("move an ABANDONED transfer = %v, %v; want no change", moved, err)
 	}
 	if got := rowsOf(t, db, item); !equalRows(got, want) {
@@ -103,26 +103,75 @@ func TestTransferLifecycle(t *testing.T) {
 	}
 }
 
-// A donor row with less than the qty is a broken invariant: nothing moves
-// and the transfer stays PLANNED.
+// noCut is the CutFunc of a donor that is not short: it answers the
+// transfer's qty, as Redis does for a transfer it never cut.
+func noCut(t *testing.T, qty int64) store.CutFunc {
+	return func(_ context.Context, _ int64, short bool) (int64, error) {
+		if short {
+			t.Error("cut called short for a donor that has the qty")
+		}
+		return qty, nil
+	}
+}
+
+// A donor row with less than the qty is a broken invariant: MoveTransfer
+// asks cut (with what MySQL has free: the row less restores Redis has not
+// applied) and moves what it answers: less than planned, recorded as the
+// transfer's qty, or nothing (ABANDONED). An answer above what MySQL holds
+// is refused and changes nothing.
 func TestMoveTransferDonorShort(t *testing.T) {
 	t.Parallel()
 	db, _ := testenv.MySQL(t)
 	ctx := context.Background()
 	now := time.Now()
 	item := bucketedItem(t, db, 8, 2, now.Add(-time.Minute), now.Add(time.Hour))
+	if _, err := db.ExecContext(ctx, "INSERT INTO stock_restores (order_id, item_id, qty, bucket) VALUES (?, ?, 1, 3)", item, item); err != nil {
+		t.Fatal(err) // bucket 3 MOD 2 is bucket 1
+	}
+	answer := func(qty int64) store.CutFunc {
+		return func(_ context.Context, free int64, short bool) (int64, error) {
+			if !short || free != 3 {
+				t.Errorf("cut(free %d, short %v); want free 3 (4 less 1 unapplied), short", free, short)
+			}
+			return qty, nil
+		}
+	}
 	tr, err := store.PlanTransfer(ctx, db, item, 2, 1, 0, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.MoveTransfer(ctx, db, tr); !errors.Is(err, store.ErrInvariant) {
+	if _, err := store.MoveTransfer(ctx, db, tr, answer(5)); !errors.Is(err, store.ErrInvariant) {
 		t.Fatalf("move 5 from a bucket of 4: err = %v; want ErrInvariant", err)
 	}
-	if got, _ := store.GetTransfer(ctx, db, tr.ID); got.State != store.TransferPlanned {
-		t.Fatalf("state after the refused move = %s; want PLANNED", got.State)
+	if got, _ := store.GetTransfer(ctx, db, tr.ID); got.State != store.TransferPlanned || got.Qty != 5 {
+		t.Fatalf("transfer after the refused move = %+v; want PLANNED 5", got)
 	}
 	if got := rowsOf(t, db, item); !equalRows(got, []store.StockRow{{0, 4, 4}, {1, 4, 4}}) {
 		t.Fatalf("rows changed by a refused move: %+v", got)
+	}
+	if mv, err := store.MoveTransfer(ctx, db, tr, answer(2)); err != nil || mv != (store.Moved{Won: true, State: store.TransferMoved, Qty: 2}) {
+		t.Fatalf("move cut to 2 = %+v, %v", mv, err)
+	}
+	if got, _ := store.GetTransfer(ctx, db, tr.ID); got.State != store.TransferMoved || got.Qty != 2 {
+		t.Fatalf("transfer = %+v; want MOVED 2", got)
+	}
+	if got := rowsOf(t, db, item); !equalRows(got, []store.StockRow{{0, 6, 6}, {1, 2, 2}}) {
+		t.Fatalf("rows after a move cut to 2 = %+v", got)
+	}
+
+	ab, err := store.PlanTransfer(ctx, db, item, 2, 1, 0, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, "DELETE FROM stock_restores WHERE order_id = ?", item); err != nil {
+		t.Fatal(err)
+	}
+	cutToNothing := func(_ context.Context, free int64, short bool) (int64, error) { return 0, nil }
+	if mv, err := store.MoveTransfer(ctx, db, ab, cutToNothing); err != nil || mv != (store.Moved{Won: true, State: store.TransferAbandoned}) {
+		t.Fatalf("move cut to nothing = %+v, %v; want ABANDONED", mv, err)
+	}
+	if got := rowsOf(t, db, item); !equalRows(got, []store.StockRow{{0, 6, 6}, {1, 2, 2}}) {
+		t.Fatalf("rows changed by a move cut to nothing: %+v", got)
 	}
 }
 
