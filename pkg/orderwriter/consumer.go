@@ -322,43 +322,45 @@ func (c *Consumer) writeGroupSince(ctx context.Context, item int64, es []*entry,
 // round's context ends. The order stays: MySQL is the truth, and a
 // redelivery (the offset is not committed until this succeeds) replays it.
 func (c *Consumer) applyAfterCommit(ctx context.Context, res ItemResult) error {
-	bo := backoff{min: c.cfg.MinBackoff, max: c.cfg.MaxBackoff}
-	for {
+	return c.retry(ctx, "redis", "redis after commit", []any{"item", res.ItemID}, func(ctx context.Context) error {
 		sctx, cancel := context.WithTimeout(ctx, 10*c.cfg.StoreTimeout)
-		err := c.after.apply(sctx, res)
-		cancel()
-		if err == nil || ctx.Err() != nil {
-			return err
-		}
-		c.m.Retries.WithLabelValues("redis").Inc()
-		d := bo.next()
-		c.log.Warn("redis after commit failed; retrying", "item", res.ItemID, "in", d, "err", err)
-		if !sleep(ctx, d) {
-			return ctx.Err()
-		}
-	}
+		defer cancel()
+		return c.after.apply(sctx, res)
+	})
 }
 
+// deadLetter publishes letters to the dead-letter topic, retrying until it
+// succeeds or ctx ends: their offsets are committed only after it.
 func (c *Consumer) deadLetter(ctx context.Context, letters []deadLetter) error {
 	if len(letters) == 0 {
 		return nil
 	}
+	err := c.retry(ctx, "dlq", "dlq publish", nil, func(ctx context.Context) error { return c.dlq.send(ctx, letters) })
+	if err != nil {
+		return err
+	}
+	c.m.DLQ.Add(float64(len(letters)))
+	for _, l := range letters {
+		c.log.Error("dead-lettered message", "partition", l.msg.Partition, "offset", l.msg.Offset, "cause", l.cause)
+	}
+	return nil
+}
+
+// retry runs op until it succeeds or ctx ends, with the consumer's backoff
+// between attempts, counting each retry under kind in
+// flashsale_consumer_retries_total and logging it as what. It returns nil,
+// or op's last error once ctx has ended. (writeGroupSince keeps a loop of
+// its own: it treats each kind of failure differently and gives up.)
+func (c *Consumer) retry(ctx context.Context, kind, what string, attrs []any, op func(context.Context) error) error {
 	bo := backoff{min: c.cfg.MinBackoff, max: c.cfg.MaxBackoff}
 	for {
-		err := c.dlq.send(ctx, letters)
-		if err == nil {
-			c.m.DLQ.Add(float64(len(letters)))
-			for _, l := range letters {
-				c.log.Error("dead-lettered message", "partition", l.msg.Partition, "offset", l.msg.Offset, "cause", l.cause)
-			}
-			return nil
-		}
-		if ctx.Err() != nil {
+		err := op(ctx)
+		if err == nil || ctx.Err() != nil {
 			return err
 		}
-		c.m.Retries.WithLabelValues("dlq").Inc()
+		c.m.Retries.WithLabelValues(kind).Inc()
 		d := bo.next()
-		c.log.Warn("dlq publish failed; retrying", "in", d, "err", err)
+		c.log.Warn(what+" failed; retrying", append(attrs, "in", d, "err", err)...)
 		if !sleep(ctx, d) {
 			return err
 		}

@@ -94,47 +94,21 @@ func (w *ItemWriter) attempt(ctx context.Context, itemID int64, msgs []queue.Ord
 	return res, err
 }
 
+// decide reads what the pure steps need (plan.go), runs them and writes
+// what they decided, in tx.
 func (w *ItemWriter) decide(ctx context.Context, tx *sql.Tx, itemID int64, msgs []queue.OrderMessage, fallback bool, res *ItemResult) error {
-	ids := make([]string, 0, len(msgs))
-	seen := make(map[string]bool, len(msgs))
-	for _, m := range msgs {
-		if !seen[m.RequestID] {
-			seen[m.RequestID] = true
-			ids = append(ids, m.RequestID)
-		}
-	}
-	decided, err := store.DecisionsAmong(ctx, tx, ids)
+	decided, err := store.DecisionsAmong(ctx, tx, uniqueIDs(msgs))
 	if err != nil {
 		return err
 	}
-
-	// Split the batch: requests decided before (replays) and fresh ones, each
-	// request once, in offset order.
-	var fresh []queue.OrderMessage
-	var replayOrdered []string
-	clear(seen)
-	for _, m := range msgs {
-		if seen[m.RequestID] {
-			continue // in-batch duplicate
-		}
-		seen[m.RequestID] = true
-		d, ok := decided[m.RequestID]
-		switch {
-		case !ok:
-			fresh = append(fresh, m)
-		case d.Outcome == store.Ordered:
-			replayOrdered = append(replayOrdered, m.RequestID)
-		case d.Outcome == store.Rejected:
-			res.Rejected = append(res.Rejected, d)
-		default: // ABORTED, VOIDED: their decider released the reservation.
-			res.Dropped++
-		}
-	}
+	split := splitBatch(msgs, decided)
+	res.Rejected = append(res.Rejected, split.ReplayRejected...)
+	res.Dropped += split.Dropped
 
 	bucket := res.Bucket
 	item, err := store.GetItem(ctx, tx, itemID)
 	if errors.Is(err, store.ErrNotFound) {
-		return rejectAll(ctx, tx, itemID, fresh, replayOrdered, store.ReasonUnknownItem, res)
+		return rejectAll(ctx, tx, itemID, split.Fresh, split.ReplayOrdered, store.ReasonUnknownItem, res)
 	}
 	if err != nil {
 		return err
@@ -147,40 +121,18 @@ func (w *ItemWriter) decide(ctx context.Context, tx *sql.Tx, itemID int64, msgs 
 			return err
 		}
 	}
-
-	users := make([]int64, 0, len(fresh))
-	for _, m := range fresh {
+	users := make([]int64, 0, len(split.Fresh))
+	for _, m := range split.Fresh {
 		users = append(users, m.UserID)
 	}
-	existing, err := store.ExistingBuyers(ctx, tx, itemID, users)
+	holders, err := store.ExistingBuyers(ctx, tx, itemID, users)
 	if err != nil {
 		return err
 	}
 
-	orders := make([]store.NewOrder, 0, len(fresh))
-	decisions := make([]store.Decision, 0, len(fresh))
-	var take int64
-	for _, m := range fresh {
-		d := store.Decision{RequestID: m.RequestID, ItemID: itemID, UserID: m.UserID, Qty: m.Qty}
-		switch {
-		case existing[m.UserID] != "":
-			// A second request of a buyer that slipped past Redis: the buyer
-			// keeps the order they have.
-			d.Outcome, d.Reason = store.Rejected, store.ReasonDuplicateBuyer
-			if res.Holders == nil {
-				res.Holders = map[string]string{}
-			}
-			res.Holders[m.RequestID] = existing[m.UserID]
-		case fallback && int64(m.Qty) > avail:
-			d.Outcome, d.Reason = store.Rejected, store.ReasonSoldOut
-		default:
-			existing[m.UserID] = m.RequestID
-			avail -= int64(m.Qty)
-			take += int64(m.Qty)
-			d.Outcome = store.Ordered
-			orders = append(orders, store.NewOrder{RequestID: m.RequestID, UserID: m.UserID, Qty: m.Qty})
-		}
-		decisions = append(decisions, d)
+	plan := planFresh(itemID, split.Fresh, holders, avail, fallback)
+	res.Holders = plan.Holders
+	for _, d := range plan.Decisions {
 		if d.Outcome == store.Rejected {
 			res.Rejected = append(res.Rejected, d)
 		}
@@ -189,20 +141,20 @@ func (w *ItemWriter) decide(ctx context.Context, tx *sql.Tx, itemID int64, msgs 
 
 	// INSERTs before the UPDATE: the hot items row is locked only from the CAS
 	// to the commit.
-	if err := store.InsertOrders(ctx, tx, itemID, bucket, item.PriceCents, w.PaymentWindow, orders); err != nil {
+	if err := store.InsertOrders(ctx, tx, itemID, bucket, item.PriceCents, w.PaymentWindow, plan.Orders); err != nil {
 		if store.IsDuplicate(err) {
 			return fmt.Errorf("%w: %w", errRace, err)
 		}
 		return err
 	}
-	if err := store.InsertDecisions(ctx, tx, decisions); err != nil {
+	if err := store.InsertDecisions(ctx, tx, plan.Decisions); err != nil {
 		if store.IsDuplicate(err) {
 			return fmt.Errorf("%w: %w", errRace, err)
 		}
 		return err
 	}
-	readBack := replayOrdered
-	for _, o := range orders {
+	readBack := split.ReplayOrdered
+	for _, o := range plan.Orders {
 		readBack = append(readBack, o.RequestID)
 	}
 	if res.Ordered, err = store.OrdersByRequest(ctx, tx, readBack); err != nil {
@@ -211,7 +163,7 @@ func (w *ItemWriter) decide(ctx context.Context, tx *sql.Tx, itemID int64, msgs 
 	if len(res.Ordered) != len(readBack) {
 		return fmt.Errorf("orderwriter: item %d: read back %d of %d orders", itemID, len(res.Ordered), len(readBack))
 	}
-	ok, err := store.TakeStock(ctx, tx, item, bucket, take)
+	ok, err := store.TakeStock(ctx, tx, item, bucket, plan.Take)
 	if err != nil {
 		return err
 	}
