@@ -31,6 +31,31 @@ var ErrInFlight = errors.New("catalog: requests in flight")
 // same PUT) succeeds.
 var ErrNotWarmed = errors.New("catalog: item saved but Redis not warmed")
 
+// ErrSaleOpen is returned by Put for a change of an existing item's bucket
+// count while its sale window (the current one or the one asked for) is
+// open, or within SaleGuard of it: nothing is changed.
+//
+// A count change is refused rather than made atomic for buyers: every
+// admission names its count and a bucket's script answers "moved" to any
+// other, so a layout written bucket by bucket would, half way, sell some
+// buckets by the old layout and some by the new, each its own stock (more
+// units than MySQL has, when shrinking). Making it two-phase for a live
+// sale would put a layout version into every admission; between sales
+// nobody is admitted, so a change costs nothing there, and the warm's own
+// two phases (stock.RetireLayout, then Warm) cover a warm that stops half
+// way.
+var ErrSaleOpen = errors.New("catalog: the bucket count cannot change while the sale is open")
+
+// SaleGuard widens a sale window for ErrSaleOpen: admissions are judged
+// by Redis' clock, and the rebalancer keeps moving stock for a minute
+// around the window (pkg/rebalance windowMargin).
+const SaleGuard = time.Minute
+
+// saleNear reports whether now is in it's sale window widened by SaleGuard.
+func saleNear(it store.Item, now time.Time) bool {
+	return now.After(it.StartsAt.Add(-SaleGuard)) && now.Before(it.EndsAt.Add(SaleGuard))
+}
+
 // LagFunc returns the orders consumer group's total lag.
 type LagFunc func(ctx context.Context) (int64, error)
 
@@ -49,8 +74,8 @@ func New(db *sql.DB, st *stock.Store, lag LagFunc) *Catalog {
 // Put creates or updates an item (it.TotalStock is the wanted total) and
 // then brings Redis in line: a full rebuild when the stock was set or Redis
 // lost the item, otherwise only the sale window and limit. Errors:
-// store.ErrHasOrders, ErrInFlight, stock.ErrUnavailable (nothing changed),
-// ErrNotWarmed (saved, Redis not rebuilt).
+// store.ErrHasOrders, ErrInFlight, ErrSaleOpen, stock.ErrUnavailable
+// (nothing changed), ErrNotWarmed (saved, Redis not rebuilt).
 //
 // MySQL commits first and Redis is warmed after, from the committed row:
 // Redis never knows an item, or a stock, that MySQL does not. A lost commit
@@ -64,6 +89,9 @@ func (c *Catalog) Put(ctx context.Context, it store.Item) (store.Item, error) {
 	var out store.Item
 	var full bool
 	err := store.RunInTx(ctx, c.db, sql.LevelDefault, func(tx *sql.Tx) error {
+		if err := refuseOpenRebucket(ctx, tx, it, time.Now()); err != nil {
+			return err
+		}
 		ch, err := store.UpsertItem(ctx, tx, it)
 		if err != nil {
 			return err
@@ -94,6 +122,28 @@ func (c *Catalog) Put(ctx context.Context, it store.Item) (store.Item, error) {
 		return out, fmt.Errorf("%w: item %d: %w", ErrNotWarmed, out.ID, err)
 	}
 	return out, nil
+}
+
+// refuseOpenRebucket returns ErrSaleOpen when it changes the bucket count
+// of an existing item while its current or its new sale window is near now
+// (the item's row is locked until tx ends).
+func refuseOpenRebucket(ctx context.Context, tx *sql.Tx, it store.Item, now time.Time) error {
+	cur, err := store.GetItemForUpdate(ctx, tx, it.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if it.Buckets == 0 || max(it.Buckets, 1) == max(cur.Buckets, 1) {
+		return nil
+	}
+	if saleNear(cur, now) || saleNear(it, now) {
+		return fmt.Errorf("%w: item %d has %d buckets; its sale runs from %s to %s (asked: %s to %s); close the window first, change the count, then open it again",
+			ErrSaleOpen, it.ID, max(cur.Buckets, 1), cur.StartsAt.UTC().Format(time.RFC3339), cur.EndsAt.UTC().Format(time.RFC3339),
+			it.StartsAt.UTC().Format(time.RFC3339), it.EndsAt.UTC().Format(time.RFC3339))
+	}
+	return nil
 }
 
 // warmTimeout bounds the warm that follows Put's commit.
@@ -183,12 +233,8 @@ func (c *Catalog) warm(ctx context.Context, tx *sql.Tx, it store.Item, metaOnly 
 		// A transfer between buckets that is not finished has moved units
 		// in one store and not yet in the other; a copy of MySQL would
 		// put them back where the transfer already took them from.
-		open, err := store.OpenTransfersOf(ctx, tx, it.ID)
-		if err != nil {
+		if err := refuseOpenTransfers(ctx, tx, it.ID); err != nil {
 			return err
-		}
-		if open > 0 {
-			return fmt.Errorf("%w: %d transfers between buckets of item %d not finished", ErrInFlight, open, it.ID)
 		}
 		holdings, err := store.BuyersOf(ctx, tx, it.ID)
 		if err != nil {
@@ -203,6 +249,16 @@ func (c *Catalog) warm(ctx context.Context, tx *sql.Tx, it store.Item, metaOnly 
 		}
 		for _, o := range restores {
 			snap.UnappliedRestores = append(snap.UnappliedRestores, stock.RestoreRef{RequestID: o.RequestID, Bucket: o.Bucket})
+		}
+	}
+	if !metaOnly && prev > 0 && prev != snap.Buckets() {
+		// A new bucket count: first empty the old layout, so a warm that
+		// stops half way leaves one layout selling, not two.
+		if err := c.st.RetireLayout(ctx, it.ID, prev, snap.Buckets()); err != nil {
+			if errors.Is(err, stock.ErrPending) {
+				return fmt.Errorf("%w: %w", ErrInFlight, err)
+			}
+			return err
 		}
 	}
 	if err := c.st.Warm(ctx, snap); err != nil {

@@ -130,11 +130,17 @@ func (s *Server) warmItem(c echo.Context) error {
 }
 
 func (s *Server) catalogError(c echo.Context, err error) error {
+	var open *catalog.TransfersOpenError
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return notFound("no such item")
 	case errors.Is(err, store.ErrHasOrders):
 		return newErr(http.StatusConflict, "has_orders", "the stock of an item with orders cannot change")
+	case errors.Is(err, catalog.ErrSaleOpen):
+		return newErr(http.StatusConflict, "sale_open", "the bucket count cannot change while the sale window is open or within a minute of it;"+
+			" close the window (PUT with the same buckets), change the count, then open it again")
+	case errors.As(err, &open):
+		return newErr(http.StatusConflict, "in_flight", open.Advice())
 	case errors.Is(err, store.ErrTransfersOpen):
 		return newErr(http.StatusConflict, "in_flight", "stock is moving between this item's buckets; retry when the transfers have finished")
 	case errors.Is(err, catalog.ErrInFlight):

@@ -70,17 +70,20 @@ func TestNoEarlySoldOut(t *testing.T) {
 	}
 }
 
-// TestBucketCountChanges: the count is validated, changed between sales
-// (stock laid out anew, Redis told), and refused with 409 while a
+// TestBucketCountChanges: the count is validated, refused with 409
+// sale_open while the sale window is open, changed between sales (stock
+// laid out anew, Redis told), and refused with 409 in_flight while a
 // reservation is pending, changing nothing.
 func TestBucketCountChanges(t *testing.T) {
 	h := newHarness(t, harnessOpts{partitions: 1})
 	item := testenv.ItemID()
-	put := func(buckets int) resp {
+	putIn := func(buckets int, from, to time.Duration) resp {
 		body := fmt.Sprintf(`{"name":"b","price_cents":1,"stock":40,"per_user_limit":1,"starts_at":%q,"ends_at":%q,"buckets":%d}`,
-			time.Now().Add(-time.Hour).UTC().Format(time.RFC3339), time.Now().Add(time.Hour).UTC().Format(time.RFC3339), buckets)
+			time.Now().Add(from).UTC().Format(time.RFC3339), time.Now().Add(to).UTC().Format(time.RFC3339), buckets)
 		return h.do(http.MethodPut, fmt.Sprintf("/api/v1/admin/items/%d", item), body, h.admin())
 	}
+	put := func(buckets int) resp { return putIn(buckets, -time.Hour, time.Hour) }
+	between := func(buckets int) resp { return putIn(buckets, 2*time.Hour, 3*time.Hour) }
 	for _, bad := range []int{0, -1, 65} {
 		if r := put(bad); r.Code != http.StatusBadRequest || r.json(t)["error"] != "invalid_buckets" {
 			t.Fatalf("buckets %d: %d %s; want 400 invalid_buckets", bad, r.Code, r.Body)
@@ -89,8 +92,17 @@ func TestBucketCountChanges(t *testing.T) {
 	if r := put(4); r.Code != http.StatusOK || r.json(t)["buckets"] != float64(4) {
 		t.Fatalf("create with 4 buckets: %d %s", r.Code, r.Body)
 	}
-	if r := put(2); r.Code != http.StatusOK || r.json(t)["buckets"] != float64(2) {
-		t.Fatalf("re-bucket to 2 with nothing pending: %d %s", r.Code, r.Body)
+	if r := put(2); r.Code != http.StatusConflict || r.json(t)["error"] != "sale_open" {
+		t.Fatalf("re-bucket to 2 during the sale: %d %s; want 409 sale_open", r.Code, r.Body)
+	}
+	if r := between(4); r.Code != http.StatusOK {
+		t.Fatalf("close the window: %d %s", r.Code, r.Body)
+	}
+	if r := between(2); r.Code != http.StatusOK || r.json(t)["buckets"] != float64(2) {
+		t.Fatalf("re-bucket to 2 between sales with nothing pending: %d %s", r.Code, r.Body)
+	}
+	if r := put(2); r.Code != http.StatusOK {
+		t.Fatalf("open the window again: %d %s", r.Code, r.Body)
 	}
 	ctx := context.Background()
 	if n, _, err := h.st.Buckets(ctx, item); err != nil || n != 2 {
@@ -102,7 +114,10 @@ func TestBucketCountChanges(t *testing.T) {
 	if r := h.order(7, item, 1, ""); r.Code != http.StatusAccepted {
 		t.Fatalf("order: %d %s", r.Code, r.Body)
 	}
-	if r := put(8); r.Code != http.StatusConflict || r.json(t)["error"] != "in_flight" {
+	if r := between(2); r.Code != http.StatusOK {
+		t.Fatalf("close the window: %d %s", r.Code, r.Body)
+	}
+	if r := between(8); r.Code != http.StatusConflict || r.json(t)["error"] != "in_flight" {
 		t.Fatalf("re-bucket with a reservation pending: %d %s; want 409 in_flight", r.Code, r.Body)
 	}
 	if n, _, _ := h.st.Buckets(ctx, item); n != 2 {
