@@ -93,10 +93,10 @@ func (p *pipeline) checkHistory() history.Result {
 		}
 		path := p.visualize(res)
 		if tolerated {
-			t.Logf("history Illegal (tolerated: %s); porcupine's view: %s", why, path)
+			t.Logf("history Illegal (tolerated: %s):\n  %s\nporcupine's view: %s", why, strings.Join(res.Stuck(3), "\n  "), path)
 			break
 		}
-		t.Errorf("history: not linearizable against the sale model (%s); porcupine's view of the buyers: %s", res, path)
+		t.Errorf("history: not linearizable against the sale model (%s):\n  %s\nporcupine's view of the buyers: %s", res, strings.Join(res.Stuck(3), "\n  "), path)
 	default:
 		t.Errorf("history: porcupine gave no verdict within %v (%s): the history was not checked", historyCheckTimeout, res)
 	}

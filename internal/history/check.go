@@ -36,6 +36,7 @@ type Result struct {
 
 	model porcupine.Model
 	info  porcupine.LinearizationInfo
+	parts [][]porcupine.Operation // as porcupine partitioned them
 }
 
 // Verdict combines both checks: Illegal if either found a violation,
@@ -64,6 +65,46 @@ func (r Result) String() string {
 	}
 	fmt.Fprintf(&sb, "; checked in %v)", r.Took.Round(time.Millisecond))
 	return sb.String()
+}
+
+// Stuck describes, for up to max buyers whose operations porcupine could
+// not linearize, where it got stuck: the longest linearizable prefix, the
+// model's state after it and the operation that had to come next (of those
+// left, the one that returned first) and could not.
+func (r Result) Stuck(max int) []string {
+	var out []string
+	partials := r.info.PartialLinearizations()
+	for i, part := range r.parts {
+		if i >= len(partials) || len(out) >= max {
+			break
+		}
+		longest := []int{}
+		for _, l := range partials[i] {
+			if len(l) > len(longest) {
+				longest = l
+			}
+		}
+		if len(longest) == len(part) {
+			continue
+		}
+		in := map[int]bool{}
+		state := r.model.Init()
+		for _, id := range longest {
+			in[id] = true
+			_, state = r.model.Step(state, part[id].Input, part[id].Output)
+		}
+		next := -1
+		for id, op := range part {
+			if !in[id] && (next < 0 || op.Return < part[next].Return) {
+				next = id
+			}
+		}
+		out = append(out, fmt.Sprintf("buyer %s: %d of %d operations linearized, state %s; then impossible: %s at [%v, %v]",
+			part[0].Input.(pin).part, len(longest), len(part), r.model.DescribeState(state),
+			r.model.DescribeOperation(part[next].Input, part[next].Output),
+			time.Duration(part[next].Call), time.Duration(part[next].Return)))
+	}
+	return out
 }
 
 // Visualize writes porcupine's HTML view of the buyer partitions (the
@@ -168,7 +209,8 @@ func Check(ops []Op, opt Options) Result {
 	began := time.Now()
 	res := Result{Ops: len(ops), model: Model()}
 	pops := toPorcupine(ops)
-	res.Buyers = len(partition(pops))
+	res.parts = partition(pops)
+	res.Buyers = len(res.parts)
 	res.Linearizable, res.info = porcupine.CheckOperationsVerbose(res.model, pops, opt.Timeout)
 	res.Oversold, res.Unchecked = oversold(ops, opt.Totals)
 	res.Took = time.Since(began)

@@ -3,6 +3,7 @@ package history
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -232,7 +233,10 @@ func TestCheckHandMade(t *testing.T) {
 				want = porcupine.Ok
 			}
 			if res.Verdict() != want {
-				t.Fatalf("verdict %s, want %s: %v", res.Verdict(), want, res)
+				t.Fatalf("verdict %s, want %s: %v %v", res.Verdict(), want, res, res.Stuck(3))
+			}
+			if res.Linearizable == porcupine.Illegal && len(res.Stuck(3)) == 0 {
+				t.Fatalf("an illegal history with no buyer stuck: %v", res)
 			}
 		})
 	}
@@ -284,4 +288,18 @@ func TestManyAmbiguousPaysStillDecided(t *testing.T) {
 	if res.Verdict() != porcupine.Illegal {
 		t.Fatalf("%v", res)
 	}
+}
+
+func TestStuckNamesTheImpossibleOperation(t *testing.T) {
+	var h hist
+	h.order(1, "", ok202(rid(1)), 0, 10)
+	h.status(1, rid(1), "UNPAID", 11, 12)
+	h.status(1, rid(1), "PENDING", 13, 14)
+	h.order(2, "", ok202(rid(2)), 0, 10)
+	res := Check(h, Options{Totals: map[int64]int{testItem: 2}})
+	st := res.Stuck(3)
+	if len(st) != 1 || !strings.Contains(st[0], "buyer 1/7") || !strings.Contains(st[0], "-> 200 "+rid(1)+" PENDING") || !strings.Contains(st[0], "UNPAID") {
+		t.Fatalf("%q", st)
+	}
+	t.Log(st[0])
 }
