@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -89,7 +90,9 @@ func forward(p *pipeline) *httputil.ReverseProxy {
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	return httputil.NewSingleHostReverseProxy(u)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.ErrorLog = log.New(io.Discard, "", 0) // a client gone (a payer stopped) is no news
+	return rp
 }
 
 // ackBeforeKafka answers one order in five 202 without forwarding it.
