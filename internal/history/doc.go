@@ -36,7 +36,13 @@
 //     learned, at any time after its call; such a request is named only by
 //     a later 409, held lookup or replay;
 //     - order answered 410, 429, 404 unknown_item, 409 sale_not_active,
-//     503 unavailable or stock_moving (or any 4xx): no effect;
+//     503 stock_moving (or any 4xx): no effect;
+//     - order answered 503 unavailable: nothing reserved by the answer. The
+//     ingress may have reserved during the call and released before
+//     answering (a failed publish whose ABORTED won), and a concurrent call
+//     of the buyer may have seen that request (a 409 naming it); the model
+//     lets the call create such a request, which must be REJECTED the
+//     instant after the answer;
 //     - status 200 S of R: R's status is S, reachable from its last status
 //     by the server's own moves (never backwards); 404: the server does not
 //     know R (only an outcome_unknown request that reserved nothing);
