@@ -284,6 +284,33 @@ func phaseOf(w *workload, fault string, from, to time.Time, rec stall) phase {
 	return ph
 }
 
+// timeline counts the answers to requests sent in [from, to) by slices of
+// step: "+0s 12/0/1 +2s 0/14/1 ...", so a recovery that stutters shows.
+func timeline(w *workload, from, to time.Time, step time.Duration) string {
+	as := w.answersBetween(from, to)
+	n := int(to.Sub(from)/step) + 1
+	type cell struct{ ok, refused, other int }
+	cells := make([]cell, n)
+	last := -1
+	for _, a := range as {
+		i := int(a.sentAt.Sub(from) / step)
+		switch {
+		case w.published(a):
+			cells[i].ok++
+		case a.code == 503:
+			cells[i].refused++
+		default:
+			cells[i].other++
+		}
+		last = max(last, i)
+	}
+	var sb strings.Builder
+	for i := 0; i <= last; i++ {
+		fmt.Fprintf(&sb, "+%ds %d/%d/%d ", int((time.Duration(i) * step).Seconds()), cells[i].ok, cells[i].refused, cells[i].other)
+	}
+	return strings.TrimSpace(sb.String())
+}
+
 func quantile(ds []time.Duration, q float64) time.Duration {
 	if len(ds) == 0 {
 		return 0
@@ -314,6 +341,7 @@ func (p *pipeline) checkNetFault(w *workload, rep report, inLog int, phases []ph
 		} else {
 			fmt.Fprintf(&sb, "recovery: no 202 to a request sent after %s\n", ph.since)
 		}
+		fmt.Fprintf(&sb, "timeline (by send time, from the fault; 202 published / 503 / other): %s\n", timeline(w, ph.from, ph.to.Add(30*time.Second), 2*time.Second))
 		if ph.noCode > 0 {
 			t.Errorf("%s: %d 503s without a JSON error code", ph.fault, ph.noCode)
 		}
