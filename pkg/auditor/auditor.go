@@ -93,7 +93,7 @@ func (a *Auditor) Pass(ctx context.Context) error {
 			failed = append(failed, fmt.Errorf("item %d: %w", id, err))
 			continue
 		}
-		sig, err := readSignals(ctx, a.Stock, rep)
+		sig, err := readSignals(ctx, a.DB, a.Stock, rep)
 		if err != nil {
 			a.Metrics.itemFailures.Inc()
 			a.Log.Warn("audit of item failed; skipped", "item", id, "err", err)

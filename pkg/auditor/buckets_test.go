@@ -31,10 +31,11 @@ func TestAuditorExportsBuckets(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	now := time.Now().UTC().Truncate(time.Millisecond)
+	start := now.Add(-time.Minute)
 	put := func(id, total int64, buckets int) {
 		t.Helper()
 		if _, err := cat.Put(ctx, store.Item{ID: id, Name: "buckets", PriceCents: 100, TotalStock: total, PerUserLimit: 1,
-			StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Buckets: buckets}); err != nil {
+			StartsAt: start, EndsAt: start.Add(time.Hour), Buckets: buckets}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -97,10 +98,13 @@ func TestAuditorExportsBuckets(t *testing.T) {
 		t.Errorf("unbucketed item has %d bucket series", n)
 	}
 
-	// Between sales: 2 buckets, then 1.
+	// Between sales (a count change is refused during one): 2 buckets,
+	// then 1.
 	if _, err := st.Release(ctx, hot, first, stock.ReleaseOptions{ReturnStock: true, RemoveBuyer: true}); err != nil {
 		t.Fatal(err)
 	}
+	start = now.Add(24 * time.Hour)
+	put(hot, 4, 4)
 	put(hot, 4, 2)
 	if err := a.Pass(ctx); err != nil {
 		t.Fatal(err)

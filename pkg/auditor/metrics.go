@@ -67,7 +67,7 @@ func (m *Metrics) record(r audit.Report, s bucketSignals, now time.Time) {
 	m.orders.WithLabelValues(item, "PAID").Set(float64(r.Paid))
 	m.orders.WithLabelValues(item, "CANCELLED").Set(float64(r.Cancelled))
 	m.violations.WithLabelValues(item).Set(float64(len(r.Violations)))
-	m.buckets.record(r, s)
+	m.buckets.record(r, s, now)
 }
 
 // forget deletes every series of an item, so a gauge nobody updates any

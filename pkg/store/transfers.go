@@ -174,6 +174,19 @@ func OpenTransfersOfItem(ctx context.Context, q Querier, itemID int64, limit int
 	return out, nil
 }
 
+// OpenTransferAge counts item's open transfers and says how long ago, by
+// MySQL's clock (which stamped created_at), the oldest was planned (0 with
+// none). A transfer runs in milliseconds; one open for a minute is stuck.
+func OpenTransferAge(ctx context.Context, q Querier, itemID int64) (int64, time.Duration, error) {
+	var n, us int64
+	err := q.QueryRowContext(ctx, "SELECT COUNT(*), COALESCE(TIMESTAMPDIFF(MICROSECOND, MIN(created_at), NOW(3)), 0)"+
+		" FROM stock_transfers WHERE item_id = ? AND state IN ('PLANNED','MOVED')", itemID).Scan(&n, &us)
+	if err != nil {
+		return 0, 0, fmt.Errorf("store: open transfer age of %d: %w", itemID, err)
+	}
+	return n, time.Duration(max(us, 0)) * time.Microsecond, nil
+}
+
 // AbandonTransfer marks a PLANNED transfer ABANDONED (the donor was short in
 // Redis, so nothing moved) and reports whether this call changed it.
 func AbandonTransfer(ctx context.Context, q Querier, id int64) (bool, error) {
