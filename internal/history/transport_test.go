@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -96,5 +97,30 @@ func TestTransportRecordsNoAnswer(t *testing.T) {
 	}
 	if o := classify(ops[0].Input, ops[0].Output, true); o.v != unknownAny {
 		t.Fatalf("an order without an answer classified %v, want unknownAny", o.v)
+	}
+}
+
+// The recorder is used by every client goroutine of a fault test at once.
+func TestRecorderConcurrent(t *testing.T) {
+	r := NewRecorder()
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 100 {
+				c := r.Invoke(Input{Kind: Status, User: int64(g), RID: rid(i)})
+				_ = r.Len()
+				c.Return(Output{Code: 503, Error: "unavailable"})
+			}
+		})
+	}
+	wg.Wait()
+	ops := r.Ops()
+	if len(ops) != 800 {
+		t.Fatalf("%d operations, want 800", len(ops))
+	}
+	for _, op := range ops {
+		if !op.Done || op.Return < op.Call {
+			t.Fatalf("%+v", op)
+		}
 	}
 }
