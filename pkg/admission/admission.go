@@ -238,7 +238,7 @@ func (s *Service) awaitStock(ctx context.Context, r Request, rid string, now tim
 		if err == nil {
 			readErr = nil
 			// This buyer waits: the rebalancer is told at once (wake.go).
-			s.wakes.wake(r.ItemID)
+			s.wakes.wake(r.ItemID, r.bucket, r.Qty)
 		}
 		if !s.now().Before(until) {
 			if readErr != nil {

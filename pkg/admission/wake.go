@@ -10,52 +10,83 @@ import (
 )
 
 // wakeEvery is the least time between two wakes of the rebalancer for one
-// item from one ingress: a burst of waiting buyers costs one PUBLISH per
-// item per wakeEvery, and a buyer who starts waiting right after a wake is
-// served by the pass that wake started.
+// item, and between two raisings of one bucket's want flag, from one
+// ingress: a burst of waiting buyers costs one PUBLISH per item and one
+// SET per bucket per wakeEvery, and a buyer who starts waiting right after
+// a wake is served by the pass that wake started.
 const wakeEvery = 20 * time.Millisecond
 
-// wakes tells the rebalancer, on stock.RebalanceWake, that a buyer of an
-// item is waiting for a bucket's stock: the want flag the script raised is
-// then planned within a pass's time, not after the rebalancer's interval
-// (100 ms by default) plus its item list's age (a new item was listed up to
-// 2 s late, longer than the bucket wait). Best effort and off the buyer's
-// path: the publish runs in the background, and a lost one leaves the
-// rebalancer's own interval.
+// wantTTL is how long a want flag raised for a waiting buyer lasts: as long
+// as the script's own (stock's wantTTL), so it outlives any bucket wait.
+const wantTTL = 2 * time.Second
+
+// wakes asks the rebalancer for the buckets whose buyers wait (awaitStock),
+// off the buyer's path and best effort (a lost call leaves the rebalancer's
+// own interval, and the buyer's next look tries again):
+//
+//   - It keeps the home bucket's want flag up (SET NX, never lowering a
+//     larger qty another buyer asked for). The script raised it when the
+//     buyer was refused, but transfer_in.lua clears it when a transfer
+//     fills the bucket to that qty, and when another waiter takes the unit
+//     the one left waiting never runs the script again (the shared view
+//     shows the bucket empty): nothing asked for the bucket, and the buyer
+//     got 503 stock_moving after the full wait while units sat elsewhere.
+//   - It names the item on stock.RebalanceWake, so the want is planned
+//     within a pass's time, not after the rebalancer's interval (100 ms by
+//     default) plus its item list's age (a new item was listed up to 2 s
+//     late, longer than the bucket wait).
 type wakes struct {
 	st      *stock.Store
 	timeout time.Duration
 	mu      sync.Mutex
-	last    map[int64]time.Time
+	items   map[int64]time.Time
+	buckets map[[2]int64]time.Time
 }
 
 func newWakes(st *stock.Store, timeout time.Duration) *wakes {
 	if timeout <= 0 {
 		timeout = time.Second
 	}
-	return &wakes{st: st, timeout: timeout, last: map[int64]time.Time{}}
+	return &wakes{st: st, timeout: timeout, items: map[int64]time.Time{}, buckets: map[[2]int64]time.Time{}}
 }
 
-// wake publishes item's id unless this process did within wakeEvery.
-func (w *wakes) wake(item int64) {
+// wake asks for qty in item's bucket, and wakes the rebalancer, unless this
+// process did either within wakeEvery.
+func (w *wakes) wake(item int64, bucket, qty int) {
 	now := time.Now()
+	b := [2]int64{item, int64(bucket)}
 	w.mu.Lock()
-	if now.Sub(w.last[item]) < wakeEvery {
-		w.mu.Unlock()
+	flag, publish := due(w.buckets, b, now), due(w.items, item, now)
+	w.mu.Unlock()
+	if !flag && !publish {
 		return
 	}
-	w.last[item] = now
-	if len(w.last) > 10_000 {
-		for id, at := range w.last {
-			if now.Sub(at) >= wakeEvery {
-				delete(w.last, id)
-			}
-		}
-	}
-	w.mu.Unlock()
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), w.timeout)
 		defer cancel()
-		_ = w.st.Client().Publish(ctx, stock.RebalanceWake, strconv.FormatInt(item, 10)).Err()
+		c := w.st.Client()
+		if flag {
+			_ = c.SetNX(ctx, stock.BucketKeys(item, bucket).Want, strconv.Itoa(qty), wantTTL).Err()
+		}
+		if publish {
+			_ = c.Publish(ctx, stock.RebalanceWake, strconv.FormatInt(item, 10)).Err()
+		}
 	}()
+}
+
+// due reports whether k was last done wakeEvery ago or more, and if so
+// records now (the caller holds the lock); it forgets old keys as it goes.
+func due[K comparable](last map[K]time.Time, k K, now time.Time) bool {
+	if now.Sub(last[k]) < wakeEvery {
+		return false
+	}
+	last[k] = now
+	if len(last) > 10_000 {
+		for key, at := range last {
+			if now.Sub(at) >= wakeEvery {
+				delete(last, key)
+			}
+		}
+	}
+	return true
 }
