@@ -100,7 +100,7 @@ func (r *Rebalancer) stepOut(ctx context.Context, t *store.Transfer) (driven, er
 		if !mv.Won {
 			break
 		}
-		if cut.Cut() {
+		if mv.Qty < t.Qty {
 			r.cutShort(ctx, *t, mv, cut)
 		}
 		t.State = mv.State

@@ -77,9 +77,6 @@ type TransferCut struct {
 	Moved, Before, After int64
 }
 
-// Cut reports whether the transfer was cut short of its qty.
-func (c TransferCut) Cut() bool { return c.Before >= 0 || c.After >= 0 }
-
 // TransferCutTo is the Redis side of the transfer's MySQL step, which calls
 // it with the donor's row locked: free is MySQL's donor stock less the
 // restores Redis has not applied, short whether that row holds less than
