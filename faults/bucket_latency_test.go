@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -117,6 +118,57 @@ func TestBucketedBigGatherWithinWait(t *testing.T) {
 		rounds, took, median(took).Round(time.Millisecond), retried)
 	if retried > 0 {
 		t.Errorf("%d of %d buyers of 291 were answered 503 stock_moving after the 1 s bucket wait", retried, rounds)
+	}
+}
+
+// TestBucketedKeyedRepeatsAfterDrain: issue 22's idempotency oddity from
+// outside, with the default per-user rate limit (5 a second): a buyer
+// whose home bucket a burst just emptied (an item of 80 units in 8
+// buckets; 10 buyers of bucket 0 took its 10) sends 20 requests with one
+// Idempotency-Key at once. An unbucketed item answers all 20 with the same
+// 202; here they got 5 x 202 and 15 x 429 rate_limited, the copies counted
+// as new attempts while the first waited for the rebalancer.
+func TestBucketedKeyedRepeatsAfterDrain(t *testing.T) {
+	cfg := defaultSettings()
+	cfg.Consumers, cfg.Partitions = 1, 4
+	p := newPipeline(t, cfg)
+	for i, e := range p.ingress.env {
+		if strings.HasPrefix(e, "FLASHSALE_USER_RATE_LIMIT=") {
+			p.ingress.env[i] = "FLASHSALE_USER_RATE_LIMIT=5"
+		}
+	}
+	p.startProcesses()
+	rounds := latencyRounds(3)
+	for round := range rounds {
+		item := p.newItem(80, 8, 1)
+		s := spec{Buckets: 8, HomeBuckets: []int{0}}
+		u := int64(300_000 * (round + 1))
+		for range 10 { // drain bucket 0
+			u = s.nextUser(u)
+			if code, key := p.order(item, u, 1, ""); code != http.StatusAccepted {
+				t.Fatalf("round %d: draining buyer %d answered %d %s", round+1, u, code, key)
+			}
+		}
+		u = s.nextUser(u)
+		codes := map[string]int{}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		gate := make(chan struct{})
+		for range 20 {
+			wg.Go(func() {
+				<-gate
+				code, key := p.order(item, u, 1, "k-"+strconv.FormatInt(u, 10))
+				mu.Lock()
+				codes[fmt.Sprintf("%d %s", code, key)]++
+				mu.Unlock()
+			})
+		}
+		close(gate)
+		wg.Wait()
+		t.Logf("round %d: 20 requests with one key answered %v", round+1, codes)
+		if codes["202 "] != 20 {
+			t.Errorf("round %d: 20 requests with one Idempotency-Key answered %v; want 20 x 202", round+1, codes)
+		}
 	}
 }
 
