@@ -188,82 +188,6 @@ func (s *Service) reserve(ctx context.Context, r Request, rid string, now time.T
 	return ar, deadline, err
 }
 
-// awaitStock handles a home bucket found short while the item has other
-// buckets, keeping the bucket promise (promise.go). "Sold out" is answered
-// only when no bucket has the qty, by a read that cannot miss units moving
-// between buckets (stock.BucketSnapshot). Otherwise the script already raised the bucket's
-// want flag, the rebalancer moves stock here within a pass or two, and the
-// admission is tried again (same request id: the script is idempotent per
-// id) once the shared view of the buckets (bucketViews, read at most every
-// BucketPoll) shows stock at home; at most until BucketWait. A wait that
-// runs out answers StockMoving: nothing is reserved, try again.
-func (s *Service) awaitStock(ctx context.Context, r Request, rid string, now time.Time, ar stock.AdmitResult) (stock.AdmitResult, time.Time, error) {
-	start := s.now()
-	result := "error"
-	defer func() { s.m.bucketWaits.WithLabelValues(result).Observe(s.now().Sub(start).Seconds()) }()
-	until := start.Add(s.cfg.BucketWait)
-	var readErr error // the last look's, while no look has succeeded
-	for {
-		snap, err := s.views.get(ctx, r.ItemID, r.buckets, s.cfg.StoreTimeout)
-		verdict := lookWait
-		if err == nil {
-			verdict = judge(snap, r.bucket, r.Qty)
-		}
-		switch {
-		case err != nil:
-			// A failed look is tried again within the wait (one slow read
-			// shared by every waiter must not fail them all); only reads
-			// failed, and the last script run reserved nothing.
-			readErr = err
-		case verdict == lookSoldOut:
-			// Sold out for this buyer's qty (the bucket promise, clause 2);
-			// StockLeft is what is left for the others, so the item is
-			// marked sold out on this ingress only when nothing is left (a
-			// buyer of 2 with 1 unit left must not turn every buyer of 1
-			// away from memory: clause 3).
-			result, ar.StockLeft = "sold_out", snap.Total()
-			return ar, time.Time{}, nil
-		case verdict == lookTryHome:
-			// The looks of one wait are one attempt of the buyer's: the
-			// first was counted against the per-user limit, these are not.
-			var deadline time.Time
-			ar, deadline, err = s.reserve(ctx, r, rid, now, 0)
-			if err != nil || ar.Code != stock.SoldOut {
-				if err == nil {
-					result = "refilled"
-				}
-				return ar, deadline, err
-			}
-		}
-		if err == nil {
-			readErr = nil
-			// This buyer waits: the rebalancer is told at once (wake.go).
-			s.wakes.wake(r.ItemID, r.bucket, r.Qty)
-		}
-		if !s.now().Before(until) {
-			if readErr != nil {
-				return stock.AdmitResult{Code: stockUnreadable}, time.Time{}, nil
-			}
-			result = "timed_out"
-			return stock.AdmitResult{Code: stockMoving}, time.Time{}, nil
-		}
-		t := time.NewTimer(s.cfg.BucketPoll)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			result = "timed_out"
-			return stock.AdmitResult{Code: stockMoving}, time.Time{}, nil
-		case <-t.C:
-		}
-	}
-}
-
-// Verdicts of awaitStock that the script never gives.
-const (
-	stockMoving     stock.AdmitCode = "stock_moving"
-	stockUnreadable stock.AdmitCode = "stock_unreadable"
-)
-
 // answer turns the script's verdict (or its error) into the buyer's answer.
 func (s *Service) answer(ctx context.Context, r Request, rid string, now time.Time, ar stock.AdmitResult, deadline time.Time, err error) Result {
 	if err != nil && stock.NotSent(err) {
@@ -310,50 +234,6 @@ func (s *Service) answer(ctx context.Context, r Request, rid string, now time.Ti
 	}
 	s.log.ErrorContext(ctx, "admission: unexpected verdict", "code", string(ar.Code))
 	return Result{Outcome: Unavailable}
-}
-
-// replay answers a repeated Idempotency-Key with the first request's answer.
-// If the first request is still being published by this process, it waits
-// for it. Otherwise a 202 is given only when the first request's publish was
-// recorded as acknowledged (acked); an unacknowledged one is being published
-// by another replica, or its ingress died before publishing, and the buyer
-// is told the outcome is unknown, with the request id to poll.
-func (s *Service) replay(ctx context.Context, r Request, first string, acked bool) Result {
-	v, ok := s.inflight.Load(first)
-	if !ok {
-		if acked {
-			return Result{Outcome: Replayed, RequestID: first}
-		}
-		return s.replayUnacked(ctx, r, first)
-	}
-	f := v.(*flight)
-	select {
-	case <-f.done:
-	case <-ctx.Done():
-		return Result{Outcome: Unconfirmed, RequestID: first}
-	}
-	if f.res.OK() {
-		return Result{Outcome: Replayed, RequestID: first}
-	}
-	return f.res
-}
-
-// replayUnacked reads the key's answer once more: the script may have read
-// it just before the first request (here or on another replica) recorded
-// its ack and left the in-flight set. Still unacknowledged is
-// outcome_unknown; gone means the first request was aborted and released,
-// so nothing is reserved and the buyer may simply retry.
-func (s *Service) replayUnacked(ctx context.Context, r Request, first string) Result {
-	rctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
-	rid, acked, found, err := s.stock.IdempotencyAnswer(rctx, r.ItemID, r.bucket, r.UserID, r.IdempotencyKey)
-	cancel()
-	switch {
-	case err == nil && found && rid == first && acked:
-		return Result{Outcome: Replayed, RequestID: first}
-	case err == nil && !found:
-		return Result{Outcome: Unavailable}
-	}
-	return Result{Outcome: Unconfirmed, RequestID: first}
 }
 
 // publish sends the admitted request to Kafka and waits for the acks of all

@@ -47,3 +47,47 @@ func (k *keyedFlights) join(ctx context.Context, r Request) (res Result, first b
 		close(f.done)
 	}
 }
+
+// replay answers a repeated Idempotency-Key with the first request's answer.
+// If the first request is still being published by this process, it waits
+// for it. Otherwise a 202 is given only when the first request's publish was
+// recorded as acknowledged (acked); an unacknowledged one is being published
+// by another replica, or its ingress died before publishing, and the buyer
+// is told the outcome is unknown, with the request id to poll.
+func (s *Service) replay(ctx context.Context, r Request, first string, acked bool) Result {
+	v, ok := s.inflight.Load(first)
+	if !ok {
+		if acked {
+			return Result{Outcome: Replayed, RequestID: first}
+		}
+		return s.replayUnacked(ctx, r, first)
+	}
+	f := v.(*flight)
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		return Result{Outcome: Unconfirmed, RequestID: first}
+	}
+	if f.res.OK() {
+		return Result{Outcome: Replayed, RequestID: first}
+	}
+	return f.res
+}
+
+// replayUnacked reads the key's answer once more: the script may have read
+// it just before the first request (here or on another replica) recorded
+// its ack and left the in-flight set. Still unacknowledged is
+// outcome_unknown; gone means the first request was aborted and released,
+// so nothing is reserved and the buyer may simply retry.
+func (s *Service) replayUnacked(ctx context.Context, r Request, first string) Result {
+	rctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
+	rid, acked, found, err := s.stock.IdempotencyAnswer(rctx, r.ItemID, r.bucket, r.UserID, r.IdempotencyKey)
+	cancel()
+	switch {
+	case err == nil && found && rid == first && acked:
+		return Result{Outcome: Replayed, RequestID: first}
+	case err == nil && !found:
+		return Result{Outcome: Unavailable}
+	}
+	return Result{Outcome: Unconfirmed, RequestID: first}
+}
