@@ -24,7 +24,8 @@ import "github.com/flashsale-dev/flashsale/pkg/stock"
 //     asked for more than was left.
 //  4. Otherwise, when the home bucket does not get qty within BucketWait,
 //     503 stock_moving with Retry-After and nothing reserved; the refusal
-//     raised the bucket's want flag to qty, so the rebalancer gathers it.
+//     raised the bucket's want flag to qty, and the wait keeps it up
+//     (wake.go), so the rebalancer gathers it.
 //
 // What it does not promise: that a buyer is served within BucketWait (that
 // is the rebalancer's speed, measured, not proven), nor anything about
