@@ -234,8 +234,8 @@ type Moved struct {
 // donor): in one READ COMMITTED transaction, PLANNED -> MOVED, and the qty
 // off the donor's stock and total and onto the recipient's.
 //
-// The transfer's row is locked first, so of two drivers racing only one
-// moves; the other then finds it past PLANNED. The two bucket rows are
+// The state CAS comes first and locks the transfer's row, so of two
+// drivers racing only one moves; the other then finds it past PLANNED. The two bucket rows are
 // locked next, in bucket order, so transfers never deadlock on each other,
 // and no consumer or reaper changes the donor's stock while cut decides.
 // A donor row with less than the qty is a broken invariant (Redis took units
@@ -248,16 +248,12 @@ func MoveTransfer(ctx context.Context, db *sql.DB, t Transfer, cut CutFunc) (Mov
 	var out Moved
 	err := RunInTx(ctx, db, sql.LevelReadCommitted, func(tx *sql.Tx) error {
 		out = Moved{}
-		var state string
-		err := tx.QueryRowContext(ctx, "SELECT state FROM stock_transfers WHERE id = ? FOR UPDATE", t.ID).Scan(&state)
-		if isNoRows(err) {
-			return fmt.Errorf("store: move transfer %d: %w", t.ID, ErrNotFound)
-		}
-		if err != nil {
-			return fmt.Errorf("store: move transfer %d: %w", t.ID, err)
-		}
-		if TransferState(state) != TransferPlanned {
-			return nil
+		// The CAS first: it locks the row, and a driver that loses it
+		// touches nothing else. The cut below may still turn the row
+		// ABANDONED, or lower its qty, before the commit.
+		ok, err := casTransfer(ctx, tx, t.ID, TransferPlanned, TransferMoved)
+		if err != nil || !ok {
+			return err
 		}
 		donor, err := lockTransferRows(ctx, tx, t)
 		if err != nil {
@@ -282,14 +278,16 @@ func MoveTransfer(ctx context.Context, db *sql.DB, t Transfer, cut CutFunc) (Mov
 				t.ID, t.ItemID, ErrInvariant, qty, t.Qty, donor)
 		}
 		if qty == 0 {
-			if _, err := casTransfer(ctx, tx, t.ID, TransferPlanned, TransferAbandoned); err != nil {
+			if _, err := casTransfer(ctx, tx, t.ID, TransferMoved, TransferAbandoned); err != nil {
 				return err
 			}
 			out = Moved{Won: true, State: TransferAbandoned}
 			return nil
 		}
-		if _, err := tx.ExecContext(ctx, "UPDATE stock_transfers SET state = ?, qty = ? WHERE id = ?", string(TransferMoved), qty, t.ID); err != nil {
-			return fmt.Errorf("store: move transfer %d: %w", t.ID, err)
+		if qty < t.Qty {
+			if _, err := tx.ExecContext(ctx, "UPDATE stock_transfers SET qty = ? WHERE id = ?", qty, t.ID); err != nil {
+				return fmt.Errorf("store: move transfer %d: %w", t.ID, err)
+			}
 		}
 		if _, err := tx.ExecContext(ctx, "UPDATE item_buckets SET stock = stock - ?, total_stock = total_stock - ?"+
 			" WHERE item_id = ? AND bucket = ?", qty, qty, t.ItemID, t.From); err != nil {
