@@ -222,6 +222,19 @@ func (pr *probe) since(at time.Time) outage {
 	return o
 }
 
+// errorsSince counts the probe's refused writes sent after at, by error.
+func (pr *probe) errorsSince(at time.Time) map[string]int {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	m := map[string]int{}
+	for _, tr := range pr.tries {
+		if !tr.at.Before(at) && tr.err != "" {
+			m[tr.err]++
+		}
+	}
+	return m
+}
+
 func countsString(m map[string]int) string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
