@@ -1,0 +1,77 @@
+package queue_test
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/queue"
+)
+
+// BenchmarkHotKeyPublish: synchronous acks=all publishes of one hot item
+// (one key, one partition) from many goroutines, as a sale's admissions
+// make them, through kafka-go's Writer alone (what the ingress used) and
+// through the Publisher over it (what it uses now), with the ingress's
+// default batching. ns/op is the inverse of the throughput; p50-ms and
+// p99-ms are each publish's latency.
+func BenchmarkHotKeyPublish(b *testing.B) {
+	brokers := testenv.Kafka(b)
+	topic, _, _ := testenv.Topics(b, 1)
+	sec := testenv.KafkaSecurity(b)
+	for _, tc := range []struct {
+		name string
+		open func() (queue.MessageWriter, *kafka.Writer, func() error)
+	}{
+		{"writer", func() (queue.MessageWriter, *kafka.Writer, func() error) {
+			w := sec.NewBatchedWriter(brokers, topic, 3*time.Second, queue.DefaultBatching())
+			return w, w, w.Close
+		}},
+		{"publisher", func() (queue.MessageWriter, *kafka.Writer, func() error) {
+			p := sec.NewPublisher(brokers, topic, 3*time.Second, queue.DefaultBatching())
+			return p, p.Writer(), p.Close
+		}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			w, kw, closeW := tc.open()
+			defer closeW()
+			ctx := context.Background()
+			if err := queue.Warm(ctx, kw); err != nil {
+				b.Fatal(err)
+			}
+			val := []byte(`{"request_id":"bench","item_id":42,"user_id":1,"qty":1}`)
+			var mu sync.Mutex
+			var lat []time.Duration
+			b.SetParallelism(16) // handlers mostly wait on acks
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				var mine []time.Duration
+				for pb.Next() {
+					start := time.Now()
+					pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+					err := w.WriteMessages(pctx, kafka.Message{Key: []byte(strconv.Itoa(42)), Value: val})
+					cancel()
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					mine = append(mine, time.Since(start))
+				}
+				mu.Lock()
+				lat = append(lat, mine...)
+				mu.Unlock()
+			})
+			b.StopTimer()
+			slices.Sort(lat)
+			if n := len(lat); n > 0 {
+				b.ReportMetric(float64(lat[n/2].Microseconds())/1000, "p50-ms")
+				b.ReportMetric(float64(lat[min(n-1, n*99/100)].Microseconds())/1000, "p99-ms")
+			}
+		})
+	}
+}
