@@ -98,16 +98,26 @@ func (s *Server) getOrder(c echo.Context) error {
 	return c.JSON(http.StatusOK, v)
 }
 
+// testHookAfterPayCommit, when set by a test, runs after the pay's MySQL
+// commit and before its status cache write.
+var testHookAfterPayCommit func()
+
 // payOrder is POST /api/v1/orders/{request_id}/pay.
 func (s *Server) payOrder(c echo.Context) error {
 	ctx := c.Request().Context()
 	rid, user := c.Param("request_id"), principal(c).UserID
-	if _, err := itemOfRequest(rid); err != nil {
+	item, err := itemOfRequest(rid)
+	if err != nil {
 		return err
 	}
-	o, err := s.pay(ctx, rid, user)
+	o, err := s.pay(ctx, item, rid, user)
 	switch {
 	case err == nil:
+		if h := testHookAfterPayCommit; h != nil {
+			h()
+		}
+		// Best effort: a failure leaves the in-doubt marker pay wrote
+		// before the commit, and polls ask MySQL (pay.go).
 		s.cacheView(ctx, orderstatus.FromOrder(o))
 		return c.JSON(http.StatusOK, map[string]string{"status": orderstatus.Paid})
 	case errors.Is(err, errNotPayable):

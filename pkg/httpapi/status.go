@@ -35,6 +35,9 @@ func (s *Server) requestView(ctx context.Context, rid string, user int64) (order
 		s.log.WarnContext(ctx, "status: redis unavailable", "err", err)
 		return orderstatus.View{}, unavailable("status temporarily unavailable")
 	}
+	if lk.InDoubt {
+		return s.inDoubtView(ctx, rid, user)
+	}
 	if lk.Status != nil {
 		if v, err := orderstatus.Decode(lk.Status); err == nil {
 			return owned(v, v.UserID, user)
@@ -89,17 +92,47 @@ func (s *Server) viewFromMySQL(ctx context.Context, rid string) (orderstatus.Vie
 		s.log.WarnContext(ctx, "status: mysql unavailable", "err", err)
 		return orderstatus.View{}, unavailable("status temporarily unavailable")
 	}
-	st := res.Val.(store.RequestState)
+	return viewOfState(rid, res.Val.(store.RequestState)), nil
+}
+
+// viewOfState is the buyer-visible view of what MySQL holds for rid.
+func viewOfState(rid string, st store.RequestState) orderstatus.View {
 	switch {
 	case st.Order != nil:
-		return orderstatus.FromOrder(*st.Order), nil
+		return orderstatus.FromOrder(*st.Order)
 	case st.Decision.Outcome == store.Ordered:
 		// Decided and ordered in the same transaction, so this is not
 		// reachable; answer conservatively rather than "REJECTED".
 		d := st.Decision
-		return orderstatus.View{RequestID: rid, ItemID: d.ItemID, Qty: d.Qty, Status: orderstatus.Pending, UserID: d.UserID}, nil
+		return orderstatus.View{RequestID: rid, ItemID: d.ItemID, Qty: d.Qty, Status: orderstatus.Pending, UserID: d.UserID}
 	}
-	return orderstatus.FromDecision(st.Decision), nil
+	return orderstatus.FromDecision(st.Decision)
+}
+
+// inDoubtView answers a poll that found the pay's in-doubt marker
+// (stock.MarkInDoubt): a pay may have committed PAID without caching it, so
+// only MySQL knows. The read is this poll's own, started after the poll
+// arrived: sharing a read in flight (singleflight) could hand it an UNPAID
+// read before a commit whose 200 PAID the buyer has already seen. A final
+// status read replaces the marker (the cache is repaired); an UNPAID does
+// not, since a pay may still be about to commit. Only the owner's polls of
+// an order being paid come here, so the MySQL cost is theirs alone.
+func (s *Server) inDoubtView(ctx context.Context, rid string, user int64) (orderstatus.View, error) {
+	dctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
+	st, err := store.RequestStatus(dctx, s.db, rid)
+	cancel()
+	if errors.Is(err, store.ErrNotFound) {
+		return orderstatus.View{}, notFound("no such request")
+	}
+	if err != nil {
+		s.log.WarnContext(ctx, "status: mysql unavailable (status in doubt)", "err", err)
+		return orderstatus.View{}, unavailable("status temporarily unavailable")
+	}
+	v := viewOfState(rid, st)
+	if v.Status != orderstatus.Pending && v.Status != orderstatus.Unpaid {
+		s.cacheView(ctx, v)
+	}
+	return owned(v, v.UserID, user)
 }
 
 // owned hides other users' requests behind the same 404 as unknown ones.

@@ -9,8 +9,12 @@ import (
 // Lookup is what Redis knows about one request: its cached status and its
 // pending reservation, either or both missing.
 type Lookup struct {
-	// Status is the cached status JSON (see PutStatus), nil on a miss.
+	// Status is the cached status JSON (see PutStatus), nil on a miss or
+	// when InDoubt.
 	Status []byte
+	// InDoubt: the cache holds the pay's in-doubt marker (MarkInDoubt);
+	// only MySQL knows the status.
+	InDoubt bool
 	// Reservation is set while the request waits for its outcome.
 	Reservation    Reservation
 	HasReservation bool
@@ -31,7 +35,11 @@ func (s *Store) LookupRequest(ctx context.Context, itemID int64, requestID strin
 	var out Lookup
 	if v, ok := res[0].(string); ok {
 		if _, js, ok := strings.Cut(v, "|"); ok {
-			out.Status = []byte(js)
+			if inDoubt(js) {
+				out.InDoubt = true
+			} else {
+				out.Status = []byte(js)
+			}
 		}
 	}
 	if v, ok := res[1].(string); ok {

@@ -22,19 +22,20 @@ func mustScript(name string) *redis.Script {
 // The scripts run by EVALSHA; go-redis falls back to EVAL on NOSCRIPT (after
 // a Redis restart or failover), which also loads them again.
 var (
-	admitScript     = mustScript("admit.lua")
-	releaseScript   = mustScript("release.lua")
-	settleScript    = mustScript("settle.lua")
-	restoreScript   = mustScript("restore.lua")
-	statusPutScript = mustScript("status_put.lua")
-	warmScript      = mustScript("warm.lua")
-	ackScript       = mustScript("ack.lua")
-	lookupScript    = mustScript("lookup.lua")
+	admitScript      = mustScript("admit.lua")
+	releaseScript    = mustScript("release.lua")
+	settleScript     = mustScript("settle.lua")
+	restoreScript    = mustScript("restore.lua")
+	statusPutScript  = mustScript("status_put.lua")
+	warmScript       = mustScript("warm.lua")
+	ackScript        = mustScript("ack.lua")
+	lookupScript     = mustScript("lookup.lua")
+	statusMarkScript = mustScript("status_mark.lua")
 )
 
 var transferOutScript, transferInScript = mustScript("transfer_out.lua"), mustScript("transfer_in.lua") // transfer.go
 
-var allScripts = []*redis.Script{admitScript, releaseScript, settleScript, restoreScript, statusPutScript, warmScript, ackScript, lookupScript, transferOutScript, transferInScript}
+var allScripts = []*redis.Script{admitScript, releaseScript, settleScript, restoreScript, statusPutScript, warmScript, ackScript, lookupScript, statusMarkScript, transferOutScript, transferInScript}
 
 // LoadScripts loads every script once at start-up so the first requests do
 // not pay for EVAL. It is an optimisation: NOSCRIPT is handled on every call.

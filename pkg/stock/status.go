@@ -3,6 +3,7 @@ package stock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -12,10 +13,19 @@ import (
 // StatusRank orders buyer-visible statuses so the cache never moves backwards.
 type StatusRank int
 
-// Ranks: an UNPAID order may become PAID or CANCELLED; those and REJECTED are final.
+// Ranks: an UNPAID order may become PAID or CANCELLED; those and REJECTED are
+// final. RankInDoubt is the pay's marker (MarkInDoubt): above UNPAID, below
+// every final status.
+//
+// Final was 2 before the marker existed. An entry "2|<json>" that an older
+// binary wrote is still answered as the final status it holds (the marker
+// has no JSON), and an older binary's final write (rank 2) still replaces a
+// marker; MarkInDoubt may overwrite such an entry, which only costs the
+// MySQL read that repairs it.
 const (
-	RankUnpaid StatusRank = 1
-	RankFinal  StatusRank = 2
+	RankUnpaid  StatusRank = 1
+	RankInDoubt StatusRank = 2
+	RankFinal   StatusRank = 3
 )
 
 // StatusTTL is how long a cached final status lives; MySQL answers after
@@ -29,6 +39,53 @@ const StatusTTL = 30 * time.Minute
 // buyer who paid can read UNPAID after a failover, at the cost of one MySQL
 // read (shared per request) per poll of an UNPAID order per period.
 const UnpaidStatusTTL = 5 * time.Second
+
+// InDoubtTTL is how long the pay's in-doubt marker lives when nothing
+// replaces it (the PAID write after the commit failed and no poll has read
+// PAID from MySQL yet, or the pay never committed). It must outlast any
+// cache fill still on its way from a MySQL read made before the pay's
+// commit (seconds: store timeouts), since once the marker is gone such a
+// fill could store that older UNPAID again. Meanwhile every poll of the
+// order reads MySQL (the owner's polls only, of an order being paid).
+const InDoubtTTL = 10 * time.Minute
+
+// MarkResult is what MarkInDoubt found.
+type MarkResult string
+
+// MarkInDoubt's results.
+const (
+	// Marked: the status is now "in doubt, ask MySQL" (status_mark.lua).
+	Marked MarkResult = "marked"
+	// MarkFinal: a final status is cached; nothing was written.
+	MarkFinal MarkResult = "final"
+	// MarkPending: the request's reservation is pending (no order yet);
+	// nothing was written.
+	MarkPending MarkResult = "pending"
+)
+
+// MarkInDoubt marks the cached status of a request in doubt before a
+// transition is committed in MySQL (the pay), unless a final status is
+// cached or the request is still pending. A poll that finds the marker asks
+// MySQL, so a failed cache write after the commit leaves the marker, never
+// the older status. An error means nothing was marked for certain (the
+// marker may have been written): the caller must not commit.
+func (s *Store) MarkInDoubt(ctx context.Context, itemID int64, requestID string) (MarkResult, error) {
+	k := RequestKeys(itemID, requestID)
+	res, err := s.run(ctx, statusMarkScript, []string{k.Status(requestID), k.Reservations},
+		requestID, int(RankInDoubt), int(RankFinal), InDoubtTTL.Milliseconds(), k.StatusChannel()).Text()
+	if err != nil {
+		return "", unavailable("stock: mark status in doubt", err)
+	}
+	switch r := MarkResult(res); r {
+	case Marked, MarkFinal, MarkPending:
+		return r, nil
+	}
+	return "", fmt.Errorf("stock: mark status in doubt: unexpected reply %q", res)
+}
+
+// inDoubt reports whether a cached status value (after its "rank|") is the
+// in-doubt marker, which has no JSON.
+func inDoubt(js string) bool { return js == "" }
 
 // ttl is how long a status of this rank stays cached.
 func (r StatusRank) ttl() time.Duration {
@@ -56,7 +113,8 @@ func statusPutCall(itemID int64, requestID string, rank StatusRank, json []byte)
 		[]any{int(rank), json, rank.ttl().Milliseconds(), k.StatusChannel(), requestID}
 }
 
-// GetStatus returns the cached JSON status of a request, if any.
+// GetStatus returns the cached JSON status of a request, if any (the
+// in-doubt marker is a miss).
 func (s *Store) GetStatus(ctx context.Context, itemID int64, requestID string) ([]byte, bool, error) {
 	v, err := s.rdb.Get(ctx, RequestKeys(itemID, requestID).Status(requestID)).Result()
 	if errors.Is(err, redis.Nil) {
@@ -66,5 +124,8 @@ func (s *Store) GetStatus(ctx context.Context, itemID int64, requestID string) (
 		return nil, false, unavailable("stock: get status", err)
 	}
 	_, js, ok := strings.Cut(v, "|")
+	if inDoubt(js) {
+		return nil, false, nil // "ask MySQL", like a miss
+	}
 	return []byte(js), ok, nil
 }
