@@ -35,7 +35,10 @@ var (
 
 var transferOutScript, transferInScript = mustScript("transfer_out.lua"), mustScript("transfer_in.lua") // transfer.go
 
-var allScripts = []*redis.Script{admitScript, releaseScript, settleScript, restoreScript, statusPutScript, warmScript, ackScript, lookupScript, statusMarkScript, transferOutScript, transferInScript}
+// allScripts is every script under lua/ (the cluster test checks each shard
+// caches them all after a NOSCRIPT retry).
+var allScripts = []*redis.Script{admitScript, releaseScript, settleScript, restoreScript, statusPutScript, warmScript, ackScript, lookupScript, statusMarkScript,
+	transferOutScript, transferInScript, transferCutScript, retireScript}
 
 // LoadScripts loads every script once at start-up so the first requests do
 // not pay for EVAL. It is an optimisation: NOSCRIPT is handled on every call.
