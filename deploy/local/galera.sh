@@ -29,7 +29,8 @@
 # all three, from the node with the highest recovered seqno. With a node
 # running, the missing ones join it: a node that was SIGKILLed finds its
 # position in InnoDB and rejoins by IST (the writesets it missed, from a
-# survivor's gcache) instead of a full copy.
+# survivor's gcache) when Galera accepts that position; killed under load it
+# was sent a full rsync SST (about 4 s here) and then IST.
 # SST is rsync (Debian's rsync package; mariabackup would need
 # mariadb-backup and an SST user).
 #
