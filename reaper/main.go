@@ -70,7 +70,7 @@ func run(ctx context.Context, c config.Common, rc config.Reaper, log *slog.Logge
 	rm.OrphanGrace.Set(rc.OrphanGrace.Seconds())
 	r := reap.New(db, stock.New(rdb), log, rm, reap.Config{
 		Interval: rc.Interval, BatchSize: rc.BatchSize, OrphanGrace: rc.OrphanGrace, StoreTimeout: c.StoreTimeout,
-		SweepUnknownItems: true, // this Redis serves this database alone
+		SweepUnknownItems: rc.SweepUnknownItems,
 	})
 	ready := ops.Readiness{Timeout: c.StoreTimeout, Checks: map[string]ops.Check{
 		"mysql": db.PingContext,

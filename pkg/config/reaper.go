@@ -23,6 +23,11 @@ type Reaper struct {
 	// against it: the reaper cannot see the ingress's setting, so it assumes
 	// the same value (the default, unless the deployment sets it for both).
 	PublishTimeout time.Duration
+	// SweepUnknownItems lets the orphan sweep void reservations of items
+	// MySQL does not have (pkg/reap.Config). On by default: a Redis serves
+	// one database. Off only where one Redis serves many databases, as in
+	// the test suites, where each reaper would void the others' items.
+	SweepUnknownItems bool
 	// AuditInterval is the pause between invariant audits of recent items,
 	// whose results are exported as drift and violation gauges.
 	AuditInterval time.Duration
@@ -36,6 +41,7 @@ func (c *Reaper) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Interval, "reap-interval", 2*time.Second, "pause between reaper passes, a Go duration such as 2s")
 	fs.IntVar(&c.BatchSize, "reap-batch", 500, "expired orders claimed per transaction, 1 to 5000")
 	fs.DurationVar(&c.OrphanGrace, "orphan-grace", 10*time.Minute, "age after which a reservation with no outcome is voided, a Go duration")
+	fs.BoolVar(&c.SweepUnknownItems, "sweep-unknown-items", true, "void reservations of items MySQL does not have after the orphan grace; false only when one Redis serves several databases")
 	fs.DurationVar(&c.AuditInterval, "audit-interval", 15*time.Second, "pause between invariant audits exported as metrics, a Go duration")
 	fs.DurationVar(&c.PublishTimeout, "publish-timeout", 3*time.Second, "the ingress's Kafka publish timeout, which the orphan grace must exceed; set it as on the ingress, a Go duration")
 	c.Rebalance.RegisterFlags(fs)
