@@ -9,9 +9,12 @@ CLUSTER_ENV = eval "$$($(STACK) env --cluster)" &&
 # Kafka SASL_SSL (SCRAM-SHA-512), Redis TLS with an ACL user, MariaDB TLS
 # with a REQUIRE SSL user (deploy/local/stack.sh env --tls).
 TLS_ENV = eval "$$($(STACK) env --tls)" &&
+# The Galera mode: three MariaDB Galera nodes written through one HAProxy
+# writer (deploy/local/galera.sh), with the single node's Redis and Kafka.
+GALERA_ENV = eval "$$($(STACK) env --galera)" &&
 GOTEST_FLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: report-deps report-assets run test test-tls test-faults test-cluster test-cluster-reduced test-faults-cluster cluster-up bench stack-up stack-down stack-status env setup build vet fmt lint clean
+.PHONY: report-deps report-assets run test test-tls test-faults test-cluster test-cluster-reduced test-faults-cluster cluster-up galera-up test-faults-galera test-netfaults bench stack-up stack-down stack-status env setup build vet fmt lint clean
 
 ## run: bring up the stack, migrate, start the pipeline and run the demo flash
 ## sale, every connection over TLS with credentials (stack.sh env --tls)
@@ -20,14 +23,17 @@ run: stack-up setup build
 
 ## test: bring up the stack and run every test: unit, integration and race
 ## tests in parallel, the API contract (Schemathesis against a real ingress,
-## deploy/contract/run.sh), the reduced fault suite alone (it stops servers),
-## then the reduced cluster run (test-cluster-reduced)
+## deploy/contract/run.sh), the reduced fault suite alone (it stops servers;
+## it includes the reduced network faults on test hosts in namespaces and
+## the history checks), the reduced cluster run (test-cluster-reduced), then
+## the Galera writer loss (test-faults-galera)
 test: stack-up setup report-deps vet
 	@$(STACK_ENV) $(GO) test $(GOTEST_FLAGS) ./...
 	@$(MAKE) --no-print-directory test-tls
 	@$(STACK_ENV) deploy/contract/run.sh
 	@$(STACK_ENV) $(GO) test -tags faults -count=1 -p 1 -timeout 40m ./faults/
 	@$(MAKE) --no-print-directory test-cluster-reduced
+	@$(MAKE) --no-print-directory test-faults-galera
 
 ## test-cluster-reduced: what make test runs on the local clusters: the
 ## cluster tests, then two of the cluster fault tests (the orders' leader
@@ -50,6 +56,25 @@ test-tls: stack-up setup build
 ## test-faults: the full fault-injection suite (kills and cuts servers)
 test-faults: stack-up setup
 	@$(STACK_ENV) FLASHSALE_FAULTS=full $(GO) test -tags faults -count=1 -p 1 -timeout 60m -v ./faults/
+
+## galera-up: the local stack's Galera mode beside the single-node stack:
+## three MariaDB Galera nodes and an HAProxy writer (stack.sh up --galera)
+galera-up:
+	@$(STACK) up --galera
+
+## test-faults-galera: bring the Galera mode up, run setup on it, then the
+## Galera fault tests (build tags faults and galera): the writer SIGKILLed
+## mid-sale, and the hot-row conflict measurement
+test-faults-galera: stack-up galera-up
+	@$(GO) vet -tags 'faults galera' ./faults/
+	@$(GALERA_ENV) $(GO) run ./setup >/dev/null
+	@$(GALERA_ENV) $(GO) test -tags 'faults galera' -count=1 -p 1 -timeout 20m -v -run '^TestGalera' ./faults/
+
+## test-netfaults: the nemesis and the network faults alone, full length
+## (servers of their own in network namespaces; needs root)
+test-netfaults: build
+	@$(GO) test -count=1 -v ./internal/nemesis/
+	@FLASHSALE_FAULTS=full $(GO) test -tags faults -count=1 -p 1 -timeout 20m -v -run '^TestNetFaults$$' ./faults/
 
 ## bench: Go benchmarks of the hot paths
 bench: stack-up setup
@@ -115,6 +140,8 @@ vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null; git ls-files -o --exclude-standard '*.go' 2>/dev/null))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	@$(GO) vet ./...
 	@$(GO) vet -tags faults ./faults/
+	@$(GO) vet -tags 'faults cluster' ./faults/
+	@$(GO) vet -tags 'faults galera' ./faults/
 	@$(GO) vet -tags tls ./pkg/config/ ./pkg/queue/ ./pkg/stock/
 
 fmt:
