@@ -36,11 +36,12 @@ test: stack-up setup report-deps vet
 	@$(MAKE) --no-print-directory test-faults-galera
 
 ## test-cluster-reduced: what make test runs on the local clusters: the
-## cluster tests, then two of the cluster fault tests (the orders' leader
+## cluster tests, then three of the cluster fault tests (the orders' leader
 ## broker SIGKILLed, the sale item's Redis primary SIGKILLed with and
-## without WAIT); test-faults-cluster runs all of them
+## without WAIT, one primary SIGSTOPped while the others serve);
+## test-faults-cluster runs all of them
 test-cluster-reduced: test-cluster
-	@$(CLUSTER_ENV) $(GO) test -tags 'faults cluster' -count=1 -p 1 -timeout 20m -run '^TestCluster(LeaderKilled|RedisPrimaryKilled)$$' ./faults/
+	@$(CLUSTER_ENV) $(GO) test -tags 'faults cluster' -count=1 -p 1 -timeout 20m -run '^TestCluster(LeaderKilled|RedisPrimaryKilled|RedisPrimaryStalled)$$' ./faults/
 
 ## test-tls: what make test runs over TLS and credentials: every listener of
 ## the stack tried with real clients (stack.sh check-tls), the Go tests of
