@@ -219,10 +219,19 @@ func slowLinks(t *testing.T, b *testbed, target string) {
 		// at one tiny batch per round trip (about 4/s against 30 arriving):
 		// the publisher gathers the partition's messages while a produce is
 		// in flight (pkg/queue/publisher.go), so most orders are served.
+		// Served: a 202 (a replay's too), or the 409 of a buyer who already
+		// holds one (the workload's repeat buyers, about 1 in 10). A
+		// published-202 count alone sat at 82% with nothing refused.
 		ph := phases[0]
-		sent := len(w.answersBetween(ph.from, ph.to))
-		if ph.accepted*10 < sent*8 {
-			t.Errorf("%s: %d of %d orders sent during the delay answered a published 202, want at least 80%%", ph.fault, ph.accepted, sent)
+		as := w.answersBetween(ph.from, ph.to)
+		served := 0
+		for _, a := range as {
+			if a.code == 202 || (a.code == 409 && a.errKey == "already_purchased") {
+				served++
+			}
+		}
+		if served*10 < len(as)*8 {
+			t.Errorf("%s: %d of %d orders sent during the delay served (202, or 409 already_purchased), want at least 80%%", ph.fault, served, len(as))
 		}
 	}
 }
