@@ -258,7 +258,11 @@ tls_leaf() { # name subject extension...: NAME.pem and NAME-key.pem signed by th
 apt_updated=0
 apt_install() { # packages...
   local missing=()
-  for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+  # Installed means dpkg's "install ok installed": dpkg -s also succeeds for a
+  # package removed with its configuration left ("rc"), whose files are gone.
+  for p in "$@"; do
+    [[ $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null) == "install ok installed" ]] || missing+=("$p")
+  done
   ((${#missing[@]})) || return 0
   command -v apt-get >/dev/null || die "missing ${missing[*]} and no apt-get: install them by hand"
   if ((apt_updated == 0)); then
