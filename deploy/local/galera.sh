@@ -153,14 +153,7 @@ galera_wait_synced() { # N...
 # check's user (no password, no privilege: it only reads SHOW STATUS). Run
 # on one node; Galera replicates account statements to the others.
 galera_users() {
-  galera_root "$1" <<EOF
-CREATE DATABASE IF NOT EXISTS $MYSQL_DB CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
-CREATE USER IF NOT EXISTS '$MYSQL_USER'@'127.0.0.1' IDENTIFIED BY '$MYSQL_PASS';
-CREATE USER IF NOT EXISTS '$MYSQL_USER'@'localhost' IDENTIFIED BY '$MYSQL_PASS';
-GRANT ALL PRIVILEGES ON $MYSQL_DB.* TO '$MYSQL_USER'@'127.0.0.1';
-GRANT ALL PRIVILEGES ON $MYSQL_DB.* TO '$MYSQL_USER'@'localhost';
-GRANT ALL PRIVILEGES ON \`${MYSQL_DB}_%\`.* TO '$MYSQL_USER'@'127.0.0.1';
-GRANT PROCESS, CONNECTION ADMIN ON *.* TO '$MYSQL_USER'@'127.0.0.1';
+  { mysql_app_grants; cat <<EOF; } | galera_root "$1"
 CREATE USER IF NOT EXISTS '$GALERA_CHECK_USER'@'127.0.0.1';
 EOF
 }

@@ -466,6 +466,22 @@ mysql_app() { mariadb --no-defaults -h127.0.0.1 -P$MYSQL_PORT -u$MYSQL_USER -p$M
 MARIADB_SETTINGS=(--skip-log-bin --character-set-server=utf8mb4 --collation-server=utf8mb4_bin
   --default-time-zone=+00:00 --max-connections=500 --innodb-flush-log-at-trx-commit=1 --skip-name-resolve)
 
+# mysql_app_grants prints the SQL that creates the database and the
+# pipeline's user (the one setup and every deployable log in as) with its
+# grants: the single node (start_mysql) and the Galera mode (galera_users)
+# both run it, so the two cannot drift apart.
+mysql_app_grants() {
+  cat <<EOF
+CREATE DATABASE IF NOT EXISTS $MYSQL_DB CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
+CREATE USER IF NOT EXISTS '$MYSQL_USER'@'127.0.0.1' IDENTIFIED BY '$MYSQL_PASS';
+CREATE USER IF NOT EXISTS '$MYSQL_USER'@'localhost' IDENTIFIED BY '$MYSQL_PASS';
+GRANT ALL PRIVILEGES ON $MYSQL_DB.* TO '$MYSQL_USER'@'127.0.0.1';
+GRANT ALL PRIVILEGES ON $MYSQL_DB.* TO '$MYSQL_USER'@'localhost';
+GRANT ALL PRIVILEGES ON \`${MYSQL_DB}_%\`.* TO '$MYSQL_USER'@'127.0.0.1';
+GRANT PROCESS, CONNECTION ADMIN ON *.* TO '$MYSQL_USER'@'127.0.0.1';
+EOF
+}
+
 # MariaDB serves TLS on its one port (the server certificate; a client asks
 # for it): user flashsale connects with or without, flashsale_tls only with.
 start_mysql() {
@@ -492,14 +508,7 @@ start_mysql() {
     >/dev/null 2>&1 </dev/null &
   echo $! >"$STATE/mysql.pid"
   wait_for mysql mysql_root -e "SELECT 1"
-  mysql_root <<EOF
-CREATE DATABASE IF NOT EXISTS $MYSQL_DB CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
-CREATE USER IF NOT EXISTS '$MYSQL_USER'@'127.0.0.1' IDENTIFIED BY '$MYSQL_PASS';
-CREATE USER IF NOT EXISTS '$MYSQL_USER'@'localhost' IDENTIFIED BY '$MYSQL_PASS';
-GRANT ALL PRIVILEGES ON $MYSQL_DB.* TO '$MYSQL_USER'@'127.0.0.1';
-GRANT ALL PRIVILEGES ON $MYSQL_DB.* TO '$MYSQL_USER'@'localhost';
-GRANT ALL PRIVILEGES ON \`${MYSQL_DB}_%\`.* TO '$MYSQL_USER'@'127.0.0.1';
-GRANT PROCESS, CONNECTION ADMIN ON *.* TO '$MYSQL_USER'@'127.0.0.1';
+  { mysql_app_grants; cat <<EOF; } | mysql_root
 CREATE USER IF NOT EXISTS '$MYSQL_TLS_USER'@'127.0.0.1' IDENTIFIED BY '$tlspass' REQUIRE SSL;
 CREATE USER IF NOT EXISTS '$MYSQL_TLS_USER'@'localhost' IDENTIFIED BY '$tlspass' REQUIRE SSL;
 ALTER USER '$MYSQL_TLS_USER'@'127.0.0.1' IDENTIFIED BY '$tlspass' REQUIRE SSL;
