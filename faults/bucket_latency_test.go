@@ -172,20 +172,6 @@ func TestBucketedKeyedRepeatsAfterDrain(t *testing.T) {
 	}
 }
 
-// startProcesses starts the deployables without creating the pipeline's
-// item: these tests create items of their own.
-func (p *pipeline) startProcesses() {
-	p.t.Helper()
-	p.ingress.start()
-	for _, c := range p.consumers {
-		c.start()
-	}
-	for _, r := range p.reapers {
-		r.start()
-	}
-	p.waitGroup()
-}
-
 // newItem creates and warms a sale item of units over buckets, open now.
 func (p *pipeline) newItem(units, buckets, limit int) int64 {
 	p.t.Helper()

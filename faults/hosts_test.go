@@ -175,37 +175,17 @@ func (b *testbed) leader(ctx context.Context, topic string) (int, []int, error) 
 // leaderExcept is leader asked of every broker but node skip (an isolated
 // broker still believes it leads).
 func (b *testbed) leaderExcept(ctx context.Context, topic string, skip int) (int, []int, error) {
-	var last error
+	var ask []string
 	for i, addr := range b.brokers() {
-		if i+1 == skip {
-			continue
+		if i+1 != skip {
+			ask = append(ask, addr)
 		}
-		dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		conn, err := kafka.DialContext(dctx, "tcp", addr)
-		cancel()
-		if err != nil {
-			last = err
-			continue
-		}
-		_ = conn.SetDeadline(time.Now().Add(3 * time.Second))
-		pts, err := conn.ReadPartitions(topic)
-		conn.Close()
-		if err != nil {
-			last = err
-			continue
-		}
-		for _, pt := range pts {
-			if pt.ID == 0 && pt.Leader.Host != "" {
-				var isr []int
-				for _, r := range pt.Isr {
-					isr = append(isr, r.ID)
-				}
-				return pt.Leader.ID, isr, nil
-			}
-		}
-		last = fmt.Errorf("%s has no leader of partition 0: %+v", topic, pts)
 	}
-	return 0, nil, last
+	pt, err := partitionZero(ctx, ask, topic)
+	if err == nil && pt.leader < 0 {
+		err = fmt.Errorf("%s has no leader of partition 0", topic)
+	}
+	return pt.leader, pt.isr, err
 }
 
 // netPipeline is a pipeline on the testbed with each deployable in a host

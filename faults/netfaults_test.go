@@ -45,24 +45,34 @@ func TestNetFaults(t *testing.T) {
 	}
 }
 
-// kafkaLeaderPartitioned: the leader stays the leader (the other brokers
-// and the controller still hear it), so no failover comes to the rescue:
-// the ingress's publishes to it hang until PublishTimeout and are aborted
-// through the arbiter (503), until the partition heals.
-func kafkaLeaderPartitioned(t *testing.T, b *testbed) {
-	start := time.Now()
+// leaderSale is the set-up of the leader faults: a pipeline on the
+// testbed whose orders topic has one partition replicated on all three
+// brokers, buyers arriving at 30/s, and the node id leading the partition
+// (with its in-sync replicas) once 20 orders are in.
+func leaderSale(t *testing.T, b *testbed, buyers int) (*pipeline, *workload, int, []int) {
+	t.Helper()
 	cfg := defaultSettings()
 	cfg.Partitions, cfg.Consumers, cfg.Units = 1, 1, 3000
 	cfg.OrphanGrace = 30 * time.Second
 	p := newNetPipeline(t, b, cfg)
 	p.startAll()
 	waitReplicated(t, b, p.orders)
-	w := p.start(burst(pick(900, 1500), 30))
+	w := p.start(burst(buyers, 30))
 	waitAccepted(t, w, 20)
 	id, isr, err := b.leader(context.Background(), p.orders)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p, w, id, isr
+}
+
+// kafkaLeaderPartitioned: the leader stays the leader (the other brokers
+// and the controller still hear it), so no failover comes to the rescue:
+// the ingress's publishes to it hang until PublishTimeout and are aborted
+// through the arbiter (503), until the partition heals.
+func kafkaLeaderPartitioned(t *testing.T, b *testbed) {
+	start := time.Now()
+	p, w, id, isr := leaderSale(t, b, pick(900, 1500))
 	victim := b.brokerHost(id)
 	ingress := b.net.Host("ingress")
 	d := pick(10*time.Second, 20*time.Second)
@@ -98,18 +108,7 @@ func kafkaLeaderPartitioned(t *testing.T, b *testbed) {
 // leader time out (503); then they go on with 2 of 3 replicas.
 func kafkaLeaderIsolated(t *testing.T, b *testbed) {
 	start := time.Now()
-	cfg := defaultSettings()
-	cfg.Partitions, cfg.Consumers, cfg.Units = 1, 1, 3000
-	cfg.OrphanGrace = 30 * time.Second
-	p := newNetPipeline(t, b, cfg)
-	p.startAll()
-	waitReplicated(t, b, p.orders)
-	w := p.start(burst(1500, 30))
-	waitAccepted(t, w, 20)
-	id, isr, err := b.leader(context.Background(), p.orders)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, w, id, isr := leaderSale(t, b, 1500)
 	victim := b.brokerHost(id)
 	var rest []*nemesis.Host
 	for _, h := range b.net.Hosts() {

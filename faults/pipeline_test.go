@@ -145,6 +145,15 @@ func (p *pipeline) newReaper(with func(map[string]string) map[string]string, i i
 // startAll starts every process and creates the sale item (warming Redis).
 func (p *pipeline) startAll() {
 	p.t.Helper()
+	p.startProcesses()
+	p.createItem()
+}
+
+// startProcesses starts every deployable and waits for the consumers'
+// group, without creating the pipeline's item (for tests that create items
+// of their own).
+func (p *pipeline) startProcesses() {
+	p.t.Helper()
 	p.ingress.start()
 	for _, c := range p.consumers {
 		c.start()
@@ -152,7 +161,6 @@ func (p *pipeline) startAll() {
 	for _, r := range p.reapers {
 		r.start()
 	}
-	p.createItem()
 	p.waitGroup()
 }
 

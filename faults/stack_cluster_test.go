@@ -5,12 +5,9 @@ package faults
 import (
 	"context"
 	"fmt"
-	"sort"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/segmentio/kafka-go"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 )
@@ -79,52 +76,9 @@ func (c *cluster) restore() {
 	c.quiet("up", "--cluster")
 }
 
-// partition is one partition's metadata as the cluster reports it.
-type partition struct {
-	leader int   // node id, -1 while there is none
-	isr    []int // in-sync replicas, sorted
-}
-
-// describe asks the cluster for topic's partition 0 (the cluster tests use
-// one partition, so that broker leads all of the item's messages; they are
-// keyed by item anyway).
+// describe asks the cluster for topic's partition 0 (partitionZero).
 func (c *cluster) describe(ctx context.Context, topic string) (partition, error) {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	var last error
-	// A connection of its own to each broker in turn: kafka-go's shared
-	// transport serves metadata from a cache that a dead broker's address
-	// keeps stale, and a dead broker is skipped.
-	for _, b := range c.brokers {
-		conn, err := kafka.DialContext(ctx, "tcp", b)
-		if err != nil {
-			last = err
-			continue
-		}
-		_ = conn.SetDeadline(time.Now().Add(3 * time.Second))
-		pts, err := conn.ReadPartitions(topic)
-		conn.Close()
-		if err != nil {
-			last = err
-			continue
-		}
-		for _, pt := range pts {
-			if pt.ID != 0 {
-				continue
-			}
-			out := partition{leader: pt.Leader.ID}
-			if pt.Leader.Host == "" {
-				out.leader = -1
-			}
-			for _, r := range pt.Isr {
-				out.isr = append(out.isr, r.ID)
-			}
-			sort.Ints(out.isr)
-			return out, nil
-		}
-		return partition{}, fmt.Errorf("topic %s has no partition 0: %+v", topic, pts)
-	}
-	return partition{}, fmt.Errorf("no broker answers metadata: %w", last)
+	return partitionZero(ctx, c.brokers, topic)
 }
 
 // waitInSync waits until topic's partition has a leader and every replica
