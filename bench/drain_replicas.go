@@ -79,7 +79,7 @@ func newReplicas(ctx context.Context, c config.Common, cc config.Consumer, dsn s
 			PaymentWindow: c.PaymentWindow, StoreTimeout: c.StoreTimeout, DrainTimeout: 10 * time.Second,
 			Dialer:            kafkaDialer(r.clientID),
 			HeartbeatInterval: drainHeartbeat, SessionTimeout: drainSession, RebalanceTimeout: drainRebalance,
-		}, db, stock.New(r.rdb), r.m, quiet)
+		}, orderwriter.Deps{DB: db, Stock: stock.New(r.rdb)}, r.m, quiet)
 		if err != nil {
 			return fail(err)
 		}

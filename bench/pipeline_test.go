@@ -64,7 +64,7 @@ func startPipeline(t *testing.T, paymentWindow time.Duration) pipeline {
 	for range 2 {
 		c, err := orderwriter.New(orderwriter.Config{Brokers: brokers, Topic: topic, DLQTopic: dlq, GroupID: group,
 			PaymentWindow: paymentWindow, HeartbeatInterval: 500 * time.Millisecond, SessionTimeout: 6 * time.Second,
-			RebalanceTimeout: 6 * time.Second}, db, st, om, log)
+			RebalanceTimeout: 6 * time.Second}, orderwriter.Deps{DB: db, Stock: st}, om, log)
 		if err != nil {
 			t.Fatalf("consumer: %v", err)
 		}
@@ -76,7 +76,7 @@ func startPipeline(t *testing.T, paymentWindow time.Duration) pipeline {
 			}
 		}()
 	}
-	r := reap.New(db, st, log, reap.NewMetrics(reg), reap.Config{Interval: 300 * time.Millisecond, OrphanGrace: time.Minute, StoreTimeout: 2 * time.Second})
+	r := reap.New(reap.Config{Interval: 300 * time.Millisecond, OrphanGrace: time.Minute, StoreTimeout: 2 * time.Second}, reap.Deps{DB: db, Stock: st}, reap.NewMetrics(reg), log)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()

@@ -91,7 +91,7 @@ func run(common config.Common, cc config.Consumer) error {
 		// Leave a quarter of the shutdown budget to commit, leave the group
 		// and stop the ops server.
 		DrainTimeout: common.ShutdownTimeout * 3 / 4,
-	}, db, st, orderwriter.NewMetrics(reg), log)
+	}, orderwriter.Deps{DB: db, Stock: st}, orderwriter.NewMetrics(reg), log)
 	if err != nil {
 		return err
 	}

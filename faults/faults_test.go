@@ -400,9 +400,9 @@ func TestReaperClockAhead(t *testing.T) {
 	p.startAll()
 	w := p.start(burst(pick(200, 400), 100))
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	r := reap.New(p.db, p.st, log, reap.NewMetrics(prometheus.NewRegistry()), reap.Config{
+	r := reap.New(reap.Config{
 		Interval: cfg.ReapInterval, BatchSize: 50, OrphanGrace: cfg.OrphanGrace, StoreTimeout: cfg.StoreTimeout,
-	})
+	}, reap.Deps{DB: p.db, Stock: p.st}, reap.NewMetrics(prometheus.NewRegistry()), log)
 	skew := 10 * time.Minute
 	r.Clock = func() time.Time { return time.Now().Add(skew) }
 	ctx := context.Background()

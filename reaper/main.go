@@ -68,10 +68,10 @@ func run(ctx context.Context, c config.Common, rc config.Reaper, log *slog.Logge
 	ops.ServePprof(ctx, c.PprofAddr, log)
 	rm := reap.NewMetrics(reg)
 	rm.OrphanGrace.Set(rc.OrphanGrace.Seconds())
-	r := reap.New(db, stock.New(rdb), log, rm, reap.Config{
+	r := reap.New(reap.Config{
 		Interval: rc.Interval, BatchSize: rc.BatchSize, OrphanGrace: rc.OrphanGrace, StoreTimeout: c.StoreTimeout,
 		SweepUnknownItems: rc.SweepUnknownItems,
-	})
+	}, reap.Deps{DB: db, Stock: stock.New(rdb)}, rm, log)
 	ready := ops.Readiness{Timeout: c.StoreTimeout, Checks: map[string]ops.Check{
 		"mysql": db.PingContext,
 		"redis": func(ctx context.Context) error { return rdb.Ping(ctx).Err() },

@@ -85,8 +85,36 @@ type flight struct {
 	res  Result
 }
 
-// New returns a Service.
-func New(cfg Config, st *stock.Store, db *sql.DB, pub Publisher, m *Metrics, log *slog.Logger) *Service {
+// withDefaults fills the bounds left zero (a caller that builds a Config by
+// hand, as tests and the bench tool do): no call unbounded, no busy poll.
+// The deployables' defaults are pkg/config's.
+func (c Config) withDefaults() Config {
+	if c.StoreTimeout <= 0 {
+		c.StoreTimeout = 2 * time.Second
+	}
+	if c.PublishTimeout <= 0 {
+		c.PublishTimeout = 3 * time.Second
+	}
+	if c.BucketPoll <= 0 {
+		c.BucketPoll = 25 * time.Millisecond
+	}
+	return c
+}
+
+// Deps are what admission works with: Redis (the reservations), MySQL (the
+// arbiter of an unknown outcome) and the Kafka publisher. The caller owns
+// them.
+type Deps struct {
+	Stock     *stock.Store
+	DB        *sql.DB
+	Publisher Publisher
+}
+
+// New returns a Service. Like every component of the pipeline it takes its
+// settings, its dependencies, its metrics and its logger, in that order.
+func New(cfg Config, d Deps, m *Metrics, log *slog.Logger) *Service {
+	cfg = cfg.withDefaults()
+	st, db, pub := d.Stock, d.DB, d.Publisher
 	s := &Service{cfg: cfg, stock: st, db: db, pub: pub, soldOut: newSoldOutCache(cfg.SoldOutTTL), counts: newBucketCounts(), views: newBucketViews(st, cfg.BucketPoll), wakes: newWakes(st, cfg.StoreTimeout), m: m, log: log, now: time.Now}
 	s.retries = &retryQueue{run: func(ctx context.Context, c compensation) error {
 		return s.compensate(ctx, c, s.cfg.StoreTimeout)

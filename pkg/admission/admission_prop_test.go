@@ -33,8 +33,7 @@ func TestPropBucketPromise(t *testing.T) {
 	st := stock.New(rdb)
 	var pub countingPublisher
 	svc := New(Config{SoldOutTTL: time.Minute, PublishTimeout: 5 * time.Second, IdempotencyTTL: time.Minute,
-		StoreTimeout: 5 * time.Second, BucketWait: 5 * time.Millisecond, BucketPoll: time.Millisecond},
-		st, nil, &pub, NewMetrics(prometheus.NewRegistry()), slog.New(slog.NewTextHandler(io.Discard, nil)))
+		StoreTimeout: 5 * time.Second, BucketWait: 5 * time.Millisecond, BucketPoll: time.Millisecond}, Deps{Stock: st, DB: nil, Publisher: &pub}, NewMetrics(prometheus.NewRegistry()), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	ctx := context.Background()
 	var user int64
 	checks := 0

@@ -28,8 +28,7 @@ func TestKeyedRequestsShareABucketWait(t *testing.T) {
 	st := stock.New(rdb)
 	var pub countingPublisher
 	svc := New(Config{UserRateLimit: 5, SoldOutTTL: time.Minute, PublishTimeout: 5 * time.Second, IdempotencyTTL: time.Minute,
-		StoreTimeout: 5 * time.Second, BucketWait: 2 * time.Second, BucketPoll: 10 * time.Millisecond},
-		st, nil, &pub, NewMetrics(prometheus.NewRegistry()), slog.New(slog.NewTextHandler(io.Discard, nil)))
+		StoreTimeout: 5 * time.Second, BucketWait: 2 * time.Second, BucketPoll: 10 * time.Millisecond}, Deps{Stock: st, DB: nil, Publisher: &pub}, NewMetrics(prometheus.NewRegistry()), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	ctx := context.Background()
 	const n = 8
 	item, user := testenv.ItemID(), userHomedOn(3, n, 1)

@@ -28,8 +28,7 @@ func TestWaitingBuyerKeepsItsBucketWanted(t *testing.T) {
 	st := stock.New(rdb)
 	var pub countingPublisher
 	svc := New(Config{SoldOutTTL: time.Minute, PublishTimeout: 5 * time.Second, IdempotencyTTL: time.Minute,
-		StoreTimeout: 5 * time.Second, BucketWait: 800 * time.Millisecond, BucketPoll: 10 * time.Millisecond},
-		st, nil, &pub, NewMetrics(prometheus.NewRegistry()), slog.New(slog.NewTextHandler(io.Discard, nil)))
+		StoreTimeout: 5 * time.Second, BucketWait: 800 * time.Millisecond, BucketPoll: 10 * time.Millisecond}, Deps{Stock: st, DB: nil, Publisher: &pub}, NewMetrics(prometheus.NewRegistry()), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	ctx := context.Background()
 	item := testenv.ItemID()
 	now := time.Now()

@@ -111,7 +111,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 		IdempotencyTTL: cfg.Ingress.IdempotencyTTL, StoreTimeout: cfg.StoreTimeout,
 		WaitReplicas: cfg.Ingress.RedisWaitReplicas, WaitTimeout: cfg.Ingress.RedisWaitTimeout,
 		BucketWait: cfg.Ingress.Buckets.Wait, BucketPoll: cfg.Ingress.Buckets.Poll,
-	}, d.Stock, d.DB, d.Publisher, admission.NewMetrics(d.Registerer), d.Log)
+	}, admission.Deps{Stock: d.Stock, DB: d.DB, Publisher: d.Publisher}, admission.NewMetrics(d.Registerer), d.Log)
 	s.catalog = catalog.New(d.DB, d.Stock, s.consumerLag)
 	if cfg.Ingress.IPRateLimit > 0 {
 		// A quarter of the store timeout: the check fails open, so it must

@@ -76,7 +76,7 @@ func BenchmarkHotItem(b *testing.B) {
 			cfg.BatchWait = 5 * time.Millisecond
 			b.ResetTimer()
 			start := time.Now()
-			c, err := orderwriter.New(cfg, db, st, orderwriter.NewMetrics(prometheus.NewRegistry()), logger())
+			c, err := orderwriter.New(cfg, orderwriter.Deps{DB: db, Stock: st}, orderwriter.NewMetrics(prometheus.NewRegistry()), logger())
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -61,7 +61,7 @@ func runChild(spec string) int {
 	}
 	rdb := stock.NewClient(common.RedisAddrs(), 5*time.Second, 32)
 	defer rdb.Close()
-	c, err := orderwriter.New(s.Cfg, db, stock.New(rdb), orderwriter.NewMetrics(prometheus.NewRegistry()), logger())
+	c, err := orderwriter.New(s.Cfg, orderwriter.Deps{DB: db, Stock: stock.New(rdb)}, orderwriter.NewMetrics(prometheus.NewRegistry()), logger())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		return 1

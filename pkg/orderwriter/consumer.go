@@ -31,9 +31,18 @@ type Consumer struct {
 	itemSlots chan struct{}
 }
 
-// New builds a consumer; Run starts it. db and st are shared with the caller,
-// who closes them after Run returns.
-func New(cfg Config, db *sql.DB, st *stock.Store, m *Metrics, log *slog.Logger) (*Consumer, error) {
+// Deps are the stores a consumer writes; the caller owns them and closes
+// them after Run returns.
+type Deps struct {
+	DB    *sql.DB
+	Stock *stock.Store
+}
+
+// New builds a consumer; Run starts it. Like every component of the
+// pipeline it takes its settings, its dependencies, its metrics and its
+// logger, in that order; Config.withDefaults holds the defaults.
+func New(cfg Config, d Deps, m *Metrics, log *slog.Logger) (*Consumer, error) {
+	db, st := d.DB, d.Stock
 	c, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err

@@ -189,7 +189,7 @@ func (e *env) start(cfg orderwriter.Config, db *sql.DB, m *orderwriter.Metrics) 
 	if db == nil {
 		db = e.db
 	}
-	c, err := orderwriter.New(cfg, db, e.st, m, logger())
+	c, err := orderwriter.New(cfg, orderwriter.Deps{DB: db, Stock: e.st}, m, logger())
 	if err != nil {
 		e.t.Fatal(err)
 	}

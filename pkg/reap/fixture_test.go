@@ -155,7 +155,7 @@ func (e *env) newReaper(cfg reap.Config) (*reap.Reaper, *prometheus.Registry) {
 		cfg.StoreTimeout = 5 * time.Second
 	}
 	reg := prometheus.NewRegistry()
-	return reap.New(e.db, e.st, testLogger(e.t), reap.NewMetrics(reg), cfg), reg
+	return reap.New(cfg, reap.Deps{DB: e.db, Stock: e.st}, reap.NewMetrics(reg), testLogger(e.t)), reg
 }
 
 // metric reads one series' value from reg; see testenv.Metric.

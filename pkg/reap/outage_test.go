@@ -46,9 +46,9 @@ func (e *env) faultyStores(timeout time.Duration) (*testenv.FaultDialer, *testen
 	})
 	e.t.Cleanup(func() { rdb.Close() })
 	reg := prometheus.NewRegistry()
-	r := reap.New(db, stock.New(rdb), testLogger(e.t), reap.NewMetrics(reg), reap.Config{
+	r := reap.New(reap.Config{
 		Interval: 20 * time.Millisecond, BatchSize: 100, OrphanGrace: time.Minute, StoreTimeout: timeout,
-	})
+	}, reap.Deps{DB: db, Stock: stock.New(rdb)}, reap.NewMetrics(reg), testLogger(e.t))
 	return myFD, redisFD, r, reg
 }
 
@@ -154,7 +154,7 @@ func TestCheckClockRefusesNonUTCSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	bad := reap.New(db, e.st, testLogger(t), reap.NewMetrics(prometheus.NewRegistry()), reap.Config{})
+	bad := reap.New(reap.Config{}, reap.Deps{DB: db, Stock: e.st}, reap.NewMetrics(prometheus.NewRegistry()), testLogger(t))
 	if err := bad.CheckClock(ctx); !errors.Is(err, reap.ErrSessionClock) {
 		t.Errorf("+05:00 session: %v, want ErrSessionClock", err)
 	}

@@ -68,15 +68,29 @@ type Reaper struct {
 	lastUnknownScan time.Time
 }
 
-// New returns a reaper on db and st.
-func New(db *sql.DB, st *stock.Store, log *slog.Logger, m *Metrics, cfg Config) *Reaper {
-	if cfg.BatchSize <= 0 {
-		cfg.BatchSize = 500
+// Deps are the stores a reaper works on; the caller owns and closes them.
+type Deps struct {
+	DB    *sql.DB
+	Stock *stock.Store
+}
+
+// withDefaults fills the settings left zero: the one place the reaper's
+// defaults live.
+func (c Config) withDefaults() Config {
+	if c.BatchSize <= 0 {
+		c.BatchSize = 500
 	}
-	if cfg.StoreTimeout <= 0 {
-		cfg.StoreTimeout = 2 * time.Second
+	if c.StoreTimeout <= 0 {
+		c.StoreTimeout = 2 * time.Second
 	}
-	return &Reaper{db: db, stock: st, log: log, m: m, cfg: cfg, Clock: time.Now}
+	return c
+}
+
+// New returns a reaper on d's stores. Like every component of the pipeline
+// it takes its settings, its dependencies, its metrics and its logger, in
+// that order.
+func New(cfg Config, d Deps, m *Metrics, log *slog.Logger) *Reaper {
+	return &Reaper{db: d.DB, stock: d.Stock, log: log, m: m, cfg: cfg.withDefaults(), Clock: time.Now}
 }
 
 // CheckClock refuses a MySQL session whose NOW(3) is not UTC (see

@@ -66,7 +66,7 @@ func TestModelAdmissionAndRebalance(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	svc := admission.New(admission.Config{SoldOutTTL: time.Minute, PublishTimeout: 5 * time.Second,
 		IdempotencyTTL: time.Minute, StoreTimeout: 5 * time.Second, BucketWait: 2 * time.Millisecond,
-		BucketPoll: time.Millisecond}, e.st, e.db, ackAll{}, admission.NewMetrics(reg), quiet())
+		BucketPoll: time.Millisecond}, admission.Deps{Stock: e.st, DB: e.db, Publisher: ackAll{}}, admission.NewMetrics(reg), quiet())
 	defer func() { crashAfter = nil }()
 	cases, sold, crashes := 0, int64(0), 0
 	start := time.Now()
