@@ -40,7 +40,7 @@ type Config struct {
 	StoreTimeout time.Duration
 	// BucketWait bounds how long a buyer whose home bucket is empty waits
 	// for the rebalancer while other buckets of the item still have stock
-	// (see config.Ingress.BucketWait); BucketPoll is the pause between the
+	// (see config.Buckets.Wait); BucketPoll is the pause between the
 	// looks.
 	BucketWait time.Duration
 	BucketPoll time.Duration

@@ -42,7 +42,8 @@ type Result struct {
 	Outcome Outcome
 	// RequestID is set for Accepted, Replayed, Already and Unconfirmed.
 	RequestID string
-	// RetryAfter is set for RateLimited and Shed.
+	// RetryAfter is set for RateLimited, Shed and StockMoving: how long the
+	// buyer should wait before asking again (the Retry-After header).
 	RetryAfter time.Duration
 	// Limit is the per-user limit for OverLimit.
 	Limit int
