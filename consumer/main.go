@@ -72,7 +72,7 @@ func run(common config.Common, cc config.Consumer) error {
 		log.Warn("preload lua scripts", "err", err) // an optimisation only
 	}
 
-	reg := ops.NewRegistry()
+	reg := ops.NewRegistry("consumer")
 	ops.ServePprof(ctx, common.PprofAddr, log)
 	c, err := orderwriter.New(orderwriter.Config{
 		Brokers:         common.Brokers(),

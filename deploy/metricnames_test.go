@@ -58,7 +58,7 @@ func exported(t *testing.T) map[string]bool {
 	rebalance.NewMetrics(r)
 	ops.NewDependencyGauge(r)
 	// Go runtime and process collectors, as every main registers them.
-	for _, mf := range must(ops.NewRegistry().Gather()) {
+	for _, mf := range must(ops.NewRegistry("ingress").Gather()) {
 		r.names[mf.GetName()] = true
 	}
 	r.names["up"] = true // Prometheus' own

@@ -88,7 +88,7 @@ func run(ctx context.Context, c config.Common, in config.Ingress, log *slog.Logg
 		log.Warn("kafka writer not warmed; the first publishes will be slower", "err", err)
 	}
 	wcancel()
-	reg := ops.NewRegistry()
+	reg := ops.NewRegistry("ingress")
 	checks := startup.Checks{Timeout: c.StoreTimeout, Server: c.ServerChecks, Schema: schema.FS, Log: log}
 	st := stock.New(rdb)
 	if b := in.RedisBatch; b.MaxBatch > 0 {

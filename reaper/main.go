@@ -64,7 +64,7 @@ func run(ctx context.Context, c config.Common, rc config.Reaper, log *slog.Logge
 		return err
 	}
 
-	reg := ops.NewRegistry()
+	reg := ops.NewRegistry("reaper")
 	ops.ServePprof(ctx, c.PprofAddr, log)
 	rm := reap.NewMetrics(reg)
 	rm.OrphanGrace.Set(rc.OrphanGrace.Seconds())

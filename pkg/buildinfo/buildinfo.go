@@ -87,14 +87,18 @@ func (i Info) String(cmd string) string {
 	return fmt.Sprintf("%s %s (revision %s, %s)", cmd, i.Version, i.Revision, i.GoVersion)
 }
 
-// Collector is the flashsale_build_info gauge: always 1, the build in its
-// labels, in the convention of Prometheus' own *_build_info metrics.
-func Collector() prometheus.Collector {
+// Collector is the flashsale_build_info gauge of deployable (ingress,
+// consumer, reaper): always 1, the build in its labels, in the convention of
+// Prometheus' own *_build_info metrics. The deployable label is set by the
+// process, not by the scrape, so the alerts and the dashboard find each
+// deployable by it under compose's job names and under Kubernetes' pod
+// labels alike, and absent() can tell when one has no process left.
+func Collector(deployable string) prometheus.Collector {
 	i := Get()
 	g := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "flashsale_build_info",
 		Help:        "Always 1; the labels say which flashsale build this process runs.",
-		ConstLabels: prometheus.Labels{"version": i.Version, "revision": i.Revision, "goversion": i.GoVersion},
+		ConstLabels: prometheus.Labels{"deployable": deployable, "version": i.Version, "revision": i.Revision, "goversion": i.GoVersion},
 	})
 	g.Set(1)
 	return g

@@ -38,13 +38,16 @@ func TestReadWithoutAnyStampSaysUnknown(t *testing.T) {
 	}
 }
 
+// The deployable label is what the alerts and dashboard select a deployable
+// by: compose's job names and Kubernetes' pod labels differ, the process's own
+// label does not.
 func TestCollectorExportsOneSeriesWithTheBuildInItsLabels(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(Collector())
+	reg.MustRegister(Collector("reaper"))
 	i := Get()
 	want := `# HELP flashsale_build_info Always 1; the labels say which flashsale build this process runs.
 # TYPE flashsale_build_info gauge
-flashsale_build_info{goversion="` + i.GoVersion + `",revision="` + i.Revision + `",version="` + i.Version + `"} 1
+flashsale_build_info{deployable="reaper",goversion="` + i.GoVersion + `",revision="` + i.Revision + `",version="` + i.Version + `"} 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "flashsale_build_info"); err != nil {
 		t.Fatal(err)

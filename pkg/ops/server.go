@@ -18,12 +18,12 @@ import (
 )
 
 // NewRegistry returns a registry with the Go runtime and process collectors
-// and flashsale_build_info, built in main and handed to every component (no
-// global state).
-func NewRegistry() *prometheus.Registry {
+// and deployable's flashsale_build_info, built in main and handed to every
+// component (no global state).
+func NewRegistry(deployable string) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		buildinfo.Collector())
+		buildinfo.Collector(deployable))
 	return reg
 }
 
