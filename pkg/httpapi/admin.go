@@ -2,10 +2,8 @@ package httpapi
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
-	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -14,18 +12,6 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
-
-type itemBody struct {
-	Name         *string    `json:"name"`
-	PriceCents   *int64     `json:"price_cents"`
-	Stock        *int64     `json:"stock"`
-	PerUserLimit *int       `json:"per_user_limit"`
-	StartsAt     *time.Time `json:"starts_at"`
-	EndsAt       *time.Time `json:"ends_at"`
-	// Buckets is optional: a new item gets 1, an existing one keeps its
-	// count.
-	Buckets *int `json:"buckets"`
-}
 
 type adminItem struct {
 	ID           int64     `json:"id"`
@@ -44,48 +30,6 @@ func toAdminItem(it store.Item) adminItem {
 		PerUserLimit: it.PerUserLimit, StartsAt: it.StartsAt.UTC(), EndsAt: it.EndsAt.UTC(), Buckets: max(it.Buckets, 1)}
 }
 
-// Bounds of admin input: the stock columns are INT.
-const (
-	maxStock        = 1_000_000_000
-	maxPerUserLimit = 1000
-)
-
-// Years a sale time may be written with (ingress/openapi.yaml's SaleTime).
-// Any offset keeps such a time inside what DATETIME(3) and a JSON answer can
-// hold once it is turned into UTC; year 9999 or 10000 in UTC would be a 503
-// from MySQL or a 500 from the encoder instead of a 400.
-const (
-	minSaleYear = 1970
-	maxSaleYear = 9998
-)
-
-// saleYear reports whether t's year, in the offset it was written with, is
-// one a sale time may have.
-func saleYear(t time.Time) bool { return t.Year() >= minSaleYear && t.Year() <= maxSaleYear }
-
-func (b itemBody) validate(id int64, maxBuckets int) (store.Item, error) {
-	switch {
-	case b.Buckets != nil && (*b.Buckets < 1 || *b.Buckets > maxBuckets):
-		return store.Item{}, badRequest("invalid_buckets", fmt.Sprintf("buckets must be an integer from 1 to %d", maxBuckets))
-	case b.Name == nil || *b.Name == "" || utf8.RuneCountInString(*b.Name) > 200:
-		return store.Item{}, badRequest("invalid_name", "name must be 1 to 200 characters")
-	case b.PriceCents == nil || *b.PriceCents < 0:
-		return store.Item{}, badRequest("invalid_price", "price_cents must be an integer >= 0")
-	case b.Stock == nil || *b.Stock < 0 || *b.Stock > maxStock:
-		return store.Item{}, badRequest("invalid_stock", "stock must be an integer from 0 to 1000000000")
-	case b.PerUserLimit == nil || *b.PerUserLimit < 1 || *b.PerUserLimit > maxPerUserLimit:
-		return store.Item{}, badRequest("invalid_per_user_limit", "per_user_limit must be an integer from 1 to 1000")
-	case b.StartsAt == nil || b.EndsAt == nil || !b.StartsAt.Before(*b.EndsAt) || !saleYear(*b.StartsAt) || !saleYear(*b.EndsAt):
-		return store.Item{}, badRequest("invalid_window", "starts_at and ends_at are RFC 3339 times of the years 1970 to 9998 with starts_at before ends_at")
-	}
-	it := store.Item{ID: id, Name: *b.Name, PriceCents: *b.PriceCents, TotalStock: *b.Stock,
-		PerUserLimit: *b.PerUserLimit, StartsAt: b.StartsAt.UTC(), EndsAt: b.EndsAt.UTC()}
-	if b.Buckets != nil {
-		it.Buckets = *b.Buckets
-	}
-	return it, nil
-}
-
 // putItem is PUT /api/v1/admin/items/{id}: create or update, then warm.
 func (s *Server) putItem(c echo.Context) error {
 	id, err := pathID(c, "id")
@@ -93,7 +37,11 @@ func (s *Server) putItem(c echo.Context) error {
 		return err
 	}
 	var b itemBody
-	if err := decodeStrict(c, &b); err != nil {
+	raw, err := readBody(c, echo.MIMEApplicationJSON)
+	if err != nil {
+		return err
+	}
+	if err := decodeItemBody(raw, &b); err != nil {
 		return err
 	}
 	in, err := b.validate(id, s.cfg.Ingress.Buckets.Max)

@@ -36,17 +36,32 @@ func bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
 // cross-site page can send without a CORS preflight) is never admitted.
 // An empty body is a 400 whatever its type: there is no content to refuse.
 func decodeStrict(c echo.Context, dst any) error {
+	raw, err := readBody(c, echo.MIMEApplicationJSON)
+	if err != nil {
+		return err
+	}
+	return decodeStrictBytes(raw, dst)
+}
+
+// readBody reads the request body, refusing (415) a non-empty one whose
+// Content-Type is none of types; the first is the one the answer names.
+func readBody(c echo.Context, types ...string) ([]byte, error) {
 	raw, err := io.ReadAll(c.Request().Body)
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
-		return badRequest("body_too_large", fmt.Sprintf("request body larger than %d bytes", MaxBody))
+		return nil, badRequest("body_too_large", fmt.Sprintf("request body larger than %d bytes", MaxBody))
 	}
 	if err != nil {
-		return badRequest("bad_body", "could not read the request body")
+		return nil, badRequest("bad_body", "could not read the request body")
 	}
-	if len(raw) > 0 && !declaredJSON(c.Request().Header.Get(echo.HeaderContentType)) {
-		return newErr(http.StatusUnsupportedMediaType, "unsupported_media_type", "the request body must be sent as Content-Type: application/json")
+	if len(raw) > 0 && !declaredAs(c.Request().Header.Get(echo.HeaderContentType), types...) {
+		return nil, newErr(http.StatusUnsupportedMediaType, "unsupported_media_type", "the request body must be sent as Content-Type: "+types[0])
 	}
+	return raw, nil
+}
+
+// decodeStrictBytes is decodeStrict's decoding of a body already read.
+func decodeStrictBytes(raw []byte, dst any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
@@ -58,11 +73,19 @@ func decodeStrict(c echo.Context, dst any) error {
 	return nil
 }
 
-// declaredJSON reports whether a Content-Type value is application/json,
-// with or without parameters (charset=utf-8), in any case.
-func declaredJSON(ctype string) bool {
+// declaredAs reports whether a Content-Type value is one of types, with or
+// without parameters (charset=utf-8), in any case.
+func declaredAs(ctype string, types ...string) bool {
 	mt, _, err := mime.ParseMediaType(ctype)
-	return err == nil && mt == echo.MIMEApplicationJSON
+	if err != nil {
+		return false
+	}
+	for _, t := range types {
+		if mt == t {
+			return true
+		}
+	}
+	return false
 }
 
 // jsonProblem turns a decoder error into a message safe to show: it names

@@ -1,0 +1,157 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+	"unicode/utf8"
+
+	"github.com/flashsale-dev/flashsale/pkg/store"
+)
+
+// itemBody is an item as an admin writes it: the body of a PUT (every field
+// but buckets required) and, merged onto the stored item, of a PATCH. Both
+// are checked by the same validate.
+type itemBody struct {
+	Name         *string    `json:"name"`
+	PriceCents   *int64     `json:"price_cents"`
+	Stock        *int64     `json:"stock"`
+	PerUserLimit *int       `json:"per_user_limit"`
+	StartsAt     *time.Time `json:"starts_at"`
+	EndsAt       *time.Time `json:"ends_at"`
+	// Buckets is optional: a new item gets 1, an existing one keeps its
+	// count.
+	Buckets *int `json:"buckets"`
+}
+
+// Bounds of admin input: the stock columns are INT.
+const (
+	maxStock        = 1_000_000_000
+	maxPerUserLimit = 1000
+)
+
+// Years a sale time may be written with (ingress/openapi.yaml's SaleTime).
+// Any offset keeps such a time inside what DATETIME(3) and a JSON answer can
+// hold once it is turned into UTC; year 9999 or 10000 in UTC would be a 503
+// from MySQL or a 500 from the encoder instead of a 400.
+const (
+	minSaleYear = 1970
+	maxSaleYear = 9998
+)
+
+// saleYear reports whether t's year, in the offset it was written with, is
+// one a sale time may have.
+func saleYear(t time.Time) bool { return t.Year() >= minSaleYear && t.Year() <= maxSaleYear }
+
+func (b itemBody) validate(id int64, maxBuckets int) (store.Item, error) {
+	switch {
+	case b.Buckets != nil && (*b.Buckets < 1 || *b.Buckets > maxBuckets):
+		return store.Item{}, badRequest("invalid_buckets", fmt.Sprintf("buckets must be an integer from 1 to %d", maxBuckets))
+	case b.Name == nil || *b.Name == "" || utf8.RuneCountInString(*b.Name) > 200:
+		return store.Item{}, badRequest("invalid_name", "name must be 1 to 200 characters")
+	case b.PriceCents == nil || *b.PriceCents < 0:
+		return store.Item{}, badRequest("invalid_price", "price_cents must be an integer >= 0")
+	case b.Stock == nil || *b.Stock < 0 || *b.Stock > maxStock:
+		return store.Item{}, badRequest("invalid_stock", "stock must be an integer from 0 to 1000000000")
+	case b.PerUserLimit == nil || *b.PerUserLimit < 1 || *b.PerUserLimit > maxPerUserLimit:
+		return store.Item{}, badRequest("invalid_per_user_limit", "per_user_limit must be an integer from 1 to 1000")
+	case b.StartsAt == nil || b.EndsAt == nil || !b.StartsAt.Before(*b.EndsAt) || !saleYear(*b.StartsAt) || !saleYear(*b.EndsAt):
+		return store.Item{}, badRequest("invalid_window", "starts_at and ends_at are RFC 3339 times of the years 1970 to 9998 with starts_at before ends_at")
+	}
+	it := store.Item{ID: id, Name: *b.Name, PriceCents: *b.PriceCents, TotalStock: *b.Stock,
+		PerUserLimit: *b.PerUserLimit, StartsAt: b.StartsAt.UTC(), EndsAt: b.EndsAt.UTC()}
+	if b.Buckets != nil {
+		it.Buckets = *b.Buckets
+	}
+	return it, nil
+}
+
+
+// itemFieldKinds is the JSON type each ItemInput field must have
+// (ingress/openapi.yaml): none is nullable.
+var itemFieldKinds = map[string]string{
+	"name": "string", "price_cents": "integer", "stock": "integer", "per_user_limit": "integer",
+	"starts_at": "string", "ends_at": "string", "buckets": "integer",
+}
+
+// decodeItemBody reads a PUT or PATCH body into b. Before the struct decode
+// it checks each known field's JSON type, since the decoder turns null into
+// "not sent" (so "buckets": null, optional in a PUT, was accepted) and names
+// no field for a time of the wrong type. Unknown fields and non-objects are
+// left to the strict decode, which refuses them.
+func decodeItemBody(raw []byte, b *itemBody) error {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) == nil {
+		names := make([]string, 0, len(fields))
+		for k := range fields {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		for _, k := range names {
+			kind, known := itemFieldKinds[k]
+			if known && !jsonKindIs(fields[k], kind) {
+				art := "a"
+				if kind == "integer" {
+					art = "an"
+				}
+				return badRequest("invalid_json", fmt.Sprintf("field %q must be %s %s", k, art, kind))
+			}
+		}
+	}
+	return decodeStrictBytes(raw, b)
+}
+
+// jsonKindIs reports whether the JSON value v is a string or a number
+// ("integer": the struct decode then refuses a fraction or an exponent).
+func jsonKindIs(v json.RawMessage, kind string) bool {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 {
+		return false
+	}
+	switch kind {
+	case "string":
+		return v[0] == '"'
+	case "integer":
+		return v[0] == '-' || (v[0] >= '0' && v[0] <= '9')
+	}
+	return false
+}
+
+// bodyOf is a stored item as a complete PUT body, with buckets left out (a
+// PATCH that does not name it keeps the count, even one above today's
+// FLASHSALE_MAX_BUCKETS).
+func bodyOf(it store.Item) itemBody {
+	name, price, total, limit := it.Name, it.PriceCents, it.TotalStock, it.PerUserLimit
+	starts, ends := it.StartsAt.UTC(), it.EndsAt.UTC()
+	return itemBody{Name: &name, PriceCents: &price, Stock: &total, PerUserLimit: &limit, StartsAt: &starts, EndsAt: &ends}
+}
+
+// merge is the JSON merge patch (RFC 7386) p applied to b: every field p
+// names replaces b's. A patch cannot remove a field (null is refused by
+// decodeItemBody), so "named" is "not nil".
+func (b itemBody) merge(p itemBody) itemBody {
+	if p.Name != nil {
+		b.Name = p.Name
+	}
+	if p.PriceCents != nil {
+		b.PriceCents = p.PriceCents
+	}
+	if p.Stock != nil {
+		b.Stock = p.Stock
+	}
+	if p.PerUserLimit != nil {
+		b.PerUserLimit = p.PerUserLimit
+	}
+	if p.StartsAt != nil {
+		b.StartsAt = p.StartsAt
+	}
+	if p.EndsAt != nil {
+		b.EndsAt = p.EndsAt
+	}
+	if p.Buckets != nil {
+		b.Buckets = p.Buckets
+	}
+	return b
+}
