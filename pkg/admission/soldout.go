@@ -13,13 +13,17 @@ import (
 // unpaid order is cancelled or a reservation is voided; the TTL bounds how
 // long a buyer can be told "sold out" after that.
 //
-// A request carrying an Idempotency-Key may be the replay of an admitted
-// request, whose answer is its first 202, and only Redis knows that. The
-// flag therefore keeps a snapshot of the item's holder bitmap (see
-// stock.HolderBitmap), read once when it is set: a keyed request of a user
-// whose bit is clear never held the item and is answered from memory too;
-// one whose bit is set (a holder, or a hash collision) goes to Redis. Without
-// a snapshot (it could not be read) keyed requests go to Redis.
+// A holder's request is not answered "sold out": a keyed one may be the
+// replay of an admitted request, whose answer is its first 202, and an
+// unkeyed one is answered 409 already_purchased naming the request that
+// holds the item (410 says "nothing reserved", and a buyer who lost the 202
+// and retried would believe it). Only Redis knows holders, so the flag
+// keeps a snapshot of the item's holder bitmap (see stock.HolderBitmap),
+// read once when it is set: a request of a user whose bit is clear never
+// held the item and is answered from memory; one whose bit is set (a
+// holder, or a hash collision) goes to Redis, at most one call per unit
+// sold. Without a snapshot (it could not be read) keyed requests go to
+// Redis and unkeyed ones are answered from memory.
 //
 // An earlier version copied the whole buyer set (SMEMBERS, up to 200,000
 // members) on every flag, from every replica, at the moment of sell-out. The
@@ -56,10 +60,10 @@ func (c *soldOutCache) Hit(item, user int64, keyed bool, now time.Time) bool {
 		c.items.CompareAndDelete(item, v)
 		return false
 	}
-	if !keyed {
-		return true
+	if e.bits == nil {
+		return !keyed
 	}
-	return e.bits != nil && !e.bits.MayHold(user)
+	return !e.bits.MayHold(user)
 }
 
 // NeedsMark reports whether this caller should record a fresh flag: the

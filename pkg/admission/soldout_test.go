@@ -35,7 +35,11 @@ func TestSoldOutFlag(t *testing.T) {
 		want  bool
 	}{
 		{user: 8, keyed: false, want: true},
-		{user: 7, keyed: false, want: true}, // no key: cannot be a replay
+		// A holder's order without a key is answered 409 already_purchased
+		// by Redis, naming the request that holds the item; 410 would tell
+		// them "nothing reserved" (the contract's words) while they hold an
+		// order, and a buyer who lost the 202 would never find it.
+		{user: 7, keyed: false, want: false},
 		{user: 8, keyed: true, want: true},  // bit clear: never held the item
 		{user: 7, keyed: true, want: false}, // a holder's keyed request may be a replay of a 202
 	} {
@@ -46,7 +50,8 @@ func TestSoldOutFlag(t *testing.T) {
 	if c.Hit(1, 8, false, now.Add(time.Second)) {
 		t.Fatal("flag outlived its TTL: stock can come back")
 	}
-	// Without a snapshot, keyed requests always go to Redis.
+	// Without a snapshot, keyed requests always go to Redis; unkeyed ones
+	// are answered from memory (no way to tell a holder).
 	c.Mark(2, now, nil)
 	if c.Hit(2, 8, true, now) || !c.Hit(2, 8, false, now) {
 		t.Fatal("no snapshot: keyed must miss, unkeyed must hit")
