@@ -263,7 +263,7 @@ func (r *Rebalancer) run(ctx context.Context, t store.Transfer) (driven, error) 
 			t.ID, t.ItemID, t.From, t.To, t.Qty, d.state, err)
 	}
 	if d.won && d.state == store.TransferDone {
-		r.m.Units.Add(float64(t.Qty))
+		r.m.Units.Add(float64(d.qty)) // what moved: a cut transfer moved less than t.Qty
 	}
 	return d, nil
 }

@@ -18,7 +18,8 @@ type Metrics struct {
 	// what Redis took (Redis above MySQL, a broken invariant): cut to what
 	// MySQL has, the Redis donor reconciled down (FlashsaleTransferCutShort).
 	Short prometheus.Counter
-	// Units counts units moved by transfers that reached DONE.
+	// Units counts units moved by transfers that reached DONE: what moved,
+	// which for a transfer the MySQL step cut is less than was planned.
 	Units        prometheus.Counter
 	PassDuration prometheus.Histogram
 	PassFailures prometheus.Counter
@@ -41,7 +42,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Short:     transfers.WithLabelValues("short"),
 		Units: f.NewCounter(prometheus.CounterOpts{
 			Name: "flashsale_bucket_transfer_units_total",
-			Help: "Units moved between buckets by transfers that reached DONE.",
+			Help: "Units moved between buckets by transfers that reached DONE (what moved: less than planned for a transfer cut because MySQL's donor had less than Redis took).",
 		}),
 		PassDuration: f.NewHistogram(prometheus.HistogramOpts{
 			Name:    "flashsale_rebalance_pass_duration_seconds",

@@ -22,11 +22,13 @@ func crashPoint(step string) {
 }
 
 // driven is what one drive of a transfer did: the final state it reached
-// (or the state it stopped in on an error) and whether this drive was the
-// one that made it final.
+// (or the state it stopped in on an error), whether this drive was the
+// one that made it final, and the transfer's qty as the drive left it:
+// what moved, once DONE (less than planned when the MySQL step cut it).
 type driven struct {
 	state store.TransferState
 	won   bool
+	qty   int64
 }
 
 // errNoProgress is returned when a state CAS failed yet the row is still in
@@ -44,7 +46,7 @@ var errNoProgress = errors.New("rebalance: transfer made no progress")
 // A step that finds the row changed by another driver reads it again and
 // goes on from there with its qty, which the MySQL step may have cut.
 func (r *Rebalancer) drive(ctx context.Context, t store.Transfer) (driven, error) {
-	d := driven{state: t.State}
+	d := driven{state: t.State, qty: t.Qty}
 	if !d.state.Open() {
 		return d, r.st.FinishTransfer(ctx, refOf(t))
 	}
@@ -63,6 +65,7 @@ func (r *Rebalancer) drive(ctx context.Context, t store.Transfer) (driven, error
 		default:
 			err = fmt.Errorf("rebalance: transfer %d in unknown state %q", t.ID, d.state)
 		}
+		d.qty = t.Qty
 		if err != nil {
 			return d, err
 		}

@@ -14,7 +14,8 @@ import (
 // ends: it moves what MySQL's donor has (10 of the 12 planned), is DONE, so
 // it is not retried, leaves TransfersLive (sold out can be answered again)
 // and no longer blocks a warm; the Redis donor is reconciled down to MySQL
-// (15 -> 0), never up. All 20 units both stores agree on stay sellable.
+// (15 -> 0), never up. All 20 units both stores agree on stay sellable,
+// and the units counter counts the 10 that moved.
 func TestTransferInvariantBroken(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -42,6 +43,9 @@ func TestTransferInvariantBroken(t *testing.T) {
 	e.settled(item)
 	if v := e.metric("flashsale_bucket_transfers_total", "result", "short"); v != 1 {
 		t.Fatalf("transfers cut short by MySQL = %v; want 1", v)
+	}
+	if v := e.metric("flashsale_bucket_transfer_units_total"); v != 10 {
+		t.Errorf("units moved = %v; want 10, what the cut transfer moved (12 were planned)", v)
 	}
 	cat := catalog.New(e.db, e.st, func(context.Context) (int64, error) { return 0, nil })
 	if _, err := cat.Warm(ctx, item); err != nil {
