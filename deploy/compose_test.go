@@ -50,7 +50,7 @@ func TestComposeMatchesCode(t *testing.T) {
 	for _, n := range config.Names(&config.Common{}, &config.Ingress{}, &config.Consumer{}, &config.Reaper{}, &config.Setup{}) {
 		settings[n] = true
 	}
-	for _, want := range []string{"kafka", "mysql", "redis", "setup", "ingress", "consumer", "reaper", "prometheus", "grafana"} {
+	for _, want := range []string{"kafka", "mysql", "redis", "setup", "ingress", "consumer", "reaper", "prometheus", "alertmanager", "grafana"} {
 		if _, ok := c.Services[want]; !ok {
 			t.Errorf("service %s missing", want)
 		}

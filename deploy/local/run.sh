@@ -66,7 +66,7 @@ start() { # name readyz-url command...
 }
 
 stop_all() {
-  for name in ingress consumer-1 consumer-2 reaper prometheus; do
+  for name in ingress consumer-1 consumer-2 reaper prometheus alertmanager; do
     if alive "$name"; then
       kill -TERM "$(cat "$STATE/$name.pid")" 2>/dev/null || true
       echo "$name stopping"
@@ -84,6 +84,14 @@ start ingress "http://$INGRESS_OPS_ADDR/readyz" env FLASHSALE_HTTP_ADDR=$INGRESS
 start consumer-1 "http://127.0.0.1:9101/readyz" env FLASHSALE_METRICS_ADDR=127.0.0.1:9101 "$BIN/consumer"
 start consumer-2 "http://127.0.0.1:9111/readyz" env FLASHSALE_METRICS_ADDR=127.0.0.1:9111 "$BIN/consumer"
 start reaper "http://127.0.0.1:9102/readyz" env FLASHSALE_METRICS_ADDR=127.0.0.1:9102 "$BIN/reaper"
+# Alertmanager on 9093, where deploy/local/prometheus.yml sends the alerts;
+# its UI lists what fires. Debian's prometheus-alertmanager package (the
+# stack installs it) names the binary prometheus-alertmanager.
+if command -v prometheus-alertmanager >/dev/null; then
+  start alertmanager "http://127.0.0.1:9093/-/ready" prometheus-alertmanager \
+    --config.file="$REPO/deploy/alertmanager/alertmanager.yml" --storage.path="$STATE/alertmanager-data" \
+    --web.listen-address=127.0.0.1:9093 --cluster.listen-address=
+fi
 if command -v prometheus >/dev/null && [[ -f $REPO/deploy/local/prometheus.yml ]]; then
   start prometheus "http://$PROM_ADDR/-/ready" prometheus --config.file="$REPO/deploy/local/prometheus.yml" \
     --storage.tsdb.path="$STATE/prometheus-data" --web.listen-address=$PROM_ADDR
@@ -112,6 +120,7 @@ flashsale is running:
   consumers   http://127.0.0.1:9101/metrics  http://127.0.0.1:9111/metrics
   reaper      http://127.0.0.1:9102/metrics
   prometheus  http://$PROM_ADDR     (if installed)
+  alerts      http://127.0.0.1:9093  (Alertmanager, if installed)
   logs        $STATE/*.log
 Stop the pipeline with: deploy/local/run.sh stop   (the stack: make stack-down)
 EOF

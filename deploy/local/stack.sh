@@ -303,6 +303,8 @@ install_all() {
   command -v curl >/dev/null || pkgs+=(curl)
   command -v openssl >/dev/null || pkgs+=(openssl)
   command -v promtool >/dev/null || pkgs+=(prometheus)
+  # Alertmanager: make run's and deploy/alertmanager_e2e_test.go's
+  command -v prometheus-alertmanager >/dev/null || pkgs+=(prometheus-alertmanager)
   # nft: the network nemesis' partitions (internal/nemesis, faults/netfaults_test.go)
   command -v nft >/dev/null || pkgs+=(nftables)
   # iptables: its NFQUEUE target (the kernel may lack nft's queue and tc netem) for the nemesis' delays
