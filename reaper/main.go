@@ -115,8 +115,8 @@ func run(ctx context.Context, c config.Common, rc config.Reaper, log *slog.Logge
 	// replica moves at a time; without, all do, as safely.
 	rbErr := make(chan error, 1)
 	if rb := rc.Rebalance; rb.Interval > 0 {
-		reb := rebalance.New(db, stock.New(rdb), log.With("component", "rebalancer"), rebalance.NewMetrics(reg), rebalance.Config{
-			Interval: rb.Interval, PassTimeout: rb.PassTimeout, Lease: rb.Lease, StoreTimeout: c.StoreTimeout})
+		reb := rebalance.New(rebalance.Config{Interval: rb.Interval, PassTimeout: rb.PassTimeout, Lease: rb.Lease, StoreTimeout: c.StoreTimeout},
+			rebalance.Deps{DB: db, Redis: rdb}, rebalance.NewMetrics(reg), log.With("component", "rebalancer"))
 		go func() { rbErr <- reb.Run(ctx) }()
 	} else {
 		rbErr <- nil

@@ -72,7 +72,7 @@ func TestMigrationsParse(t *testing.T) {
 // mustSendSQL are the packages known to send SQL: finding none in one means
 // the walk has stopped seeing it.
 var mustSendSQL = []string{
-	"bench", "internal/fuzzprep", "internal/testenv", "pkg/audit", "pkg/auditor", "pkg/migrate", "pkg/store",
+	"bench", "internal/fuzzprep", "internal/testenv", "pkg/audit", "pkg/auditor", "pkg/migrate", "pkg/rebalance", "pkg/store",
 }
 
 // Every query the module's code passes to database/sql parses, and every

@@ -11,6 +11,7 @@ import (
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/auditor"
 	"github.com/flashsale-dev/flashsale/pkg/catalog"
+	"github.com/flashsale-dev/flashsale/pkg/rebalance"
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
@@ -96,7 +97,7 @@ func TestAuditorCoversEveryBucket(t *testing.T) {
 		t.Errorf("starved buckets after bucket 80 got stock = %v; want 1", got)
 	}
 
-	tr, err := store.PlanTransfer(ctx, db, id, n, 0, 90, 1)
+	tr, err := rebalance.PlanTransfer(ctx, db, id, n, 0, 90, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/catalog"
+	"github.com/flashsale-dev/flashsale/pkg/rebalance"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
@@ -333,7 +334,7 @@ func TestWarmNamesOpenTransfer(t *testing.T) {
 	if _, err := cat.Put(ctx, it); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := store.PlanTransfer(ctx, db, id, 4, 0, 1, 3)
+	tr, err := rebalance.PlanTransfer(ctx, db, id, 4, 0, 1, 3)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,7 +65,7 @@ func runChild(spec string) int {
 	defer db.Close()
 	rdb := stock.NewClient(common.RedisAddrs(), 5*time.Second, 8)
 	defer rdb.Close()
-	r := New(db, stock.New(rdb), quiet(), NewMetrics(prometheus.NewRegistry()), Config{StoreTimeout: 5 * time.Second})
+	r := New(Config{StoreTimeout: 5 * time.Second}, Deps{DB: db, Redis: rdb}, NewMetrics(prometheus.NewRegistry()), quiet())
 	if err := r.Pass(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "child: pass:", err)
 		return 1
@@ -135,7 +135,7 @@ func TestCrashMidTransfer(t *testing.T) {
 
 			e.runMover(tc.killAfter)
 
-			open, err := store.OpenTransfers(ctx, e.db, 10)
+			open, err := openTransfers(ctx, e.db, 10)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -152,8 +152,8 @@ func TestCrashMidTransfer(t *testing.T) {
 			if live := e.rdb.SMembers(ctx, stock.KeysOf(item).TransfersLive()).Val(); len(live) != 1 || live[0] != itoa(open[0].ID) {
 				t.Fatalf("after the crash, TransfersLive = %v; want [%d]", live, open[0].ID)
 			}
-			if gone, err := e.st.SoldOutEverywhere(ctx, item, 4, 1); err != nil || gone {
-				t.Fatalf("SoldOutEverywhere during the crashed transfer = %v, %v; want false", gone, err)
+			if gone, err := e.soldOut(item, 4, 1); err != nil || gone {
+				t.Fatalf("sold out during the crashed transfer = %v, %v; want false", gone, err)
 			}
 
 			for range 2 { // the repair, then a pass that must find nothing to repair

@@ -2,17 +2,23 @@
 // (pkg/stock, buckets.go) toward the buckets whose buyers find them short,
 // exactly once in MySQL and in Redis. It runs in the reaper.
 //
-// A move is a transfer with a stock_transfers row (pkg/store, transfers.go)
-// and three writes in two stores, each idempotent on its own:
+// A move is a transfer with a stock_transfers row and three writes in two
+// stores, each idempotent on its own. The package owns all of it: the
+// row's statements (transfers_sql.go, movesql.go), the Redis steps
+// (steps.go) and their scripts (lua/, scripts.go), and the lease
+// (lease.go). pkg/store keeps the row's shape and the reads of it others
+// make (a warm refuses while one is open, the auditor counts them);
+// pkg/stock keeps the key names and the live/done marks the ingress reads.
 //
 //  1. PlanTransfer inserts the row PLANNED; the id joins the item's
-//     TransfersLive in Redis before any stock moves (SoldOutEverywhere
-//     relies on it to never see units in flight as "gone").
+//     TransfersLive in Redis before any stock moves, so the ingress's
+//     check (stock.BucketSnapshot, judged by BucketSnapshot.SoldOut in
+//     pkg/admission) never sees units in flight as "gone".
 //  2. transfer_out.lua takes the qty from the donor's Redis stock, or
 //     finds it short (or the bucket gone), once: its guard keeps the
 //     answer, so every later run of the step answers the same.
 //     Short: the row becomes ABANDONED and nothing moved anywhere.
-//  3. MoveTransfer, one MySQL transaction: PLANNED -> MOVED, and the qty
+//  3. moveTransfer, one MySQL transaction: PLANNED -> MOVED, and the qty
 //     off the donor's stock and total and onto the recipient's. Holding
 //     both bucket rows locked it runs transfer_cut.lua, which normally
 //     only answers the qty. A donor row short of what Redis took (Redis was
@@ -34,5 +40,7 @@
 // the consumer always finds the stock it was promised.
 //
 // The policy (policy.go) is a pure function of the buckets' stocks and want
-// flags; the loop (loop.go) finishes open transfers first, then plans.
+// flags; the loop (loop.go) finishes open transfers first, then plans. One
+// replica at a time moves, by a lease taken and renewed in one script
+// (lua/lease_hold.lua); correctness does not depend on it.
 package rebalance

@@ -49,7 +49,14 @@ func (e *env) rebalancer(cfg Config) *Rebalancer {
 		cfg.LeaseKey = "fs:test:rebalance:lease:" + testenv.Suffix()
 	}
 	cfg.StoreTimeout = 5 * time.Second
-	return New(e.db, e.st, quiet(), NewMetrics(prometheus.WrapRegistererWith(prometheus.Labels{"r": testenv.Suffix()}, e.reg)), cfg)
+	return New(cfg, Deps{DB: e.db, Redis: e.rdb}, NewMetrics(prometheus.WrapRegistererWith(prometheus.Labels{"r": testenv.Suffix()}, e.reg)), quiet())
+}
+
+// soldOut is the ingress's judgement of an item's n buckets for a buyer of
+// qty (pkg/admission: a stock.BucketSnapshot, then SoldOut).
+func (e *env) soldOut(item int64, n, qty int) (bool, error) {
+	snap, err := e.st.BucketSnapshot(context.Background(), item, n)
+	return snap.SoldOut(qty), err
 }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -12,26 +12,28 @@ import (
 	"sync"
 	"time"
 
-	"github.com/flashsale-dev/flashsale/pkg/stock"
+	"github.com/redis/go-redis/v9"
+
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
 // Config is what one rebalancer needs; main fills it from config.Rebalance
-// and config.Common.
+// and config.Common. A zero field takes its default (withDefaults).
 type Config struct {
 	// Interval is the pause between the end of one pass and the start of
 	// the next.
 	Interval time.Duration
 	// PassTimeout bounds one pass (checked between transfers: a transfer
-	// under way is driven to its end, within transferCalls store calls).
+	// under way is driven to its end, within transferCalls store calls;
+	// default 5s).
 	PassTimeout time.Duration
 	// Lease, when above 0, lets only the replica holding the Redis lease
 	// pass; the others look again every Interval.
 	Lease time.Duration
-	// LeaseKey is the lease's Redis key (default stock.RebalanceLease;
+	// LeaseKey is the lease's Redis key (default RebalanceLease;
 	// tests sharing one Redis use keys of their own).
 	LeaseKey string
-	// StoreTimeout bounds one MySQL statement or Redis call.
+	// StoreTimeout bounds one MySQL statement or Redis call (default 2s).
 	StoreTimeout time.Duration
 	// Holder names this replica in the lease (default: host, pid and a
 	// random suffix).
@@ -39,6 +41,38 @@ type Config struct {
 	// ResumePage is how many open transfers a pass drives first, oldest
 	// first (default 100).
 	ResumePage int
+}
+
+// withDefaults is cfg with every unset field at its default: the one place
+// the defaults are.
+func (cfg Config) withDefaults() Config {
+	if cfg.StoreTimeout <= 0 {
+		cfg.StoreTimeout = 2 * time.Second
+	}
+	if cfg.PassTimeout <= 0 {
+		cfg.PassTimeout = 5 * time.Second
+	}
+	if cfg.ResumePage <= 0 {
+		cfg.ResumePage = 100
+	}
+	if cfg.LeaseKey == "" {
+		cfg.LeaseKey = RebalanceLease
+	}
+	if cfg.Holder == "" {
+		host, _ := os.Hostname()
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		cfg.Holder = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	}
+	return cfg
+}
+
+// Deps are the stores a rebalancer moves stock in: MySQL's item_buckets
+// and stock_transfers, and Redis' bucket keys, on which it runs its own
+// scripts (lua/).
+type Deps struct {
+	DB    *sql.DB
+	Redis redis.UniversalClient
 }
 
 // itemsTTL is how long the list of items to look after is reused: one
@@ -59,13 +93,13 @@ const transferCalls = 8
 // Rebalancer never overlap; any number of replicas may run at once.
 type Rebalancer struct {
 	db  *sql.DB
-	st  *stock.Store
+	rdb redis.UniversalClient
 	log *slog.Logger
 	m   *Metrics
 	cfg Config
 	now func() time.Time
 
-	items   []store.RebalanceItem
+	items   []bucketedItem
 	itemsAt time.Time
 	// prev is, per item, the stocks the last pass expected to leave behind
 	// (Plan's drop detection).
@@ -75,28 +109,11 @@ type Rebalancer struct {
 	logged map[string]time.Time // errorEvery's memory
 }
 
-// New returns a Rebalancer on db and st.
-func New(db *sql.DB, st *stock.Store, log *slog.Logger, m *Metrics, cfg Config) *Rebalancer {
-	if cfg.StoreTimeout <= 0 {
-		cfg.StoreTimeout = 2 * time.Second
-	}
-	if cfg.PassTimeout <= 0 {
-		cfg.PassTimeout = 5 * time.Second
-	}
-	if cfg.ResumePage <= 0 {
-		cfg.ResumePage = 100
-	}
-	if cfg.LeaseKey == "" {
-		cfg.LeaseKey = stock.RebalanceLease
-	}
-	if cfg.Holder == "" {
-		host, _ := os.Hostname()
-		var b [4]byte
-		_, _ = rand.Read(b[:])
-		cfg.Holder = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
-	}
-	return &Rebalancer{db: db, st: st, log: log, m: m, cfg: cfg, now: time.Now, prev: map[int64][]int64{},
-		logged: map[string]time.Time{}}
+// New returns a Rebalancer on deps' stores, cfg's unset fields at their
+// defaults (withDefaults). It makes no call; Run does.
+func New(cfg Config, deps Deps, m *Metrics, log *slog.Logger) *Rebalancer {
+	return &Rebalancer{db: deps.DB, rdb: deps.Redis, log: log, m: m, cfg: cfg.withDefaults(), now: time.Now,
+		prev: map[int64][]int64{}, logged: map[string]time.Time{}}
 }
 
 // Run passes until ctx is done: the first at once, then Interval after each
@@ -106,6 +123,11 @@ func New(db *sql.DB, st *stock.Store, log *slog.Logger, m *Metrics, cfg Config) 
 // counted, never fatal. On shutdown it gives the lease up, so another
 // replica takes over at once.
 func (r *Rebalancer) Run(ctx context.Context) error {
+	lctx, cancel := context.WithTimeout(ctx, r.cfg.StoreTimeout)
+	if err := loadScripts(lctx, r.rdb); err != nil {
+		r.log.Warn("rebalance: could not load the scripts; each loads on its first run", "err", err)
+	}
+	cancel()
 	t := time.NewTimer(0)
 	defer t.Stop()
 	woken := r.listen(ctx)
@@ -130,7 +152,7 @@ func (r *Rebalancer) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			if r.cfg.Lease > 0 {
 				dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.StoreTimeout)
-				if err := r.st.DropLease(dctx, r.cfg.LeaseKey, r.cfg.Holder); err != nil {
+				if err := dropLease(dctx, r.rdb, r.cfg.LeaseKey, r.cfg.Holder); err != nil {
 					r.log.Warn("rebalance: could not give the lease up", "err", err)
 				}
 				cancel()
@@ -186,7 +208,7 @@ func (r *Rebalancer) Pass(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.PassTimeout)
 	defer cancel()
 	if r.cfg.Lease > 0 {
-		held, err := r.st.HoldLease(ctx, r.cfg.LeaseKey, r.cfg.Holder, r.cfg.Lease)
+		held, err := holdLease(ctx, r.rdb, r.cfg.LeaseKey, r.cfg.Holder, r.cfg.Lease)
 		if err != nil {
 			r.m.LeaseHeld.Set(0)
 			return err
@@ -225,7 +247,7 @@ func (r *Rebalancer) Pass(ctx context.Context) error {
 // it found open (the live-set sweep leaves those alone).
 func (r *Rebalancer) resume(ctx context.Context) (map[int64]bool, error) {
 	qctx, cancel := context.WithTimeout(ctx, r.cfg.StoreTimeout)
-	ts, err := store.OpenTransfers(qctx, r.db, r.cfg.ResumePage)
+	ts, err := openTransfers(qctx, r.db, r.cfg.ResumePage)
 	cancel()
 	if err != nil {
 		return nil, err
@@ -270,14 +292,14 @@ func (r *Rebalancer) run(ctx context.Context, t store.Transfer) (driven, error) 
 
 // listItems returns the bucketed items to look after, read from MySQL at
 // most every itemsTTL.
-func (r *Rebalancer) listItems(ctx context.Context) ([]store.RebalanceItem, error) {
+func (r *Rebalancer) listItems(ctx context.Context) ([]bucketedItem, error) {
 	now := r.now()
 	if r.items != nil && now.Sub(r.itemsAt) < itemsTTL {
 		return r.items, nil
 	}
 	qctx, cancel := context.WithTimeout(ctx, r.cfg.StoreTimeout)
 	defer cancel()
-	items, err := store.RebalanceItems(qctx, r.db, now, windowMargin)
+	items, err := queryItems(qctx, r.db, now, windowMargin)
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +313,7 @@ func (r *Rebalancer) listItems(ctx context.Context) ([]store.RebalanceItem, erro
 		}
 	}
 	if items == nil {
-		items = []store.RebalanceItem{}
+		items = []bucketedItem{}
 	}
 	r.items, r.itemsAt = items, now
 	return items, nil
@@ -303,18 +325,18 @@ func (r *Rebalancer) forgetItems() { r.items = nil }
 
 // rebalanceItem finishes the item's live transfers MySQL says are final,
 // then plans and drives this pass's moves.
-func (r *Rebalancer) rebalanceItem(ctx context.Context, it store.RebalanceItem, open map[int64]bool) error {
+func (r *Rebalancer) rebalanceItem(ctx context.Context, it bucketedItem, open map[int64]bool) error {
 	vctx, cancel := context.WithTimeout(ctx, r.cfg.StoreTimeout)
-	v, err := r.st.RebalanceView(vctx, it.ID, it.Buckets)
+	v, err := readView(vctx, r.rdb, it.ID, it.Buckets)
 	cancel()
 	if err != nil {
 		return err
 	}
 	var errs []error
-	if err := r.sweepLive(ctx, it.ID, v.Live, open); err != nil {
+	if err := r.sweepLive(ctx, it.ID, v.live, open); err != nil {
 		errs = append(errs, err)
 	}
-	if v.Buckets != it.Buckets {
+	if v.buckets != it.Buckets {
 		// Not warmed, or re-bucketed in MySQL and not yet warmed: Redis'
 		// buckets are not the rows a transfer would move.
 		delete(r.prev, it.ID)
@@ -324,20 +346,20 @@ func (r *Rebalancer) rebalanceItem(ctx context.Context, it store.RebalanceItem, 
 	if len(prev) != it.Buckets {
 		prev = nil
 	}
-	moves := PlanNeeds(v.Stocks, v.Want, v.Need, prev)
+	moves := PlanNeeds(v.stocks, v.want, v.need, prev)
 	made, err := r.moveAll(ctx, it, moves)
 	if err != nil {
 		errs = append(errs, err)
 	}
-	r.prev[it.ID] = after(v.Stocks, made)
+	r.prev[it.ID] = after(v.stocks, made)
 	return errors.Join(errs...)
 }
 
 // sweepLive finishes the ids in the item's TransfersLive whose transfer is
 // final in MySQL (a mover died after the last state change and before the
-// SREM), and forgets ids MySQL does not know. While such an id stays,
-// SoldOutEverywhere never answers "sold out". Ids open in MySQL are left to
-// their drivers.
+// SREM), and forgets ids MySQL does not know. While such an id stays, no
+// stock.BucketSnapshot is consistent, so the ingress never answers "sold
+// out" for the item. Ids open in MySQL are left to their drivers.
 func (r *Rebalancer) sweepLive(ctx context.Context, itemID int64, live []int64, open map[int64]bool) error {
 	var errs []error
 	for _, id := range live {
@@ -345,11 +367,11 @@ func (r *Rebalancer) sweepLive(ctx context.Context, itemID int64, live []int64, 
 			continue
 		}
 		cctx, cancel := context.WithTimeout(ctx, 2*r.cfg.StoreTimeout)
-		t, err := store.GetTransfer(cctx, r.db, id)
+		t, err := getTransfer(cctx, r.db, id)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			r.log.Warn("rebalance: a live transfer MySQL does not know; forgotten", "transfer_id", id, "item_id", itemID)
-			err = r.st.ForgetTransfer(cctx, itemID, id)
+			err = forgetTransfer(cctx, r.rdb, itemID, id)
 		case err == nil && t.ItemID != itemID:
 			err = fmt.Errorf("rebalance: live transfer %d of item %d belongs to item %d", id, itemID, t.ItemID)
 		case err == nil && !t.State.Open():

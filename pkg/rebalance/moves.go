@@ -19,7 +19,7 @@ const moveParallel = 16
 
 // moveAll makes moves, up to moveParallel at once, and returns those that
 // ended DONE.
-func (r *Rebalancer) moveAll(ctx context.Context, it store.RebalanceItem, moves []Move) ([]Move, error) {
+func (r *Rebalancer) moveAll(ctx context.Context, it bucketedItem, moves []Move) ([]Move, error) {
 	var (
 		mu      sync.Mutex
 		made    []Move
@@ -42,7 +42,7 @@ func (r *Rebalancer) moveAll(ctx context.Context, it store.RebalanceItem, moves 
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
-			case errors.Is(err, store.ErrBucketsChanged):
+			case errors.Is(err, ErrBucketsChanged):
 				changed = true
 				errs = append(errs, err)
 			case err != nil:
@@ -60,9 +60,9 @@ func (r *Rebalancer) moveAll(ctx context.Context, it store.RebalanceItem, moves 
 }
 
 // move plans one transfer and drives it, and reports whether it was DONE.
-func (r *Rebalancer) move(ctx context.Context, it store.RebalanceItem, m Move) (bool, error) {
+func (r *Rebalancer) move(ctx context.Context, it bucketedItem, m Move) (bool, error) {
 	pctx, cancel := context.WithTimeout(ctx, r.cfg.StoreTimeout)
-	t, err := store.PlanTransfer(pctx, r.db, it.ID, it.Buckets, m.From, m.To, m.Qty)
+	t, err := PlanTransfer(pctx, r.db, it.ID, it.Buckets, m.From, m.To, m.Qty)
 	cancel()
 	if err != nil {
 		return false, err

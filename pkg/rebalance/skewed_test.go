@@ -15,8 +15,8 @@ import (
 
 // Skewed demand at the stock level: an item of 400 units in 8 buckets, and
 // every buyer's home bucket is 0 or 1. 40 buyers at a time admit; one found
-// short retries (same request id) every 10-25 ms until SoldOutEverywhere
-// says every bucket is empty. With the rebalancer's loop running, exactly
+// short retries (same request id) every 10-25 ms until the ingress's check
+// (e.soldOut) says every bucket is empty. With the rebalancer's loop running, exactly
 // the 400 units are sold, each buyer once, every bucket ends empty in Redis
 // and MySQL's rows moved with Redis.
 func TestSkewedDemandSellsEverything(t *testing.T) {
@@ -79,7 +79,7 @@ func TestSkewedDemandSellsEverything(t *testing.T) {
 						return
 					}
 					refusals.Add(1)
-					gone, err := e.st.SoldOutEverywhere(ctx, item, n, 1)
+					gone, err := e.soldOut(item, n, 1)
 					if err != nil {
 						fail <- "sold out everywhere: " + err.Error()
 						return

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
@@ -48,11 +47,11 @@ var errNoProgress = errors.New("rebalance: transfer made no progress")
 func (r *Rebalancer) drive(ctx context.Context, t store.Transfer) (driven, error) {
 	d := driven{state: t.State, qty: t.Qty}
 	if !d.state.Open() {
-		return d, r.st.FinishTransfer(ctx, refOf(t))
+		return d, finishTransfer(ctx, r.rdb, refOf(t))
 	}
 	// Again on a resume: the mover that planned it may have died before
 	// its SADD, and the set may have lost it in a failover.
-	if err := r.st.MarkTransferLive(ctx, t.ItemID, t.ID); err != nil {
+	if err := markLive(ctx, r.rdb, t.ItemID, t.ID); err != nil {
 		return d, err
 	}
 	for d.state.Open() {
@@ -70,12 +69,7 @@ func (r *Rebalancer) drive(ctx context.Context, t store.Transfer) (driven, error
 			return d, err
 		}
 	}
-	return d, r.st.FinishTransfer(ctx, refOf(t))
-}
-
-// refOf names t for its Redis steps.
-func refOf(t store.Transfer) stock.TransferRef {
-	return stock.TransferRef{ItemID: t.ItemID, ID: t.ID, From: t.From, To: t.To, Qty: t.Qty, Token: t.CreatedAt.UnixMilli()}
+	return d, finishTransfer(ctx, r.rdb, refOf(t))
 }
 
 // stepOut takes the qty out of the donor in Redis, then moves it in MySQL
@@ -83,40 +77,40 @@ func refOf(t store.Transfer) stock.TransferRef {
 // state that follows.
 func (r *Rebalancer) stepOut(ctx context.Context, t *store.Transfer) (driven, error) {
 	ref := refOf(*t)
-	out, err := r.st.TransferOut(ctx, ref)
+	out, err := transferOut(ctx, r.rdb, ref)
 	if err != nil {
 		return driven{state: store.TransferPlanned}, err
 	}
 	crashPoint("out")
 	switch out {
-	case stock.TransferOK:
-		var cut stock.TransferCut
-		mv, err := store.MoveTransfer(ctx, r.db, *t, func(ctx context.Context, free int64, short bool) (int64, error) {
-			c, cerr := r.st.TransferCutTo(ctx, ref, free, short)
+	case stepOK:
+		var cut cutResult
+		mv, err := moveTransfer(ctx, r.db, *t, func(ctx context.Context, free int64, short bool) (int64, error) {
+			c, cerr := transferCutTo(ctx, r.rdb, ref, free, short)
 			cut = c
-			return c.Moved, cerr
+			return c.moved, cerr
 		})
 		if err != nil {
 			return driven{state: store.TransferPlanned}, err
 		}
 		crashPoint("moved")
-		if !mv.Won {
+		if !mv.won {
 			break
 		}
-		if mv.Qty < t.Qty {
+		if mv.qty < t.Qty {
 			r.cutShort(ctx, *t, mv, cut)
 		}
-		t.State = mv.State
-		if mv.State == store.TransferMoved {
-			t.Qty = mv.Qty
+		t.State = mv.state
+		if mv.state == store.TransferMoved {
+			t.Qty = mv.qty
 		}
-		return driven{state: mv.State, won: mv.State == store.TransferAbandoned}, nil
-	case stock.TransferShort, stock.TransferNoStock:
-		if out == stock.TransferNoStock {
+		return driven{state: mv.state, won: mv.state == store.TransferAbandoned}, nil
+	case stepShort, stepNoStock:
+		if out == stepNoStock {
 			r.log.WarnContext(ctx, "rebalance: donor bucket has no stock key in Redis (lost); transfer abandoned, warm the item from MySQL",
 				"transfer_id", t.ID, "item_id", t.ItemID, "bucket", t.From)
 		}
-		won, err := store.AbandonTransfer(ctx, r.db, t.ID)
+		won, err := abandonTransfer(ctx, r.db, t.ID)
 		if err != nil {
 			return driven{state: store.TransferPlanned}, err
 		}
@@ -133,26 +127,26 @@ func (r *Rebalancer) stepOut(ctx context.Context, t *store.Transfer) (driven, er
 // cutShort reports a transfer the MySQL step cut: Redis' donor held units
 // MySQL's does not (a broken invariant, as a Redis failover without WAIT
 // leaves), and was reconciled down to MySQL.
-func (r *Rebalancer) cutShort(ctx context.Context, t store.Transfer, mv store.Moved, cut stock.TransferCut) {
+func (r *Rebalancer) cutShort(ctx context.Context, t store.Transfer, mv moved, cut cutResult) {
 	r.m.Short.Inc()
 	r.log.ErrorContext(ctx, "rebalance: Redis' donor bucket held units MySQL's does not (Redis above MySQL, e.g. after a failover without WAIT);"+
 		" the transfer moved what MySQL has and the Redis donor was reconciled down to MySQL",
-		"transfer_id", t.ID, "item_id", t.ItemID, "from", t.From, "to", t.To, "planned_qty", t.Qty, "moved_qty", mv.Qty,
-		"state", string(mv.State), "redis_donor_before", cut.Before, "redis_donor_after", cut.After)
+		"transfer_id", t.ID, "item_id", t.ItemID, "from", t.From, "to", t.To, "planned_qty", t.Qty, "moved_qty", mv.qty,
+		"state", string(mv.state), "redis_donor_before", cut.before, "redis_donor_after", cut.after)
 }
 
 // stepIn gives the qty to the recipient in Redis and marks the transfer
 // DONE.
 func (r *Rebalancer) stepIn(ctx context.Context, t *store.Transfer) (driven, error) {
-	in, err := r.st.TransferIn(ctx, refOf(*t))
+	in, err := transferIn(ctx, r.rdb, refOf(*t))
 	if err != nil {
 		return driven{state: store.TransferMoved}, err
 	}
-	if in == stock.TransferNoStock {
+	if in == stepNoStock {
 		r.log.WarnContext(ctx, "rebalance: recipient bucket has no stock key in Redis (lost); MySQL holds the units, warm the item from MySQL",
 			"transfer_id", t.ID, "item_id", t.ItemID, "bucket", t.To)
 	}
-	won, err := store.CompleteTransfer(ctx, r.db, t.ID)
+	won, err := completeTransfer(ctx, r.db, t.ID)
 	if err != nil {
 		return driven{state: store.TransferMoved}, err
 	}
@@ -167,7 +161,7 @@ func (r *Rebalancer) stepIn(ctx context.Context, t *store.Transfer) (driven, err
 // returns the state another driver moved it to (t takes the row's state
 // and qty).
 func (r *Rebalancer) reread(ctx context.Context, t *store.Transfer, from store.TransferState) (driven, error) {
-	cur, err := store.GetTransfer(ctx, r.db, t.ID)
+	cur, err := getTransfer(ctx, r.db, t.ID)
 	if err != nil {
 		return driven{state: from}, err
 	}

@@ -24,7 +24,7 @@ func TestTransferInvariantBroken(t *testing.T) {
 	if err := e.rdb.Set(ctx, stock.BucketKeys(item, 0).Stock, 15, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := store.PlanTransfer(ctx, e.db, item, 2, 0, 1, 12)
+	tr, err := PlanTransfer(ctx, e.db, item, 2, 0, 1, 12)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestTransferInvariantBroken(t *testing.T) {
 			t.Fatalf("drive #%d = %+v, %v; want DONE, won only the first time", i+1, d, err)
 		}
 	}
-	if got, err := store.GetTransfer(ctx, e.db, tr.ID); err != nil || got.Qty != 10 {
+	if got, err := getTransfer(ctx, e.db, tr.ID); err != nil || got.Qty != 10 {
 		t.Fatalf("transfer = %+v, %v; want qty 10, what MySQL's donor had", got, err)
 	}
 	s := e.conserved(item, 2, 20)
@@ -72,7 +72,7 @@ func TestTransferShortCountsPendingAndRestores(t *testing.T) {
 	if _, err := e.db.ExecContext(ctx, "INSERT INTO stock_restores (order_id, item_id, qty, bucket) VALUES (?, ?, 1, 0)", item, item); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := store.PlanTransfer(ctx, e.db, item, 2, 0, 1, 6)
+	tr, err := PlanTransfer(ctx, e.db, item, 2, 0, 1, 6)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestTransferShortCountsPendingAndRestores(t *testing.T) {
 
 	// Nothing free in MySQL: nothing moves, the transfer is ABANDONED and
 	// the donor is still not raised above MySQL less its reservations.
-	tr, err = store.PlanTransfer(ctx, e.db, item, 2, 1, 0, 1)
+	tr, err = PlanTransfer(ctx, e.db, item, 2, 1, 0, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ func TestTransferExactlyOnce(t *testing.T) {
 	item := e.item(40, 4)
 	e.admit(item, 4, 0, 3) // bucket 0: MySQL 10, Redis 7, 3 pending
 
-	tr, err := store.PlanTransfer(ctx, e.db, item, 4, 0, 2, 6)
+	tr, err := PlanTransfer(ctx, e.db, item, 4, 0, 2, 6)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestTransferDrivenConcurrently(t *testing.T) {
 			to++
 		}
 		qty := int64(1 + rng.IntN(5))
-		tr, err := store.PlanTransfer(ctx, e.db, item, n, from, to, qty)
+		tr, err := PlanTransfer(ctx, e.db, item, n, from, to, qty)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,7 +107,7 @@ func TestTransferAbandoned(t *testing.T) {
 	ctx := context.Background()
 	item := e.item(30, 3)
 	e.admit(item, 3, 1, 8) // bucket 1: MySQL 10, Redis 2
-	tr, err := store.PlanTransfer(ctx, e.db, item, 3, 1, 0, 3)
+	tr, err := PlanTransfer(ctx, e.db, item, 3, 1, 0, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestTransferAbandoned(t *testing.T) {
 	if err := e.rdb.Del(ctx, stock.BucketKeys(item, 2).Stock).Err(); err != nil {
 		t.Fatal(err)
 	}
-	gone, err := store.PlanTransfer(ctx, e.db, item, 3, 2, 0, 1)
+	gone, err := PlanTransfer(ctx, e.db, item, 3, 2, 0, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestTransferInToLostBucket(t *testing.T) {
 	if err := e.rdb.Del(ctx, stock.BucketKeys(item, 1).Stock).Err(); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := store.PlanTransfer(ctx, e.db, item, 2, 0, 1, 4)
+	tr, err := PlanTransfer(ctx, e.db, item, 2, 0, 1, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,17 +174,17 @@ func TestPassRefillsWantingBucket(t *testing.T) {
 	e.admit(item, 4, 3, 10)
 	e.admit(item, 4, 1, 2)
 	e.setWant(item, 3)
-	old, err := store.PlanTransfer(ctx, e.db, item, 4, 1, 2, 100)
+	old, err := PlanTransfer(ctx, e.db, item, 4, 1, 2, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.AbandonTransfer(ctx, e.db, old.ID); err != nil {
+	if _, err := abandonTransfer(ctx, e.db, old.ID); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.st.MarkTransferLive(ctx, item, old.ID); err != nil {
+	if err := markLive(ctx, e.rdb, item, old.ID); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.st.MarkTransferLive(ctx, item, old.ID+1000); err != nil {
+	if err := markLive(ctx, e.rdb, item, old.ID+1000); err != nil {
 		t.Fatal(err)
 	}
 

@@ -14,7 +14,7 @@ import (
 // TransferMark is a reading of an item's transfers between buckets in
 // Redis: Live are under way (TransfersLive), Done have finished
 // (TransfersDone). Two equal readings with nothing live mean no unit was in
-// flight between them (see SoldOutEverywhere).
+// flight between them (see BucketSnapshot).
 type TransferMark struct{ Live, Done int64 }
 
 // Quiet reports whether no transfer was live at either reading and none
@@ -25,8 +25,7 @@ func (m TransferMark) Quiet(later TransferMark) bool {
 
 // ReadTransferMark reads item's TransferMark in one MULTI.
 func (s *Store) ReadTransferMark(ctx context.Context, itemID int64) (TransferMark, error) {
-	m, err := s.transferMark(ctx, KeysOf(itemID))
-	return TransferMark{Live: m.live, Done: m.done}, err
+	return s.transferMark(ctx, KeysOf(itemID))
 }
 
 // BucketWants reports, for each of item's n buckets, whether its want flag

@@ -43,10 +43,14 @@ func (s *Store) Buckets(ctx context.Context, itemID int64) (n int, warmed bool, 
 	if len(v) != 2 || v[0] == nil {
 		return 0, false, nil
 	}
-	return parseBuckets(v[1]), true, nil
+	return ParseBuckets(v[1]), true, nil
 }
 
-func parseBuckets(v any) int {
+// ParseBuckets is the bucket count that bucket 0's meta field "buckets"
+// holds, as HMGET answers it: 1 when it is missing or not a count (an item
+// warmed before buckets existed). Buckets reads it so, and so does the
+// rebalancer's one-pipeline view of an item (pkg/rebalance).
+func ParseBuckets(v any) int {
 	s, ok := v.(string)
 	if !ok {
 		return 1
@@ -56,17 +60,6 @@ func parseBuckets(v any) int {
 		return 1
 	}
 	return n
-}
-
-// SoldOutEverywhere reports whether item's n buckets together have fewer
-// than qty units left, by a read that cannot miss a unit moving between
-// buckets (BucketSnapshot).
-func (s *Store) SoldOutEverywhere(ctx context.Context, itemID int64, n, qty int) (bool, error) {
-	snap, err := s.BucketSnapshot(ctx, itemID, n)
-	if err != nil {
-		return false, err
-	}
-	return snap.SoldOut(qty), nil
 }
 
 // BucketSnapshot is one read of every bucket's Redis stock of an item.
@@ -113,7 +106,7 @@ func (s *Store) BucketSnapshot(ctx context.Context, itemID int64, n int) (Bucket
 		return BucketSnapshot{}, err
 	}
 	snap := BucketSnapshot{Stocks: stocks}
-	if before.live > 0 {
+	if before.Live > 0 {
 		return snap, nil
 	}
 	after, err := s.transferMark(ctx, k)
@@ -124,9 +117,7 @@ func (s *Store) BucketSnapshot(ctx context.Context, itemID int64, n int) (Bucket
 	return snap, nil
 }
 
-type transferMark struct{ live, done int64 }
-
-func (s *Store) transferMark(ctx context.Context, k Keys) (transferMark, error) {
+func (s *Store) transferMark(ctx context.Context, k Keys) (TransferMark, error) {
 	var live *redis.IntCmd
 	var done *redis.StringCmd
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
@@ -135,10 +126,10 @@ func (s *Store) transferMark(ctx context.Context, k Keys) (transferMark, error) 
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return transferMark{}, unavailable("stock: transfers", err)
+		return TransferMark{}, unavailable("stock: transfers", err)
 	}
 	d, _ := done.Int64()
-	return transferMark{live: live.Val(), done: d}, nil
+	return TransferMark{Live: live.Val(), Done: d}, nil
 }
 
 // BucketStocks returns the Redis stock of each of item's n buckets (-1 for

@@ -1,7 +1,10 @@
 // Package stock owns flashsale's Redis state: the per-item stock counter,
 // sale metadata, buyer set, pending reservations, idempotency answers, restore
 // guards and the status cache, and the Lua scripts (one file per operation,
-// under lua/) that change them atomically.
+// under lua/) that change them atomically. It names every key of a bucket,
+// the transfer guards and marks too, but moving units between buckets is
+// pkg/rebalance's, with its own scripts and lease; this package only reads
+// the transfer marks (BucketSnapshot, ReadTransferMark).
 //
 // Every key of one item's stock bucket carries the bucket's hash tag
 // ({item:<id>} for bucket 0, {item:<id>:b<n>} for bucket n), so all keys one
@@ -104,8 +107,10 @@ func (k Keys) StatusChannel() string {
 }
 
 // TransferGuard records that transfer id's step dir ("out" of the donor,
-// "in" to the recipient) ran in this bucket, and how it ended, so a repeated
-// step is a no-op (pkg/rebalance).
+// "cut" of it, "in" to the recipient) ran in this bucket, and how it ended,
+// so a repeated step is a no-op. pkg/rebalance owns the transfers and their
+// scripts; the name is here with every other key of a bucket, so all of
+// them carry the bucket's hash tag by one rule.
 func (k Keys) TransferGuard(id int64, dir string) string {
 	return fmt.Sprintf("%sx%s:%d", k.prefix, dir, id)
 }
@@ -115,7 +120,9 @@ func (k Keys) TransferGuard(id int64, dir string) string {
 // bucket 0's. With the stock keys they make a consistent "is every bucket
 // empty" read: a unit in flight is in neither bucket, so "sold out" may only
 // be answered when no transfer was live or finished while the buckets were
-// read (SoldOutEverywhere).
+// read (BucketSnapshot, which the ingress judges "sold out" by). The
+// rebalancer (pkg/rebalance) writes both; the ingress and the audit read
+// them.
 func (k Keys) TransfersLive() string { return bucketPrefix(k.ItemID, 0) + "xlive" }
 
 // TransfersDone: see TransfersLive.

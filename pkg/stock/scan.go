@@ -54,7 +54,7 @@ func (s *Store) ReservedItems(ctx context.Context) ([]int64, error) {
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
 			reserved[id] = exists[i].Val() > 0
-			for b := 1; b < parseBuckets(counts[i].Val()); b++ {
+			for b := 1; b < ParseBuckets(counts[i].Val()); b++ {
 				more = append(more, p.Exists(ctx, BucketKeys(id, b).Reservations))
 				moreIDs = append(moreIDs, id)
 			}

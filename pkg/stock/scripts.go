@@ -33,12 +33,11 @@ var (
 	statusMarkScript = mustScript("status_mark.lua")
 )
 
-var transferOutScript, transferInScript = mustScript("transfer_out.lua"), mustScript("transfer_in.lua") // transfer.go
-
 // allScripts is every script under lua/ (the cluster test checks each shard
-// caches them all after a NOSCRIPT retry).
+// caches them all after a NOSCRIPT retry). The rebalancer's scripts are its
+// own (pkg/rebalance, lua/), and it loads them itself.
 var allScripts = []*redis.Script{admitScript, releaseScript, settleScript, restoreScript, statusPutScript, warmScript, ackScript, lookupScript, statusMarkScript,
-	transferOutScript, transferInScript, transferCutScript, retireScript}
+	retireScript}
 
 // LoadScripts loads every script once at start-up so the first requests do
 // not pay for EVAL. It is an optimisation: NOSCRIPT is handled on every call.

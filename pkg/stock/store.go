@@ -431,7 +431,7 @@ func (s *Store) readBucketState(ctx context.Context, itemID int64, bucket int) (
 		b, _ := strconv.ParseInt(fmt.Sprint(m[1]), 10, 64)
 		st.StartsAt, st.EndsAt = time.UnixMilli(a).UTC(), time.UnixMilli(b).UTC()
 		st.PerUserLimit, _ = strconv.Atoi(fmt.Sprint(m[2]))
-		st.Buckets = parseBuckets(m[3])
+		st.Buckets = ParseBuckets(m[3])
 	} else {
 		st.Warmed = false
 	}

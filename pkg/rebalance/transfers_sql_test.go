@@ -1,4 +1,7 @@
-package store_test
+package rebalance
+
+// The stock_transfers statements (transfers_sql.go, movesql.go) against
+// MySQL alone; the transfers' Redis steps are steps_test.go.
 
 import (
 	"context"
@@ -11,9 +14,9 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
-// bucketedItem creates an item of total units laid out over n buckets,
+// sqlItem creates an item of total units laid out over n buckets,
 // its sale window open.
-func bucketedItem(t *testing.T, db *sql.DB, total int64, n int, start, end time.Time) int64 {
+func sqlItem(t *testing.T, db *sql.DB, total int64, n int, start, end time.Time) int64 {
 	t.Helper()
 	id := testenv.ItemID()
 	err := store.RunInTx(context.Background(), db, sql.LevelDefault, func(tx *sql.Tx) error {
@@ -41,17 +44,17 @@ func TestTransferLifecycle(t *testing.T) {
 	db, _ := testenv.MySQL(t)
 	ctx := context.Background()
 	now := time.Now()
-	item := bucketedItem(t, db, 40, 4, now.Add(-time.Minute), now.Add(time.Hour))
+	item := sqlItem(t, db, 40, 4, now.Add(-time.Minute), now.Add(time.Hour))
 
-	if _, err := store.PlanTransfer(ctx, db, item, 3, 0, 1, 5); !errors.Is(err, store.ErrBucketsChanged) {
+	if _, err := PlanTransfer(ctx, db, item, 3, 0, 1, 5); !errors.Is(err, ErrBucketsChanged) {
 		t.Fatalf("plan for 3 buckets of a 4-bucket item: err = %v; want ErrBucketsChanged", err)
 	}
 	for _, bad := range [][3]int{{1, 1, 1}, {0, 4, 1}, {-1, 0, 1}, {0, 1, 0}} {
-		if _, err := store.PlanTransfer(ctx, db, item, 4, bad[0], bad[1], int64(bad[2])); err == nil {
+		if _, err := PlanTransfer(ctx, db, item, 4, bad[0], bad[1], int64(bad[2])); err == nil {
 			t.Errorf("plan %v accepted", bad)
 		}
 	}
-	tr, err := store.PlanTransfer(ctx, db, item, 4, 2, 1, 4)
+	tr, err := PlanTransfer(ctx, db, item, 4, 2, 1, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,41 +64,41 @@ func TestTransferLifecycle(t *testing.T) {
 	if n, _ := store.OpenTransfersOf(ctx, db, item); n != 1 {
 		t.Fatalf("open transfers = %d; want 1", n)
 	}
-	if ok, err := store.CompleteTransfer(ctx, db, tr.ID); err != nil || ok {
+	if ok, err := completeTransfer(ctx, db, tr.ID); err != nil || ok {
 		t.Fatalf("complete a PLANNED transfer = %v, %v; want no change", ok, err)
 	}
 	for i := range 2 {
-		moved, err := store.MoveTransfer(ctx, db, tr, noCut(t, tr.Qty))
-		if err != nil || moved.Won != (i == 0) || (i == 0 && (moved.State != store.TransferMoved || moved.Qty != 4)) {
+		moved, err := moveTransfer(ctx, db, tr, noCut(t, tr.Qty))
+		if err != nil || moved.won != (i == 0) || (i == 0 && (moved.state != store.TransferMoved || moved.qty != 4)) {
 			t.Fatalf("move #%d = %+v, %v; want MOVED 4 only the first time", i+1, moved, err)
 		}
 	}
-	want := []store.StockRow{{0, 10, 10}, {1, 14, 14}, {2, 6, 6}, {3, 10, 10}}
+	want := []store.StockRow{{Bucket: 0, TotalStock: 10, Stock: 10}, {Bucket: 1, TotalStock: 14, Stock: 14}, {Bucket: 2, TotalStock: 6, Stock: 6}, {Bucket: 3, TotalStock: 10, Stock: 10}}
 	if got := rowsOf(t, db, item); !equalRows(got, want) {
 		t.Fatalf("rows after the move = %+v; want %+v", got, want)
 	}
-	if ok, err := store.AbandonTransfer(ctx, db, tr.ID); err != nil || ok {
+	if ok, err := abandonTransfer(ctx, db, tr.ID); err != nil || ok {
 		t.Fatalf("abandon a MOVED transfer = %v, %v; want no change", ok, err)
 	}
-	if ok, err := store.CompleteTransfer(ctx, db, tr.ID); err != nil || !ok {
+	if ok, err := completeTransfer(ctx, db, tr.ID); err != nil || !ok {
 		t.Fatalf("complete = %v, %v", ok, err)
 	}
-	got, err := store.GetTransfer(ctx, db, tr.ID)
+	got, err := getTransfer(ctx, db, tr.ID)
 	if err != nil || got.State != store.TransferDone || !got.CreatedAt.Equal(tr.CreatedAt) {
 		t.Fatalf("transfer = %+v, %v; want DONE", got, err)
 	}
-	if _, err := store.GetTransfer(ctx, db, tr.ID+1000); !errors.Is(err, store.ErrNotFound) {
+	if _, err := getTransfer(ctx, db, tr.ID+1000); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("unknown transfer: err = %v", err)
 	}
 
-	ab, err := store.PlanTransfer(ctx, db, item, 4, 0, 3, 1)
+	ab, err := PlanTransfer(ctx, db, item, 4, 0, 3, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := store.AbandonTransfer(ctx, db, ab.ID); err != nil || !ok {
+	if ok, err := abandonTransfer(ctx, db, ab.ID); err != nil || !ok {
 		t.Fatalf("abandon = %v, %v", ok, err)
 	}
-	if moved, err := store.MoveTransfer(ctx, db, ab, noCut(t, ab.Qty)); err != nil || moved.Won {
+	if moved, err := moveTransfer(ctx, db, ab, noCut(t, ab.Qty)); err != nil || moved.won {
 		t.Fatalf("move an ABANDONED transfer = %v, %v; want no change", moved, err)
 	}
 	if got := rowsOf(t, db, item); !equalRows(got, want) {
@@ -103,9 +106,9 @@ func TestTransferLifecycle(t *testing.T) {
 	}
 }
 
-// noCut is the CutFunc of a donor that is not short: it answers the
+// noCut is the cutFunc of a donor that is not short: it answers the
 // transfer's qty, as Redis does for a transfer it never cut.
-func noCut(t *testing.T, qty int64) store.CutFunc {
+func noCut(t *testing.T, qty int64) cutFunc {
 	return func(_ context.Context, _ int64, short bool) (int64, error) {
 		if short {
 			t.Error("cut called short for a donor that has the qty")
@@ -114,7 +117,7 @@ func noCut(t *testing.T, qty int64) store.CutFunc {
 	}
 }
 
-// A donor row with less than the qty is a broken invariant: MoveTransfer
+// A donor row with less than the qty is a broken invariant: moveTransfer
 // asks cut (with what MySQL has free: the row less restores Redis has not
 // applied) and moves what it answers: less than planned, recorded as the
 // transfer's qty, or nothing (ABANDONED). An answer above what MySQL holds
@@ -124,11 +127,11 @@ func TestMoveTransferDonorShort(t *testing.T) {
 	db, _ := testenv.MySQL(t)
 	ctx := context.Background()
 	now := time.Now()
-	item := bucketedItem(t, db, 8, 2, now.Add(-time.Minute), now.Add(time.Hour))
+	item := sqlItem(t, db, 8, 2, now.Add(-time.Minute), now.Add(time.Hour))
 	if _, err := db.ExecContext(ctx, "INSERT INTO stock_restores (order_id, item_id, qty, bucket) VALUES (?, ?, 1, 3)", item, item); err != nil {
 		t.Fatal(err) // bucket 3 MOD 2 is bucket 1
 	}
-	answer := func(qty int64) store.CutFunc {
+	answer := func(qty int64) cutFunc {
 		return func(_ context.Context, free int64, short bool) (int64, error) {
 			if !short || free != 3 {
 				t.Errorf("cut(free %d, short %v); want free 3 (4 less 1 unapplied), short", free, short)
@@ -136,30 +139,30 @@ func TestMoveTransferDonorShort(t *testing.T) {
 			return qty, nil
 		}
 	}
-	tr, err := store.PlanTransfer(ctx, db, item, 2, 1, 0, 5)
+	tr, err := PlanTransfer(ctx, db, item, 2, 1, 0, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.MoveTransfer(ctx, db, tr, answer(5)); !errors.Is(err, store.ErrInvariant) {
+	if _, err := moveTransfer(ctx, db, tr, answer(5)); !errors.Is(err, store.ErrInvariant) {
 		t.Fatalf("move 5 from a bucket of 4: err = %v; want ErrInvariant", err)
 	}
-	if got, _ := store.GetTransfer(ctx, db, tr.ID); got.State != store.TransferPlanned || got.Qty != 5 {
+	if got, _ := getTransfer(ctx, db, tr.ID); got.State != store.TransferPlanned || got.Qty != 5 {
 		t.Fatalf("transfer after the refused move = %+v; want PLANNED 5", got)
 	}
-	if got := rowsOf(t, db, item); !equalRows(got, []store.StockRow{{0, 4, 4}, {1, 4, 4}}) {
+	if got := rowsOf(t, db, item); !equalRows(got, []store.StockRow{{Bucket: 0, TotalStock: 4, Stock: 4}, {Bucket: 1, TotalStock: 4, Stock: 4}}) {
 		t.Fatalf("rows changed by a refused move: %+v", got)
 	}
-	if mv, err := store.MoveTransfer(ctx, db, tr, answer(2)); err != nil || mv != (store.Moved{Won: true, State: store.TransferMoved, Qty: 2}) {
+	if mv, err := moveTransfer(ctx, db, tr, answer(2)); err != nil || mv != (moved{won: true, state: store.TransferMoved, qty: 2}) {
 		t.Fatalf("move cut to 2 = %+v, %v", mv, err)
 	}
-	if got, _ := store.GetTransfer(ctx, db, tr.ID); got.State != store.TransferMoved || got.Qty != 2 {
+	if got, _ := getTransfer(ctx, db, tr.ID); got.State != store.TransferMoved || got.Qty != 2 {
 		t.Fatalf("transfer = %+v; want MOVED 2", got)
 	}
-	if got := rowsOf(t, db, item); !equalRows(got, []store.StockRow{{0, 6, 6}, {1, 2, 2}}) {
+	if got := rowsOf(t, db, item); !equalRows(got, []store.StockRow{{Bucket: 0, TotalStock: 6, Stock: 6}, {Bucket: 1, TotalStock: 2, Stock: 2}}) {
 		t.Fatalf("rows after a move cut to 2 = %+v", got)
 	}
 
-	ab, err := store.PlanTransfer(ctx, db, item, 2, 1, 0, 5)
+	ab, err := PlanTransfer(ctx, db, item, 2, 1, 0, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,10 +170,10 @@ func TestMoveTransferDonorShort(t *testing.T) {
 		t.Fatal(err)
 	}
 	cutToNothing := func(_ context.Context, free int64, short bool) (int64, error) { return 0, nil }
-	if mv, err := store.MoveTransfer(ctx, db, ab, cutToNothing); err != nil || mv != (store.Moved{Won: true, State: store.TransferAbandoned}) {
+	if mv, err := moveTransfer(ctx, db, ab, cutToNothing); err != nil || mv != (moved{won: true, state: store.TransferAbandoned}) {
 		t.Fatalf("move cut to nothing = %+v, %v; want ABANDONED", mv, err)
 	}
-	if got := rowsOf(t, db, item); !equalRows(got, []store.StockRow{{0, 6, 6}, {1, 2, 2}}) {
+	if got := rowsOf(t, db, item); !equalRows(got, []store.StockRow{{Bucket: 0, TotalStock: 6, Stock: 6}, {Bucket: 1, TotalStock: 2, Stock: 2}}) {
 		t.Fatalf("rows changed by a move cut to nothing: %+v", got)
 	}
 }
@@ -182,7 +185,7 @@ func TestPlanTransferWaitsForItemLock(t *testing.T) {
 	db, _ := testenv.MySQL(t)
 	ctx := context.Background()
 	now := time.Now()
-	item := bucketedItem(t, db, 8, 2, now.Add(-time.Minute), now.Add(time.Hour))
+	item := sqlItem(t, db, 8, 2, now.Add(-time.Minute), now.Add(time.Hour))
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -193,7 +196,7 @@ func TestPlanTransferWaitsForItemLock(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := store.PlanTransfer(ctx, db, item, 2, 0, 1, 1)
+		_, err := PlanTransfer(ctx, db, item, 2, 0, 1, 1)
 		done <- err
 	}()
 	select {
@@ -212,36 +215,36 @@ func TestPlanTransferWaitsForItemLock(t *testing.T) {
 	}
 }
 
-func TestOpenTransfersAndRebalanceItems(t *testing.T) {
+func TestOpenTransfersAndItems(t *testing.T) {
 	t.Parallel()
 	db, _ := testenv.MySQL(t)
 	ctx := context.Background()
 	now := time.Now()
-	open := bucketedItem(t, db, 8, 2, now.Add(-time.Minute), now.Add(time.Hour))
-	later := bucketedItem(t, db, 8, 4, now.Add(time.Hour), now.Add(2*time.Hour))
-	over := bucketedItem(t, db, 8, 2, now.Add(-2*time.Hour), now.Add(-time.Hour))
-	single := bucketedItem(t, db, 8, 1, now.Add(-time.Minute), now.Add(time.Hour))
+	open := sqlItem(t, db, 8, 2, now.Add(-time.Minute), now.Add(time.Hour))
+	later := sqlItem(t, db, 8, 4, now.Add(time.Hour), now.Add(2*time.Hour))
+	over := sqlItem(t, db, 8, 2, now.Add(-2*time.Hour), now.Add(-time.Hour))
+	single := sqlItem(t, db, 8, 1, now.Add(-time.Minute), now.Add(time.Hour))
 	_ = single
 
-	got, err := store.RebalanceItems(ctx, db, now, time.Minute)
+	got, err := queryItems(ctx, db, now, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 || got[0] != (store.RebalanceItem{ID: open, Buckets: 2}) {
+	if len(got) != 1 || got[0] != (bucketedItem{ID: open, Buckets: 2}) {
 		t.Fatalf("rebalance items = %+v; want only %d (2 buckets)", got, open)
 	}
-	if got, _ := store.RebalanceItems(ctx, db, now.Add(time.Hour-30*time.Second), time.Minute); len(got) != 2 {
+	if got, _ := queryItems(ctx, db, now.Add(time.Hour-30*time.Second), time.Minute); len(got) != 2 {
 		t.Fatalf("rebalance items 30s before the next sale (margin 1m) = %+v; want both open and later", got)
 	}
-	a, err := store.PlanTransfer(ctx, db, over, 2, 0, 1, 1)
+	a, err := PlanTransfer(ctx, db, over, 2, 0, 1, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := store.PlanTransfer(ctx, db, later, 4, 3, 2, 1)
+	b, err := PlanTransfer(ctx, db, later, 4, 3, 2, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err = store.RebalanceItems(ctx, db, now, time.Minute)
+	got, err = queryItems(ctx, db, now, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,11 +255,11 @@ func TestOpenTransfersAndRebalanceItems(t *testing.T) {
 	if len(got) != 3 || !ids[open] || !ids[over] || !ids[later] {
 		t.Fatalf("rebalance items with open transfers = %+v; want %d, %d and %d", got, open, over, later)
 	}
-	ts, err := store.OpenTransfers(ctx, db, 10)
+	ts, err := openTransfers(ctx, db, 10)
 	if err != nil || len(ts) != 2 || ts[0].ID != a.ID || ts[1].ID != b.ID {
 		t.Fatalf("open transfers = %+v, %v; want %d then %d", ts, err, a.ID, b.ID)
 	}
-	if ts, _ := store.OpenTransfers(ctx, db, 1); len(ts) != 1 || ts[0].ID != a.ID {
+	if ts, _ := openTransfers(ctx, db, 1); len(ts) != 1 || ts[0].ID != a.ID {
 		t.Fatalf("open transfers, limit 1 = %+v; want the oldest", ts)
 	}
 }

@@ -1,0 +1,52 @@
+package rebalance
+
+import (
+	"context"
+	"embed"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The rebalancer's own scripts (one file per operation, under lua/): the
+// three steps of a transfer and the lease. Every one is safe to run again
+// (the transfer steps keep their answer in a guard, the lease scripts
+// compare the holder), so they are run with go-redis' Script.Run, retries
+// and all: EVALSHA, then EVAL after NOSCRIPT (a restart or a failover),
+// which caches the script on that node again. None is on the buyer's path,
+// where pkg/stock makes "never sent" exact.
+//
+//go:embed lua/*.lua
+var luaFS embed.FS
+
+func mustScript(name string) *redis.Script {
+	b, err := luaFS.ReadFile("lua/" + name)
+	if err != nil {
+		panic(fmt.Sprintf("rebalance: embedded script %s: %v", name, err)) // build-time invariant
+	}
+	return redis.NewScript(string(b))
+}
+
+var (
+	transferOutScript = mustScript("transfer_out.lua")
+	transferInScript  = mustScript("transfer_in.lua")
+	transferCutScript = mustScript("transfer_cut.lua")
+	leaseHoldScript   = mustScript("lease_hold.lua")
+	leaseDropScript   = mustScript("lease_drop.lua")
+)
+
+// allScripts is every script under lua/.
+var allScripts = []*redis.Script{transferOutScript, transferInScript, transferCutScript, leaseHoldScript, leaseDropScript}
+
+// loadScripts caches every script on Redis (on a Cluster, on every shard:
+// go-redis' ClusterClient.ScriptLoad), so a pass after a restart does not
+// pay for EVAL. Run calls it once at its start; it is an optimisation only,
+// as NOSCRIPT is handled on every call.
+func loadScripts(ctx context.Context, rdb redis.Scripter) error {
+	for _, s := range allScripts {
+		if err := s.Load(ctx, rdb).Err(); err != nil {
+			return fmt.Errorf("rebalance: load script: %w", err)
+		}
+	}
+	return nil
+}
