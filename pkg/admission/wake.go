@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
@@ -20,17 +22,35 @@ const wakeEvery = 20 * time.Millisecond
 // as the script's own (stock's wantTTL), so it outlives any bucket wait.
 const wantTTL = 2 * time.Second
 
+// lowerWant sets a want flag (KEYS[1]) to qty (ARGV[1]) for ARGV[2] ms
+// when it is absent or asks for more; a flag asking for qty or less is
+// left as it is, TTL included, so waiting never prolongs a flag forever.
+var lowerWant = redis.NewScript(`
+local v = tonumber(redis.call("GET", KEYS[1]))
+if v == nil or tonumber(ARGV[1]) < v then
+  redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
+  return 1
+end
+return 0`)
+
 // wakes asks the rebalancer for the buckets whose buyers wait (awaitStock),
 // off the buyer's path and best effort (a lost call leaves the rebalancer's
 // own interval, and the buyer's next look tries again):
 //
-//   - It keeps the home bucket's want flag up (SET NX, never lowering a
-//     larger qty another buyer asked for). The script raised it when the
-//     buyer was refused, but transfer_in.lua clears it when a transfer
-//     fills the bucket to that qty, and when another waiter takes the unit
-//     the one left waiting never runs the script again (the shared view
-//     shows the bucket empty): nothing asked for the bucket, and the buyer
-//     got 503 stock_moving after the full wait while units sat elsewhere.
+//   - It keeps the home bucket's want flag up, and no higher than this
+//     buyer's qty (lowerWant). The script raised it when the buyer was
+//     refused, but transfer_in.lua clears it when a transfer fills the
+//     bucket to that qty, and when another waiter takes the unit the one
+//     left waiting never runs the script again (the shared view shows the
+//     bucket empty): nothing asked for the bucket, and the buyer got 503
+//     stock_moving after the full wait while units sat elsewhere. And a
+//     bigger buyer refused in the same bucket raises the flag to their qty
+//     (the script's SET): when the item holds less than that, and every
+//     bucket holding stock wants too, the policy can serve no flag and
+//     plans nothing, so the buyer of 1 waiting there got 503 while units
+//     remained. The flag names the smallest waiting buyer instead, which
+//     the policy can always serve when the item covers it; the bigger one
+//     raises it again on its next look once the small one is served.
 //   - It names the item on stock.RebalanceWake, so the want is planned
 //     within a pass's time, not after the rebalancer's interval (100 ms by
 //     default) plus its item list's age (a new item was listed up to 2 s
@@ -66,7 +86,7 @@ func (w *wakes) wake(item int64, bucket, qty int) {
 		defer cancel()
 		c := w.st.Client()
 		if flag {
-			_ = c.SetNX(ctx, stock.BucketKeys(item, bucket).Want, strconv.Itoa(qty), wantTTL).Err()
+			_ = lowerWant.Run(ctx, c, []string{stock.BucketKeys(item, bucket).Want}, qty, wantTTL.Milliseconds()).Err()
 		}
 		if publish {
 			_ = c.Publish(ctx, stock.RebalanceWake, strconv.FormatInt(item, 10)).Err()

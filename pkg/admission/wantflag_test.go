@@ -56,3 +56,52 @@ func TestWaitingBuyerKeepsItsBucketWanted(t *testing.T) {
 		t.Fatalf("bucket 0's want flag stayed down for 500 ms while its buyer waited (answered %s): the rebalancer is never asked", res.Outcome)
 	}
 }
+
+// TestSmallWaiterNotHiddenByBigWant: a want flag carries the qty asked, and
+// the rebalancer gathers that much (rebalance.PlanNeeds). When a buyer of 3
+// is refused in a bucket where a buyer of 1 waits, its script raises the
+// flag to 3; if the item holds fewer than 3 the policy can never cover that
+// need, and with every bucket holding stock wanting too (stocks [1,1,0],
+// needs [3,3,3]) it plans nothing: the buyer of 1 got 503 stock_moving
+// after the full wait while 2 units remained. The waiter's wake must bring
+// the flag down to its own qty, so the flag names a buyer the item can
+// serve.
+func TestSmallWaiterNotHiddenByBigWant(t *testing.T) {
+	r := testenv.StartPrivateRedis(t)
+	rdb := r.Client(5 * time.Second)
+	st := stock.New(rdb)
+	var pub countingPublisher
+	svc := New(Config{SoldOutTTL: time.Minute, PublishTimeout: 5 * time.Second, IdempotencyTTL: time.Minute,
+		StoreTimeout: 5 * time.Second, BucketWait: 800 * time.Millisecond, BucketPoll: 10 * time.Millisecond},
+		Deps{Stock: st, Publisher: &pub}, NewMetrics(prometheus.NewRegistry()), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ctx := context.Background()
+	item := testenv.ItemID()
+	now := time.Now()
+	if err := st.Warm(ctx, stock.Snapshot{ItemID: item, BucketStock: []int64{1, 1, 0}, StartsAt: now.Add(-time.Minute),
+		EndsAt: now.Add(time.Hour), PerUserLimit: 3}); err != nil {
+		t.Fatal(err)
+	}
+	want := stock.BucketKeys(item, 2).Want
+	done := make(chan Result, 1)
+	small := userHomedOn(2, 3, 1)
+	go func() { done <- svc.Admit(ctx, Request{ItemID: item, UserID: small, Qty: 1}) }()
+	testenv.Eventually(t, 2*time.Second, 5*time.Millisecond, func() bool { return rdb.Get(ctx, want).Val() == "1" },
+		"the waiting buyer of 1 never raised bucket 2's want flag to 1")
+	// A buyer of 3 homed on the same bucket: refused (2 units in all), and
+	// its script raised the flag to 3.
+	if res := svc.Admit(ctx, Request{ItemID: item, UserID: userHomedOn(2, 3, small+1), Qty: 3}); res.Outcome != SoldOut {
+		t.Fatalf("buyer of 3 with 2 units in all: %s, want sold out", res.Outcome)
+	}
+	lowered := false
+	for deadline := time.Now().Add(400 * time.Millisecond); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if rdb.Get(ctx, want).Val() == "1" {
+			lowered = true
+			break
+		}
+	}
+	v := rdb.Get(ctx, want).Val()
+	res := <-done
+	if !lowered {
+		t.Fatalf("bucket 2's want flag stayed %q for 400 ms while a buyer of 1 waited there (answered %s): the policy is asked for 3 of an item holding 2", v, res.Outcome)
+	}
+}
