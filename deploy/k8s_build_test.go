@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
@@ -29,6 +30,10 @@ type k8sSet struct {
 	Jobs          map[string]*batchv1.Job
 	ScaledObjects map[string]*scaledObject
 	TriggerAuths  map[string]*triggerAuthentication
+	// The prometheus-operator's own Go types (its pkg/apis/monitoring
+	// module, as the operator decodes them).
+	PodMonitors     map[string]*monitoringv1.PodMonitor
+	PrometheusRules map[string]*monitoringv1.PrometheusRule
 }
 
 // buildK8s runs kustomize on dir as `kubectl apply -k dir` would, from the
@@ -56,6 +61,7 @@ func decodeK8s(resources []*resource.Resource) (*k8sSet, error) {
 		Secrets: map[string]*corev1.Secret{}, HPAs: map[string]*autoscalingv2.HorizontalPodAutoscaler{},
 		PDBs: map[string]*policyv1.PodDisruptionBudget{}, Jobs: map[string]*batchv1.Job{},
 		ScaledObjects: map[string]*scaledObject{}, TriggerAuths: map[string]*triggerAuthentication{},
+		PodMonitors: map[string]*monitoringv1.PodMonitor{}, PrometheusRules: map[string]*monitoringv1.PrometheusRule{},
 	}
 	var errs []error
 	for _, r := range resources {
@@ -86,6 +92,10 @@ func decodeK8s(resources []*resource.Resource) (*k8sSet, error) {
 			err = addStrict(set.ScaledObjects, name, b)
 		case "keda.sh/v1alpha1 TriggerAuthentication":
 			err = addStrict(set.TriggerAuths, name, b)
+		case "monitoring.coreos.com/v1 PodMonitor":
+			err = addStrict(set.PodMonitors, name, b)
+		case "monitoring.coreos.com/v1 PrometheusRule":
+			err = addStrict(set.PrometheusRules, name, b)
 		default:
 			err = fmt.Errorf("no typed check for %s: add its Go type to decodeK8s", gvk)
 		}

@@ -310,6 +310,12 @@ func checkNamespace(t *testing.T, set *k8sSet) {
 	for _, o := range set.ScaledObjects {
 		metas = append(metas, &o.ObjectMeta)
 	}
+	for _, o := range set.PodMonitors {
+		metas = append(metas, &o.ObjectMeta)
+	}
+	for _, o := range set.PrometheusRules {
+		metas = append(metas, &o.ObjectMeta)
+	}
 	want := ""
 	if len(set.Namespaces) > 1 {
 		t.Errorf("Namespaces %v, want at most one", keys(set.Namespaces))
