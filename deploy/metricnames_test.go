@@ -23,9 +23,15 @@ import (
 // descRecorder is a Registerer that only remembers the metric names of what
 // is registered on it: a vector with no children yet exports nothing, so a
 // scrape could not tell which names exist, but its descriptor can.
-type descRecorder struct{ names map[string]bool }
+type descRecorder struct {
+	names  map[string]bool
+	labels map[string]map[string]bool // metric name -> its variable labels
+}
 
-var fqName = regexp.MustCompile(`fqName: "([^"]+)"`)
+var (
+	fqName    = regexp.MustCompile(`fqName: "([^"]+)"`)
+	varLabels = regexp.MustCompile(`variableLabels: \{([^}]*)\}`)
+)
 
 func (r *descRecorder) Register(c prometheus.Collector) error {
 	ch := make(chan *prometheus.Desc, 64)
@@ -33,6 +39,17 @@ func (r *descRecorder) Register(c prometheus.Collector) error {
 	for d := range ch {
 		if m := fqName.FindStringSubmatch(d.String()); m != nil {
 			r.names[m[1]] = true
+			if r.labels == nil {
+				r.labels = map[string]map[string]bool{}
+			}
+			if r.labels[m[1]] == nil {
+				r.labels[m[1]] = map[string]bool{}
+			}
+			if v := varLabels.FindStringSubmatch(d.String()); v != nil && v[1] != "" {
+				for _, l := range strings.Split(v[1], ",") {
+					r.labels[m[1]][strings.TrimSuffix(strings.TrimPrefix(l, "c("), ")")] = true
+				}
+			}
 		}
 	}
 	return nil
@@ -47,6 +64,15 @@ func (r *descRecorder) Unregister(prometheus.Collector) bool { return true }
 // exported returns every metric name some deployable exports, with the
 // series names histograms and summaries add.
 func exported(t *testing.T) map[string]bool {
+	out := map[string]bool{}
+	for n := range exportedLabels(t) {
+		out[n] = true
+	}
+	return out
+}
+
+// exportedLabels is exported with each name's variable labels.
+func exportedLabels(t *testing.T) map[string]map[string]bool {
 	r := &descRecorder{names: map[string]bool{}}
 	httpapi.NewMetrics(r)
 	httpapi.RegisterWaitMetrics(r, func() (int, int) { return 0, 0 })
@@ -62,11 +88,11 @@ func exported(t *testing.T) map[string]bool {
 		r.names[mf.GetName()] = true
 	}
 	r.names["up"] = true // Prometheus' own
-	out := map[string]bool{}
+	out := map[string]map[string]bool{}
 	for n := range r.names {
-		out[n] = true
+		out[n] = r.labels[n]
 		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
-			out[n+suffix] = true
+			out[n+suffix] = r.labels[n]
 		}
 	}
 	return out
