@@ -30,11 +30,29 @@ import (
 // is promoted, the node is only slow, which a SIGKILL (refused dials,
 // failing fast: TestClusterRedisPrimaryKilled) never shows.
 func TestClusterRedisPrimaryStalled(t *testing.T) {
+	redisPrimaryStalled(t, "SIGSTOP", nil, func(c *cluster, node, _ string) func() {
+		c.pause(node)
+		return func() { c.resume(node) }
+	})
+}
+
+// stallFault stalls the primary called node (at addr) for the ingress and
+// returns what ends the stall.
+type stallFault func(c *cluster, node, addr string) (heal func())
+
+// redisPrimaryStalled is the stalled-primary test with the stall made by
+// fault (how names it in the output): TestClusterRedisPrimaryStalled's
+// SIGSTOP, TestClusterRedisPrimaryPartitioned's partition. prepare, when
+// set, changes the pipeline before its processes start.
+func redisPrimaryStalled(t *testing.T, how string, prepare func(p *pipeline), fault stallFault) {
 	start := time.Now()
 	c := newCluster(t)
 	cc := testenv.RedisCluster(t)
 	const buckets = 8
 	p := newClusterPipeline(t, c, 8000, buckets)
+	if prepare != nil {
+		prepare(p)
+	}
 	p.startAll()
 	byPrimary := bucketPrimaries(t, cc, p.itemID, buckets)
 	victim := byPrimary[0]
@@ -57,15 +75,15 @@ func TestClusterRedisPrimaryStalled(t *testing.T) {
 	base := time.Now()
 	hold(4 * time.Second)
 	paused := time.Now()
-	c.pause(node)
+	heal := fault(c, node, victim)
 	hold(stallFor)
-	c.resume(node)
+	heal()
 	resumed := time.Now()
 	var rec stall
 	testenv.Eventually(t, 30*time.Second, 100*time.Millisecond, func() bool {
 		rec = measureStall(wv, resumed)
 		return rec.resumed
-	}, "the stalled primary's buckets answered no 202 within 30 s of SIGCONT (answers: %v)", lazy(func() string { return rec.answers }))
+	}, "the stalled primary's buckets answered no 202 within 30 s of the %s's end (answers: %v)", how, lazy(func() string { return rec.answers }))
 	hold(2 * time.Second)
 
 	normal := latencies(wh.answersBetween(base, paused))
@@ -83,11 +101,11 @@ func TestClusterRedisPrimaryStalled(t *testing.T) {
 	}
 	victimDuring := wv.answersBetween(paused, resumed)
 	refused := measureStall(wv, paused)
-	t.Logf("SIGSTOP %s (primary of buckets %v of item %d) for %v; other shards (buckets %v): normal p50 %v p99 %v; during the stall p50 %v p99 %v max %v, %d/%d answered 202 within normal p99 + 100 ms; their answers: %s",
-		node, stalled, p.itemID, stallFor, healthy, pctl(normal, 0.5), p99, pctl(lat, 0.5), pctl(lat, 0.99), pctl(lat, 1),
+	t.Logf("%s %s (primary of buckets %v of item %d) for %v; other shards (buckets %v): normal p50 %v p99 %v; during the stall p50 %v p99 %v max %v, %d/%d answered 202 within normal p99 + 100 ms; their answers: %s",
+		how, node, stalled, p.itemID, stallFor, healthy, pctl(normal, 0.5), p99, pctl(lat, 0.5), pctl(lat, 0.99), pctl(lat, 1),
 		within, len(during), codes(during))
-	t.Logf("stalled shard's buyers: refused for %v after SIGSTOP (answers until the first 202: %s); answers to requests sent during the stall: %s; first 202 %v after SIGCONT",
-		refused.took.Round(10*time.Millisecond), refused.answers, codes(victimDuring), rec.took.Round(10*time.Millisecond))
+	t.Logf("stalled shard's buyers: refused for %v after the %s began (answers until the first 202: %s); answers to requests sent during the stall: %s; first 202 %v after its end",
+		refused.took.Round(10*time.Millisecond), how, refused.answers, codes(victimDuring), rec.took.Round(10*time.Millisecond))
 	if len(during) < 50 {
 		t.Fatalf("only %d healthy-shard requests sent during the stall: no load to judge", len(during))
 	}
@@ -98,7 +116,7 @@ func TestClusterRedisPrimaryStalled(t *testing.T) {
 	if unknown > 0 {
 		t.Errorf("%d healthy-shard admissions ended 503 outcome_unknown while another shard stalled", unknown)
 	}
-	rep := p.settle(fmt.Sprintf("redis primary %s SIGSTOPped %v (other shards serving)", node, stallFor), start, wh, wv)
+	rep := p.settle(fmt.Sprintf("redis primary %s stalled by %s %v (other shards serving)", node, how, stallFor), start, wh, wv)
 	t.Logf("audit: direct ok %v (violations %v), endpoint ok %v", rep.direct.OK, rep.direct.Violations, rep.viaHTTP.OK)
 }
 
