@@ -1,0 +1,38 @@
+package stock
+
+import (
+	"context"
+	"time"
+)
+
+// Restores: a cancelled order's qty back to Redis, once per request id.
+
+// MarkedGuardTTL is how long a restore guard is kept once MySQL marked its
+// record applied (ExpireRestoreGuards). Until then it has no TTL. It must
+// exceed the longest time a reaper may take between reading a record as
+// pending and its restore reaching Redis (one read and one restore call,
+// each bounded by the store timeout, seconds): a slower replica that read
+// the record before another one marked it still finds the guard.
+const MarkedGuardTTL = time.Hour
+
+// RestoreResult is what Restore did.
+type RestoreResult int
+
+// Restore outcomes; see lua/restore.lua.
+const (
+	RestoreApplied RestoreResult = 1  // qty given back now
+	RestoreSeen    RestoreResult = 0  // given back before: no-op
+	RestoreNoStock RestoreResult = -1 // Redis has no state for the item; warm rebuilds it from MySQL
+)
+
+// Restore gives the qty of requestID's cancelled order back to bucket of the
+// item in Redis exactly once. Its guard has no TTL until
+// ExpireRestoreGuards, after the mark.
+func (s *Store) Restore(ctx context.Context, itemID int64, bucket int, requestID string, qty int) (RestoreResult, error) {
+	k := BucketKeys(itemID, bucket)
+	n, err := restoreScript.Run(ctx, s.rdb, []string{k.Stock, k.RestoreGuard(requestID)}, qty).Int()
+	if err != nil {
+		return 0, unavailable("stock: restore", err)
+	}
+	return RestoreResult(n), nil
+}

@@ -1,0 +1,124 @@
+package stock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// An item's Redis state read whole, for audits and the public view.
+
+// State is an item's Redis state, for audits and the public view: the sum
+// over its buckets, and each bucket's own.
+type State struct {
+	Warmed     bool
+	Stock      int64
+	Buyers     int64
+	Pending    int64 // reservations
+	PendingQty int64
+	// OldestReservedAt is when the oldest pending reservation was made, by
+	// Redis' clock (zero with none): the orphan sweep voids it once it is
+	// older than the grace, so its age says how close buyers are to losing
+	// a 202 to a stuck pipeline.
+	OldestReservedAt time.Time
+	StartsAt         time.Time
+	EndsAt           time.Time
+	PerUserLimit     int
+	// Buckets is the item's bucket count (1 for an unbucketed item), and
+	// PerBucket each bucket's state (Warmed: the bucket has its stock key).
+	Buckets   int
+	PerBucket []State
+}
+
+// Stock returns the Redis stock of an item (the sum of its buckets) and
+// whether the item is warmed.
+func (s *Store) Stock(ctx context.Context, itemID int64) (int64, bool, error) {
+	n, warmed, err := s.Buckets(ctx, itemID)
+	if err != nil || !warmed {
+		return 0, false, err
+	}
+	stocks, err := s.BucketStocks(ctx, itemID, n)
+	if err != nil {
+		return 0, false, err
+	}
+	var sum int64
+	for _, v := range stocks {
+		if v < 0 {
+			return 0, false, nil // a bucket lost its stock key: not warmed
+		}
+		sum += v
+	}
+	return sum, true, nil
+}
+
+// ReadState reads an item's whole Redis state, bucket by bucket. The reads
+// are not one atomic snapshot; audits read it at quiescence.
+func (s *Store) ReadState(ctx context.Context, itemID int64) (State, error) {
+	first, err := s.readBucketState(ctx, itemID, 0)
+	if err != nil {
+		return State{}, err
+	}
+	st := first
+	st.Buckets = max(st.Buckets, 1)
+	st.PerBucket = []State{first}
+	for b := 1; b < st.Buckets; b++ {
+		bs, err := s.readBucketState(ctx, itemID, b)
+		if err != nil {
+			return State{}, err
+		}
+		st.PerBucket = append(st.PerBucket, bs)
+		st.Warmed = st.Warmed && bs.Warmed
+		st.Stock += bs.Stock
+		st.Buyers += bs.Buyers
+		st.Pending += bs.Pending
+		st.PendingQty += bs.PendingQty
+		if !bs.OldestReservedAt.IsZero() && (st.OldestReservedAt.IsZero() || bs.OldestReservedAt.Before(st.OldestReservedAt)) {
+			st.OldestReservedAt = bs.OldestReservedAt
+		}
+	}
+	return st, nil
+}
+
+func (s *Store) readBucketState(ctx context.Context, itemID int64, bucket int) (State, error) {
+	k := BucketKeys(itemID, bucket)
+	pipe := s.rdb.Pipeline()
+	stockCmd := pipe.Get(ctx, k.Stock)
+	metaCmd := pipe.HMGet(ctx, k.Meta, "start_ms", "end_ms", "limit", "buckets")
+	buyersCmd := pipe.HLen(ctx, k.Holders)
+	pendCmd := pipe.HLen(ctx, k.Reservations)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return State{}, unavailable("stock: read state", err)
+	}
+	var st State
+	if v, err := stockCmd.Int64(); err == nil {
+		st.Stock, st.Warmed = v, true
+	}
+	if m := metaCmd.Val(); len(m) == 4 && m[0] != nil {
+		a, _ := strconv.ParseInt(fmt.Sprint(m[0]), 10, 64)
+		b, _ := strconv.ParseInt(fmt.Sprint(m[1]), 10, 64)
+		st.StartsAt, st.EndsAt = time.UnixMilli(a).UTC(), time.UnixMilli(b).UTC()
+		st.PerUserLimit, _ = strconv.Atoi(fmt.Sprint(m[2]))
+		st.Buckets = ParseBuckets(m[3])
+	} else {
+		st.Warmed = false
+	}
+	st.Buyers = buyersCmd.Val()
+	st.Pending = pendCmd.Val()
+	if st.Pending > 0 {
+		err := s.ScanBucketReservations(ctx, itemID, bucket, func(r Reservation) error {
+			st.PendingQty += int64(r.Qty)
+			if st.OldestReservedAt.IsZero() || r.ReservedAt.Before(st.OldestReservedAt) {
+				st.OldestReservedAt = r.ReservedAt
+			}
+			return nil
+		})
+		if err != nil {
+			return State{}, err
+		}
+	}
+	return st, nil
+}
