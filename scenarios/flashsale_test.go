@@ -122,7 +122,13 @@ func flashSale(t *testing.T, s *system, units, buckets int) {
 		t.Errorf("%d lone buyers (nobody else on the system, units left) answered 503 stock_moving: %s", n, lone.codes())
 	}
 	if burstMoving > 0 {
-		t.Logf("note: %d 503 stock_moving during the burst (retried)", burstMoving)
+		byQty := map[int]int{}
+		for _, at := range l.attempts {
+			if at.a.Error == "stock_moving" {
+				byQty[at.qty]++
+			}
+		}
+		t.Logf("note: %d 503 stock_moving during the burst (retried), by qty %v", burstMoving, byQty)
 	}
 	for _, h := range l.held {
 		if len(h.rid) == 0 || containsComma(h.rid) {
