@@ -87,7 +87,11 @@ start reaper "http://127.0.0.1:9102/readyz" env FLASHSALE_METRICS_ADDR=127.0.0.1
 # Alertmanager on 9093, where deploy/local/prometheus.yml sends the alerts;
 # its UI lists what fires. Debian's prometheus-alertmanager package (the
 # stack installs it) names the binary prometheus-alertmanager.
-if command -v prometheus-alertmanager >/dev/null; then
+# Installing the package starts its own service on 9093 on
+# a host with systemd: then Prometheus sends there, and this says so.
+if command -v prometheus-alertmanager >/dev/null && ! alive alertmanager && port_open 9093; then
+  echo "alertmanager: 127.0.0.1:9093 is taken by a server this script did not start (the package's own service?); Prometheus sends its alerts there" >&2
+elif command -v prometheus-alertmanager >/dev/null; then
   start alertmanager "http://127.0.0.1:9093/-/ready" prometheus-alertmanager \
     --config.file="$REPO/deploy/alertmanager/alertmanager.yml" --storage.path="$STATE/alertmanager-data" \
     --web.listen-address=127.0.0.1:9093 --cluster.listen-address=
