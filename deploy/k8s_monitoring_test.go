@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"reflect"
+	"regexp"
 	"testing"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
@@ -17,6 +18,10 @@ import (
 // grafanaDashboardLabel marks the ConfigMaps Grafana's dashboard sidecar
 // loads (the Grafana Helm chart's default label).
 const grafanaDashboardLabel = "grafana_dashboard"
+
+// crdDuration is the pattern the PrometheusRule CRD validates a rule's for
+// with (monitoringv1.Duration's kubebuilder marker, v0.95.2).
+var crdDuration = regexp.MustCompile(`^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$`)
 
 // monitoringBuilds: the builds that carry the monitoring objects. The base
 // does not (it must apply where the prometheus-operator's CRDs are absent);
@@ -92,6 +97,16 @@ func checkMonitoring(t *testing.T, dir string, set *k8sSet) {
 		n := 0
 		for _, g := range pr.Spec.Groups {
 			n += len(g.Rules)
+			for _, r := range g.Rules {
+				// What the CRD's OpenAPI schema checks and the Go types do not.
+				if r.For != nil && !crdDuration.MatchString(string(*r.For)) {
+					t.Errorf("PrometheusRule %s: %s: for %q is not a duration the CRD accepts", name, r.Alert, *r.For)
+				}
+				// alertmanager.yml routes by severity.
+				if sev := r.Labels["severity"]; r.Alert != "" && sev != "page" && sev != "ticket" {
+					t.Errorf("PrometheusRule %s: %s: severity %q, want page or ticket (alertmanager.yml routes by it)", name, r.Alert, sev)
+				}
+			}
 		}
 		if n < 10 {
 			t.Errorf("PrometheusRule %s: %d rules", name, n)
