@@ -86,9 +86,37 @@ func New(db *sql.DB, st *stock.Store, lag LagFunc) *Catalog {
 // between) leaves Redis as it was, a new item unknown to buyers (404), until
 // a repeated PUT or POST .../warm succeeds.
 func (c *Catalog) Put(ctx context.Context, it store.Item) (store.Item, error) {
+	return c.put(ctx, it.ID, func(store.Item, bool) (store.Item, error) { return it, nil })
+}
+
+// Patch is Put of the item that build makes of item id as stored (read
+// under its row lock, so two patches of one item never lose one another's
+// change): build's error is returned as it is, with nothing changed.
+// Errors: Put's, and store.ErrNotFound for an unknown item.
+func (c *Catalog) Patch(ctx context.Context, id int64, build func(cur store.Item) (store.Item, error)) (store.Item, error) {
+	return c.put(ctx, id, func(cur store.Item, found bool) (store.Item, error) {
+		if !found {
+			return store.Item{}, fmt.Errorf("catalog: patch item %d: %w", id, store.ErrNotFound)
+		}
+		return build(cur)
+	})
+}
+
+// put is Put and Patch: build makes the item to save from the stored one
+// (found false for a new id), inside the transaction that holds its row.
+func (c *Catalog) put(ctx context.Context, id int64, build func(cur store.Item, found bool) (store.Item, error)) (store.Item, error) {
 	var out store.Item
 	var full bool
 	err := store.RunInTx(ctx, c.db, sql.LevelDefault, func(tx *sql.Tx) error {
+		cur, err := store.GetItemForUpdate(ctx, tx, id)
+		found := err == nil
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		it, err := build(cur, found)
+		if err != nil {
+			return err
+		}
 		if err := refuseOpenRebucket(ctx, tx, it, time.Now()); err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // ItemChange is what UpsertItem did, so the caller knows how much of the
@@ -138,4 +139,52 @@ func UnappliedRestoresOf(ctx context.Context, q Querier, itemID int64) ([]Order,
 		out = append(out, o)
 	}
 	return out, rows.Err()
+}
+
+// ListItems returns up to limit items with an id above after, in id order:
+// a keyset page, so a page is the same whatever is created or deleted
+// before it, and the cost of a page does not grow with its depth.
+func ListItems(ctx context.Context, q Querier, after int64, limit int) ([]Item, error) {
+	rows, err := q.QueryContext(ctx, "SELECT "+itemCols+" FROM items WHERE id > ? ORDER BY id LIMIT ?", after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: list items after %d: %w", after, err)
+	}
+	defer rows.Close()
+	var out []Item
+	for rows.Next() {
+		it, err := scanItem(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: list items after %d: %w", after, err)
+		}
+		out = append(out, it)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: list items after %d: %w", after, err)
+	}
+	return out, nil
+}
+
+// EndItem ends item id's sale at at inside tx, holding the row lock, and
+// returns the item as it now is. A sale that ends at or before at already
+// is left as it is (an end is idempotent: the first one's time stays); one
+// that has not started yet gets its start moved to 1 ms before its end, so
+// the window stays well formed (starts_at before ends_at, as a PUT needs)
+// and lies in the past.
+func EndItem(ctx context.Context, tx *sql.Tx, id int64, at time.Time) (Item, error) {
+	it, err := GetItemForUpdate(ctx, tx, id)
+	if err != nil {
+		return Item{}, err
+	}
+	at = at.UTC().Truncate(time.Millisecond) // DATETIME(3)
+	if !it.EndsAt.After(at) {
+		return it, nil
+	}
+	it.EndsAt = at
+	if !it.StartsAt.Before(at) {
+		it.StartsAt = at.Add(-time.Millisecond)
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE items SET starts_at = ?, ends_at = ? WHERE id = ?", it.StartsAt, it.EndsAt, id); err != nil {
+		return Item{}, fmt.Errorf("store: end item %d: %w", id, err)
+	}
+	return it, nil
 }
