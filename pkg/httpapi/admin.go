@@ -13,6 +13,8 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
+// adminItem is an item as an admin reads it (AdminItem in
+// ingress/openapi.yaml): every stored field, and the sale's state.
 type adminItem struct {
 	ID           int64     `json:"id"`
 	Name         string    `json:"name"`
@@ -23,11 +25,13 @@ type adminItem struct {
 	StartsAt     time.Time `json:"starts_at"`
 	EndsAt       time.Time `json:"ends_at"`
 	Buckets      int       `json:"buckets"`
+	State        string    `json:"state"`
 }
 
 func toAdminItem(it store.Item) adminItem {
 	return adminItem{ID: it.ID, Name: it.Name, PriceCents: it.PriceCents, TotalStock: it.TotalStock, Stock: it.Stock,
-		PerUserLimit: it.PerUserLimit, StartsAt: it.StartsAt.UTC(), EndsAt: it.EndsAt.UTC(), Buckets: max(it.Buckets, 1)}
+		PerUserLimit: it.PerUserLimit, StartsAt: it.StartsAt.UTC(), EndsAt: it.EndsAt.UTC(), Buckets: max(it.Buckets, 1),
+		State: saleState(it, time.Now())}
 }
 
 // putItem is PUT /api/v1/admin/items/{id}: create or update, then warm.
@@ -49,11 +53,20 @@ func (s *Server) putItem(c echo.Context) error {
 		return err
 	}
 	it, err := s.catalog.Put(c.Request().Context(), in)
+	return s.savedItem(c, id, it, err)
+}
+
+// savedItem answers a PUT or PATCH: the item saved (and warmed), or why not.
+func (s *Server) savedItem(c echo.Context, id int64, it store.Item, err error) error {
+	var invalid *apiError
+	if errors.As(err, &invalid) {
+		return invalid // a PATCH's validation, made under the row lock
+	}
 	if errors.Is(err, catalog.ErrNotWarmed) {
 		s.items.forget(id) // MySQL changed
 		s.log.WarnContext(c.Request().Context(), "item saved but not warmed", "item_id", id, "err", err)
 		return &apiError{Status: http.StatusServiceUnavailable, Code: "not_warmed", RetryAfter: time.Second,
-			Message: "the item is saved, but Redis could not be rebuilt from it; repeat the PUT or POST .../warm once requests have settled"}
+			Message: "the item is saved, but Redis could not be rebuilt from it; repeat the request or POST .../warm once requests have settled"}
 	}
 	if err != nil {
 		return s.catalogError(c, err)

@@ -68,7 +68,6 @@ func (b itemBody) validate(id int64, maxBuckets int) (store.Item, error) {
 	return it, nil
 }
 
-
 // itemFieldKinds is the JSON type each ItemInput field must have
 // (ingress/openapi.yaml): none is nullable.
 var itemFieldKinds = map[string]string{

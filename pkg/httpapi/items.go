@@ -156,3 +156,17 @@ func (c *itemCache) forget(id int64) {
 	c.missing.forget(id)
 	c.mu.Unlock()
 }
+
+// forgetOlder forgets id if the entry cached for it was asked for before
+// before, and reports whether it did.
+func (c *itemCache) forgetOlder(id int64, before time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[id]
+	if !ok || !e.expires.Add(-c.ttl).Before(before) {
+		return false
+	}
+	c.gen.Add(1)
+	delete(c.m, id)
+	return true
+}

@@ -45,6 +45,9 @@ func (s *Server) postOrder(c echo.Context) error {
 	if res.OK() {
 		return c.JSON(http.StatusAccepted, accepted{RequestID: res.RequestID, Status: orderstatus.Pending})
 	}
+	if res.Outcome == admission.NotActive {
+		return s.notActive(c.Request().Context(), *b.ItemID)
+	}
 	return admissionError(res)
 }
 

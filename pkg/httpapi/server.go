@@ -185,7 +185,11 @@ func (s *Server) routes(ipx echo.IPExtractor) *echo.Echo {
 	api.GET("/orders/:request_id", s.getOrder, user...)
 	api.POST("/orders/:request_id/pay", s.payOrder, user...)
 
+	api.GET("/admin/items", s.listItems, admin...)
+	api.GET("/admin/items/:id", s.getAdminItem, admin...)
 	api.PUT("/admin/items/:id", s.putItem, admin...)
+	api.PATCH("/admin/items/:id", s.patchItem, admin...)
+	api.POST("/admin/items/:id/end", s.endItem, admin...)
 	api.POST("/admin/items/:id/warm", s.warmItem, admin...)
 	api.GET("/admin/items/:id/audit", s.auditItem, admin...)
 	return e

@@ -1,0 +1,163 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/stock"
+)
+
+// replica is a second ingress on h's MySQL, Redis and topic, with its own
+// Redis batching, Kafka writer and item cache, as another pod has.
+func (h *harness) replica(t *testing.T) *harness {
+	t.Helper()
+	w := queue.NewWriter(h.brokers, h.topic, h.srv.cfg.Ingress.PublishTimeout)
+	t.Cleanup(func() { _ = w.Close() })
+	co := stock.NewCoalescer(h.rdb, stock.CoalesceConfig{MaxBatch: 128, Flushers: 4})
+	t.Cleanup(co.Close)
+	st := stock.New(h.rdb).WithCoalescer(co)
+	srv, err := New(h.srv.cfg, Deps{DB: h.db, Stock: st, Publisher: w, Registry: prometheus.NewRegistry(), Log: testenv.LogTail(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &harness{t: t, srv: srv, db: h.db, rdb: h.rdb, st: st, brokers: h.brokers, topic: h.topic, group: h.group,
+		writer: w, reg: h.reg, tokens: map[string]string{}}
+}
+
+// TestEndSaleTwoReplicas ends a sale while buyers buy through two ingress
+// replicas, and measures how long after the end's answer a 202 still came
+// (a request admitted before the end whose publish was still in flight).
+// The bound it checks is the API's promise: no request that reached an
+// ingress after the end's answer is admitted (Redis judges the window on
+// every admission), the last 202 comes within the publish timeout, and every
+// buyer who asks 100 ms after the end is told 409 sale_ended.
+func TestEndSaleTwoReplicas(t *testing.T) {
+	a := newHarness(t, harnessOpts{partitions: 3})
+	b := a.replica(t)
+	replicas := []*harness{a, b}
+	id := testenv.ItemID()
+	a.putItem(id, 1_000_000, 1)
+
+	type answer struct {
+		replica     int
+		start, done time.Time
+		status      int
+		code        string
+	}
+	var (
+		mu      sync.Mutex
+		answers []answer
+		users   atomic.Int64
+		stop    = make(chan struct{})
+		wg      sync.WaitGroup
+	)
+	users.Store(testenv.ItemID() % 1_000_000_000) // fresh buyers: one unit each
+	const buyers = 12
+	for w := range buyers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				rep := (w + i) % 2
+				start := time.Now()
+				r := replicas[rep].order(users.Add(1), id, 1, "")
+				var e struct {
+					Error string `json:"error"`
+				}
+				_ = json.Unmarshal(r.Body, &e)
+				mu.Lock()
+				answers = append(answers, answer{replica: rep, start: start, done: time.Now(), status: r.Code, code: e.Error})
+				mu.Unlock()
+			}
+		}()
+	}
+	time.Sleep(700 * time.Millisecond)
+	// Both replicas hold the item, open, in their caches (a buyer's page
+	// view): the end must be named sale_ended in spite of them.
+	for _, rep := range replicas {
+		if r := rep.do(http.MethodGet, fmt.Sprintf("/api/v1/items/%d", id), "", nil); r.Code != http.StatusOK {
+			t.Fatalf("item view: %d %s", r.Code, r.Body)
+		}
+	}
+	endStart := time.Now()
+	r := a.do(http.MethodPost, fmt.Sprintf("/api/v1/admin/items/%d/end", id), "", a.admin())
+	endDone := time.Now()
+	if r.Code != http.StatusOK {
+		close(stop)
+		wg.Wait()
+		t.Fatalf("end: %d %s", r.Code, r.Body)
+	}
+	time.Sleep(700 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+
+	var before, lateAccepted, startedAfter, ended, notActive, other int
+	var last202 time.Time
+	last202Replica := -1
+	for _, an := range answers {
+		if an.status == http.StatusAccepted {
+			if an.start.Before(endStart) {
+				before++
+			}
+			if an.done.After(last202) {
+				last202, last202Replica = an.done, an.replica
+			}
+			if an.done.After(endDone) {
+				lateAccepted++
+			}
+		}
+		if !an.start.After(endDone) {
+			continue
+		}
+		startedAfter++
+		switch {
+		case an.status == http.StatusAccepted:
+			t.Errorf("replica %d admitted a request that started %s after the end's answer", an.replica, an.start.Sub(endDone))
+		case an.status == http.StatusConflict && an.code == "sale_ended":
+			ended++
+		case an.status == http.StatusConflict && an.code == "sale_not_active":
+			notActive++
+			if an.start.Sub(endDone) > 100*time.Millisecond {
+				t.Errorf("replica %d answered sale_not_active %s after the end's answer, want sale_ended", an.replica, an.start.Sub(endDone))
+			}
+		default:
+			other++
+			t.Errorf("replica %d answered %d %s after the end", an.replica, an.status, an.code)
+		}
+	}
+	after := last202.Sub(endDone)
+	t.Logf("end took %s; last 202 %s after the end's answer (replica %d); 202s: %d before the end, %d answered after its answer;"+
+		" requests started after the end: %d (409 sale_ended %d, sale_not_active %d, other %d)",
+		endDone.Sub(endStart).Round(time.Microsecond), after.Round(time.Microsecond), last202Replica, before, lateAccepted, startedAfter, ended, notActive, other)
+	if before == 0 || startedAfter == 0 {
+		t.Fatalf("the test did not buy on both sides of the end: %d 202s before, %d requests after", before, startedAfter)
+	}
+	if bound := a.srv.cfg.Ingress.PublishTimeout; after > bound {
+		t.Errorf("a 202 came %s after the end's answer; the promise is within the publish timeout %s", after, bound)
+	}
+	for rep := range replicas {
+		n := 0
+		for _, an := range answers {
+			if an.replica == rep && an.start.After(endDone) {
+				n++
+			}
+		}
+		if n == 0 {
+			t.Errorf("replica %d served no request after the end", rep)
+		}
+	}
+}
