@@ -1,0 +1,150 @@
+//go:build cluster
+
+package rebalance
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale-dev/flashsale/pkg/stock"
+	"github.com/flashsale-dev/flashsale/pkg/store"
+)
+
+// The rebalancer's scripts on a Redis Cluster whose every shard lost its
+// script cache (a restart, a failover to a replica that never ran them):
+// Run's loadScripts caches all of lua/ on every shard, primaries and
+// replicas, and with the caches flushed again a pass still takes the lease
+// and drives a transfer whose buckets live on two primaries (each call's
+// EVALSHA answered NOSCRIPT and EVAL ran it in that bucket's slot).
+func TestClusterScriptsAfterFlush(t *testing.T) {
+	e := newEnv(t)
+	cc, ok := e.rdb.(*redis.ClusterClient)
+	if !ok {
+		t.Fatalf("FLASHSALE_REDIS_ADDR is not a Redis Cluster (run with stack.sh env --cluster)")
+	}
+	ctx := context.Background()
+
+	flushScripts(t, cc)
+	if err := loadScripts(ctx, cc); err != nil {
+		t.Fatal(err)
+	}
+	want := len(scriptSHAs(t))
+	for addr, n := range cachedScripts(t, cc) {
+		if n != want {
+			t.Errorf("%s caches %d of the %d scripts after loadScripts", addr, n, want)
+		}
+	}
+
+	item := e.itemOnTwoPrimaries(t, cc)
+	e.admit(item, 2, 1, 10) // bucket 1 sold out
+	e.setWant(item, 1)
+	flushScripts(t, cc)
+	key := "fs:test:rebalance:lease:" + itoa(time.Now().UnixNano())
+	t.Cleanup(func() { cc.Del(context.Background(), key) })
+	r := e.rebalancer(Config{Interval: 10 * time.Millisecond, Lease: time.Minute, LeaseKey: key, Holder: "a"})
+	if err := r.Pass(ctx); err != nil {
+		t.Fatalf("pass after every shard lost its scripts: %v", err)
+	}
+	if holder := cc.Get(ctx, key).Val(); holder != "a" {
+		t.Fatalf("lease holder = %q; want a", holder)
+	}
+	if st := e.settled(item); st[store.TransferDone] != 1 {
+		t.Fatalf("transfers = %v; want one DONE", st)
+	}
+	s := e.conserved(item, 2, 20)
+	if !equal(s.redis, []int64{5, 5}) {
+		t.Fatalf("Redis after the pass = %v; want [5 5]", s.redis)
+	}
+}
+
+// itemOnTwoPrimaries creates an item of 20 units in 2 buckets whose
+// buckets' slots are on different primaries.
+func (e *env) itemOnTwoPrimaries(t *testing.T, cc *redis.ClusterClient) int64 {
+	t.Helper()
+	for range 100 {
+		id := e.item(20, 2)
+		if primaryOfKey(t, cc, stock.BucketKeys(id, 0).Stock) != primaryOfKey(t, cc, stock.BucketKeys(id, 1).Stock) {
+			return id
+		}
+	}
+	t.Fatal("no item in 100 with its two buckets on two primaries")
+	return 0
+}
+
+func primaryOfKey(t *testing.T, cc *redis.ClusterClient, key string) string {
+	t.Helper()
+	c, err := cc.MasterForKey(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.Options().Addr
+}
+
+// scriptSHAs are the digests of lua/*.lua, which EVALSHA names.
+func scriptSHAs(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob("lua/*.lua")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("lua scripts: %v %v", files, err)
+	}
+	var out []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := sha1.Sum(b)
+		out = append(out, hex.EncodeToString(h[:]))
+	}
+	return out
+}
+
+// cachedScripts counts, per shard (primaries and replicas), how many of
+// lua/'s scripts its cache holds.
+func cachedScripts(t *testing.T, cc *redis.ClusterClient) map[string]int {
+	t.Helper()
+	shas := scriptSHAs(t)
+	var mu sync.Mutex
+	out := map[string]int{}
+	err := cc.ForEachShard(context.Background(), func(ctx context.Context, c *redis.Client) error {
+		ex, err := c.ScriptExists(ctx, shas...).Result()
+		if err != nil {
+			return err
+		}
+		n := 0
+		for _, e := range ex {
+			if e {
+				n++
+			}
+		}
+		mu.Lock()
+		out[c.Options().Addr] = n
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("script exists: %v", err)
+	}
+	return out
+}
+
+// flushScripts empties every shard's script cache.
+func flushScripts(t *testing.T, cc *redis.ClusterClient) {
+	t.Helper()
+	if err := cc.ScriptFlush(context.Background()).Err(); err != nil {
+		t.Fatalf("script flush: %v", err)
+	}
+	for addr, n := range cachedScripts(t, cc) {
+		if n != 0 {
+			t.Fatalf("%s still caches %d scripts after SCRIPT FLUSH", addr, n)
+		}
+	}
+}
