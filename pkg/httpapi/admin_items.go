@@ -31,11 +31,11 @@ type itemPage struct {
 // a page of limit after the id after (keyset: a page is stable whatever is
 // created meanwhile, and costs the same at any depth).
 func (s *Server) listItems(c echo.Context) error {
-	limit, err := queryInt(c, "limit", defaultListLimit, 1, maxListLimit, "invalid_limit", "limit must be an integer from 1 to 1000")
+	limit, err := queryInt(c, "limit", defaultListLimit, 1, maxListLimit, badRequest("invalid_limit", "limit must be an integer from 1 to 1000"))
 	if err != nil {
 		return err
 	}
-	after, err := queryInt(c, "after", 0, 0, 1<<63-1, "invalid_after", "after must be an item id (a 64-bit decimal integer without sign or leading zeros) or 0")
+	after, err := queryInt(c, "after", 0, 0, 1<<63-1, badRequest("invalid_after", "after must be an item id (a 64-bit decimal integer without sign or leading zeros) or 0"))
 	if err != nil {
 		return err
 	}
@@ -60,18 +60,18 @@ func (s *Server) listItems(c echo.Context) error {
 }
 
 // queryInt parses an optional decimal query parameter, sent at most once,
-// within [lo, hi].
-func queryInt(c echo.Context, name string, def, lo, hi int64, code, msg string) (int64, error) {
+// within [lo, hi]; invalid is the answer to any other.
+func queryInt(c echo.Context, name string, def, lo, hi int64, invalid *apiError) (int64, error) {
 	vs, sent := c.QueryParams()[name]
 	if !sent {
 		return def, nil
 	}
 	if len(vs) != 1 {
-		return 0, badRequest(code, msg)
+		return 0, invalid
 	}
 	n, err := strconv.ParseInt(vs[0], 10, 64)
 	if err != nil || n < lo || n > hi || strconv.FormatInt(n, 10) != vs[0] {
-		return 0, badRequest(code, msg)
+		return 0, invalid
 	}
 	return n, nil
 }
