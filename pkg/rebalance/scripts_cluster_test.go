@@ -4,16 +4,12 @@ package rebalance
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
-	"os"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
@@ -32,12 +28,13 @@ func TestClusterScriptsAfterFlush(t *testing.T) {
 	}
 	ctx := context.Background()
 
-	flushScripts(t, cc)
+	shas := testenv.ScriptSHAs(t, "lua/*.lua")
+	testenv.FlushScripts(t, cc, shas)
 	if err := loadScripts(ctx, cc); err != nil {
 		t.Fatal(err)
 	}
-	want := len(scriptSHAs(t))
-	for addr, n := range cachedScripts(t, cc) {
+	want := len(shas)
+	for addr, n := range testenv.CachedScripts(t, cc, shas) {
 		if n != want {
 			t.Errorf("%s caches %d of the %d scripts after loadScripts", addr, n, want)
 		}
@@ -46,7 +43,7 @@ func TestClusterScriptsAfterFlush(t *testing.T) {
 	item := e.itemOnTwoPrimaries(t, cc)
 	e.admit(item, 2, 1, 10) // bucket 1 sold out
 	e.setWant(item, 1)
-	flushScripts(t, cc)
+	testenv.FlushScripts(t, cc, shas)
 	key := "fs:test:rebalance:lease:" + itoa(time.Now().UnixNano())
 	t.Cleanup(func() { cc.Del(context.Background(), key) })
 	r := e.rebalancer(Config{Interval: 10 * time.Millisecond, Lease: time.Minute, LeaseKey: key, Holder: "a"})
@@ -86,65 +83,4 @@ func primaryOfKey(t *testing.T, cc *redis.ClusterClient, key string) string {
 		t.Fatal(err)
 	}
 	return c.Options().Addr
-}
-
-// scriptSHAs are the digests of lua/*.lua, which EVALSHA names.
-func scriptSHAs(t *testing.T) []string {
-	t.Helper()
-	files, err := filepath.Glob("lua/*.lua")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("lua scripts: %v %v", files, err)
-	}
-	var out []string
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := sha1.Sum(b)
-		out = append(out, hex.EncodeToString(h[:]))
-	}
-	return out
-}
-
-// cachedScripts counts, per shard (primaries and replicas), how many of
-// lua/'s scripts its cache holds.
-func cachedScripts(t *testing.T, cc *redis.ClusterClient) map[string]int {
-	t.Helper()
-	shas := scriptSHAs(t)
-	var mu sync.Mutex
-	out := map[string]int{}
-	err := cc.ForEachShard(context.Background(), func(ctx context.Context, c *redis.Client) error {
-		ex, err := c.ScriptExists(ctx, shas...).Result()
-		if err != nil {
-			return err
-		}
-		n := 0
-		for _, e := range ex {
-			if e {
-				n++
-			}
-		}
-		mu.Lock()
-		out[c.Options().Addr] = n
-		mu.Unlock()
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("script exists: %v", err)
-	}
-	return out
-}
-
-// flushScripts empties every shard's script cache.
-func flushScripts(t *testing.T, cc *redis.ClusterClient) {
-	t.Helper()
-	if err := cc.ScriptFlush(context.Background()).Err(); err != nil {
-		t.Fatalf("script flush: %v", err)
-	}
-	for addr, n := range cachedScripts(t, cc) {
-		if n != 0 {
-			t.Fatalf("%s still caches %d scripts after SCRIPT FLUSH", addr, n)
-		}
-	}
 }

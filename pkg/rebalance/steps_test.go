@@ -5,6 +5,7 @@ package rebalance
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -34,18 +35,6 @@ func stocksOf(t *testing.T, s *stock.Store, item int64, n int) []int64 {
 	return st
 }
 
-func sameInts(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // The out step is decided once: repeats answer the first answer and take
 // nothing, even after the donor's stock changed.
 func TestTransferOutDecidedOnce(t *testing.T) {
@@ -61,7 +50,7 @@ func TestTransferOutDecidedOnce(t *testing.T) {
 			t.Fatalf("out #%d = %q, %v; want ok", i+1, r, err)
 		}
 	}
-	if got := stocksOf(t, s, item, 3); !sameInts(got, []int64{2, 0, 2}) {
+	if got := stocksOf(t, s, item, 3); !slices.Equal(got, []int64{2, 0, 2}) {
 		t.Fatalf("stocks after one out of 3 from bucket 0 = %v", got)
 	}
 	short := ref{item: item, id: 2, from: 2, to: 1, qty: 3, token: 1000}
@@ -80,7 +69,7 @@ func TestTransferOutDecidedOnce(t *testing.T) {
 	if r, _ := transferOut(ctx, rdb, stale); r != stepOK {
 		t.Fatalf("out with a new token over an old guard = %q; want ok", r)
 	}
-	if got := stocksOf(t, s, item, 3); !sameInts(got, []int64{2, 0, 9}) {
+	if got := stocksOf(t, s, item, 3); !slices.Equal(got, []int64{2, 0, 9}) {
 		t.Fatalf("stocks = %v", got)
 	}
 	if ttl := rdb.PTTL(ctx, stock.BucketKeys(item, 0).TransferGuard(1, "out")).Val(); ttl != -1 {
@@ -117,7 +106,7 @@ func TestTransferInOnceAndFinish(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !sameInts(v.stocks, []int64{5, 0, -1}) || v.want[0] || !v.want[1] || v.want[2] || !sameInts(v.live, []int64{7}) || v.buckets != 2 {
+	if !slices.Equal(v.stocks, []int64{5, 0, -1}) || v.want[0] || !v.want[1] || v.want[2] || !slices.Equal(v.live, []int64{7}) || v.buckets != 2 {
 		t.Fatalf("view = %+v", v)
 	}
 	if r, _ := transferOut(ctx, rdb, tr); r != stepOK {
@@ -129,7 +118,7 @@ func TestTransferInOnceAndFinish(t *testing.T) {
 	if r, err := transferIn(ctx, rdb, tr); err != nil || r != stepSeen {
 		t.Fatalf("in again = %q, %v; want seen", r, err)
 	}
-	if got := stocksOf(t, s, item, 2); !sameInts(got, []int64{3, 2}) {
+	if got := stocksOf(t, s, item, 2); !slices.Equal(got, []int64{3, 2}) {
 		t.Fatalf("stocks after the transfer = %v; want [3 2]", got)
 	}
 	if rdb.Exists(ctx, k1.Want).Val() != 0 {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -74,7 +75,7 @@ func TestTransferLifecycle(t *testing.T) {
 		}
 	}
 	want := []store.StockRow{{Bucket: 0, TotalStock: 10, Stock: 10}, {Bucket: 1, TotalStock: 14, Stock: 14}, {Bucket: 2, TotalStock: 6, Stock: 6}, {Bucket: 3, TotalStock: 10, Stock: 10}}
-	if got := rowsOf(t, db, item); !equalRows(got, want) {
+	if got := rowsOf(t, db, item); !slices.Equal(got, want) {
 		t.Fatalf("rows after the move = %+v; want %+v", got, want)
 	}
 	if ok, err := abandonTransfer(ctx, db, tr.ID); err != nil || ok {
@@ -101,7 +102,7 @@ func TestTransferLifecycle(t *testing.T) {
 	if moved, err := moveTransfer(ctx, db, ab, noCut(t, ab.Qty)); err != nil || moved.won {
 		t.Fatalf("move an ABANDONED transfer = %v, %v; want no change", moved, err)
 	}
-	if got := rowsOf(t, db, item); !equalRows(got, want) {
+	if got := rowsOf(t, db, item); !slices.Equal(got, want) {
 		t.Fatalf("rows changed by an abandoned transfer: %+v", got)
 	}
 }
@@ -149,7 +150,7 @@ func TestMoveTransferDonorShort(t *testing.T) {
 	if got, _ := getTransfer(ctx, db, tr.ID); got.State != store.TransferPlanned || got.Qty != 5 {
 		t.Fatalf("transfer after the refused move = %+v; want PLANNED 5", got)
 	}
-	if got := rowsOf(t, db, item); !equalRows(got, []store.StockRow{{Bucket: 0, TotalStock: 4, Stock: 4}, {Bucket: 1, TotalStock: 4, Stock: 4}}) {
+	if got := rowsOf(t, db, item); !slices.Equal(got, []store.StockRow{{Bucket: 0, TotalStock: 4, Stock: 4}, {Bucket: 1, TotalStock: 4, Stock: 4}}) {
 		t.Fatalf("rows changed by a refused move: %+v", got)
 	}
 	if mv, err := moveTransfer(ctx, db, tr, answer(2)); err != nil || mv != (moved{won: true, state: store.TransferMoved, qty: 2}) {
@@ -158,7 +159,7 @@ func TestMoveTransferDonorShort(t *testing.T) {
 	if got, _ := getTransfer(ctx, db, tr.ID); got.State != store.TransferMoved || got.Qty != 2 {
 		t.Fatalf("transfer = %+v; want MOVED 2", got)
 	}
-	if got := rowsOf(t, db, item); !equalRows(got, []store.StockRow{{Bucket: 0, TotalStock: 6, Stock: 6}, {Bucket: 1, TotalStock: 2, Stock: 2}}) {
+	if got := rowsOf(t, db, item); !slices.Equal(got, []store.StockRow{{Bucket: 0, TotalStock: 6, Stock: 6}, {Bucket: 1, TotalStock: 2, Stock: 2}}) {
 		t.Fatalf("rows after a move cut to 2 = %+v", got)
 	}
 
@@ -173,7 +174,7 @@ func TestMoveTransferDonorShort(t *testing.T) {
 	if mv, err := moveTransfer(ctx, db, ab, cutToNothing); err != nil || mv != (moved{won: true, state: store.TransferAbandoned}) {
 		t.Fatalf("move cut to nothing = %+v, %v; want ABANDONED", mv, err)
 	}
-	if got := rowsOf(t, db, item); !equalRows(got, []store.StockRow{{Bucket: 0, TotalStock: 6, Stock: 6}, {Bucket: 1, TotalStock: 2, Stock: 2}}) {
+	if got := rowsOf(t, db, item); !slices.Equal(got, []store.StockRow{{Bucket: 0, TotalStock: 6, Stock: 6}, {Bucket: 1, TotalStock: 2, Stock: 2}}) {
 		t.Fatalf("rows changed by a move cut to nothing: %+v", got)
 	}
 }
@@ -262,16 +263,4 @@ func TestOpenTransfersAndItems(t *testing.T) {
 	if ts, _ := openTransfers(ctx, db, 1); len(ts) != 1 || ts[0].ID != a.ID {
 		t.Fatalf("open transfers, limit 1 = %+v; want the oldest", ts)
 	}
-}
-
-func equalRows(a, b []store.StockRow) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -4,12 +4,7 @@ package stock_test
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"fmt"
-	"os"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -176,77 +171,18 @@ func expectState(t *testing.T, s *stock.Store, id, stockLeft, pending, buyers in
 
 // scriptSHAs are the digests of the embedded scripts (lua/*.lua), which
 // EVALSHA names.
-func scriptSHAs(t *testing.T) []string {
-	t.Helper()
-	files, err := filepath.Glob("lua/*.lua")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("lua scripts: %v %v", files, err)
-	}
-	var out []string
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := sha1.Sum(b)
-		out = append(out, hex.EncodeToString(h[:]))
-	}
-	return out
-}
-
-// cachedScripts counts, per shard (primaries and replicas), how many of the
-// scripts its cache holds.
-func cachedScripts(t *testing.T, cc *redis.ClusterClient) map[string]int {
-	t.Helper()
-	shas := scriptSHAs(t)
-	var mu sync.Mutex
-	out := map[string]int{}
-	err := cc.ForEachShard(context.Background(), func(ctx context.Context, c *redis.Client) error {
-		ex, err := c.ScriptExists(ctx, shas...).Result()
-		if err != nil {
-			return err
-		}
-		n := 0
-		for _, e := range ex {
-			if e {
-				n++
-			}
-		}
-		mu.Lock()
-		out[c.Options().Addr] = n
-		mu.Unlock()
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("script exists: %v", err)
-	}
-	return out
-}
+func scriptSHAs(t *testing.T) []string { return testenv.ScriptSHAs(t, "lua/*.lua") }
 
 // flushScripts empties every shard's script cache and checks it is empty,
 // so the calls that follow must find NOSCRIPT.
-func flushScripts(t *testing.T, cc *redis.ClusterClient) {
-	t.Helper()
-	if err := cc.ScriptFlush(context.Background()).Err(); err != nil {
-		t.Fatalf("script flush: %v", err)
-	}
-	c := cachedScripts(t, cc)
-	if len(c) < 2*testenv.ClusterSize {
-		t.Fatalf("script caches of %d shards %v, want every primary and replica", len(c), c)
-	}
-	for addr, n := range c {
-		if n != 0 {
-			t.Fatalf("%s still caches %d scripts after SCRIPT FLUSH", addr, n)
-		}
-	}
-}
+func flushScripts(t *testing.T, cc *redis.ClusterClient) { testenv.FlushScripts(t, cc, scriptSHAs(t)) }
 
 // expectScriptsOnEveryShard: the NOSCRIPT retry loaded every script on
 // every shard, replicas too, so a failover finds them.
 func expectScriptsOnEveryShard(t *testing.T, cc *redis.ClusterClient) {
 	t.Helper()
 	want := len(scriptSHAs(t))
-	for addr, n := range cachedScripts(t, cc) {
+	for addr, n := range testenv.CachedScripts(t, cc, scriptSHAs(t)) {
 		if n != want {
 			t.Errorf("%s caches %d of the %d scripts after the batch's NOSCRIPT retry", addr, n, want)
 		}
