@@ -5,6 +5,9 @@ generates requests that obey the schema and that the server rightly refuses
 (ingress/openapi.yaml, info.description):
 
 - PUT /api/v1/admin/items/{id}: starts_at must be before ends_at;
+- PATCH /api/v1/admin/items/{id}: the same, of the patch merged onto the
+  stored item (this hook knows the window of every item the run saw
+  answered, so it can merge);
 - POST /api/v1/orders: qty must be at most the item's per_user_limit.
 
 filter_failure drops exactly those refusals, and only when this hook can
@@ -36,6 +39,7 @@ import schemathesis
 from hypothesis import strategies as st
 
 PUT_ITEM = "PUT /api/v1/admin/items/{id}"
+PATCH_ITEM = "PATCH /api/v1/admin/items/{id}"
 POST_ORDER = "POST /api/v1/orders"
 
 MAX_ID = 2**63 - 1
@@ -46,6 +50,8 @@ _lock = threading.Lock()
 # item id -> every per_user_limit a PUT of this run asked for it.
 _limits: dict[int, set[int]] = {}
 _saved: set[int] = set()
+# item id -> (starts_at, ends_at) as the last answer that carried the item said.
+_windows: dict[int, tuple[str, str]] = {}
 # (operation, status) -> answers, printed when the run ends.
 _answers: collections.Counter = collections.Counter()
 
@@ -132,6 +138,11 @@ def after_call(context, case, response):
     code = body.get("error") if isinstance(body, dict) else None
     with _lock:
         _answers[(case.operation.label, f"{response.status_code} {code}" if code else str(response.status_code))] += 1
+    if response.status_code == 200 and case.operation.label.startswith(("PUT ", "PATCH ", "POST /api/v1/admin/items/{id}/end", "GET /api/v1/admin/items/{id}")):
+        answer = _json(response)
+        if isinstance(answer, dict) and _is_int(answer.get("id")):
+            with _lock:
+                _windows[answer["id"]] = (answer.get("starts_at"), answer.get("ends_at"))
     if case.operation.label != PUT_ITEM or response.status_code != 200:
         return
     item = case.path_parameters.get("id")
@@ -153,6 +164,15 @@ def _documented_refusal(case, response) -> bool:
     label = case.operation.label
     if label == PUT_ITEM and body.get("error") == "invalid_window":
         starts, ends = _instant(case.body.get("starts_at")), _instant(case.body.get("ends_at"))
+        return starts is not None and ends is not None and not starts < ends
+    if label == PATCH_ITEM and body.get("error") == "invalid_window":
+        item = case.path_parameters.get("id")
+        with _lock:
+            stored = _windows.get(item)
+        if stored is None:
+            return False
+        starts = _instant(case.body.get("starts_at", stored[0]))
+        ends = _instant(case.body.get("ends_at", stored[1]))
         return starts is not None and ends is not None and not starts < ends
     if label == POST_ORDER and body.get("error") == "invalid_qty":
         m = _LIMIT_MESSAGE.search(str(body.get("message", "")))
