@@ -42,8 +42,10 @@ type Move struct {
 //     only when the buckets together hold less than the buyer asked for.
 //   - When every bucket holding stock wants more than it has (so none is a
 //     donor) and the pass would let no wanting buyer buy, the pass instead
-//     fills the wanting bucket with the smallest shortfall the item covers
-//     (consolidate): some buyer is served in every such pass, never none.
+//     fills the wanting bucket with the smallest shortfall the item covers,
+//     then the next while what is left covers one (consolidate): some buyer
+//     is served in every such pass, never none, and as many as the stock
+//     and the donors (each gives once a pass) allow.
 //   - Every move is a transfer, exactly once in both stores (transfer.go),
 //     so the policy can be wrong about timing, never about the count.
 func Plan(stocks []int64, want []bool, prev []int64) []Move {
