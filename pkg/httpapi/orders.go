@@ -46,18 +46,18 @@ func (s *Server) postOrder(c echo.Context) error {
 		return c.JSON(http.StatusAccepted, accepted{RequestID: res.RequestID, Status: orderstatus.Pending})
 	}
 	if res.Outcome == admission.NotActive {
+		// sale_ended or sale_not_active: which one is the item row's to say.
 		return s.notActive(c.Request().Context(), *b.ItemID)
 	}
 	return admissionError(res)
 }
 
-// admissionError maps a refused admission to the contract's answer.
+// admissionError maps a refused admission to the contract's answer (but
+// NotActive, which postOrder names through notActive).
 func admissionError(r admission.Result) error {
 	switch r.Outcome {
 	case admission.UnknownItem:
 		return newErr(http.StatusNotFound, "unknown_item", "no such item on sale")
-	case admission.NotActive:
-		return newErr(http.StatusConflict, "sale_not_active", "the sale of this item is not open")
 	case admission.OverLimit:
 		return badRequest("invalid_qty", fmt.Sprintf("qty exceeds the per-user limit of %d", r.Limit))
 	case admission.RateLimited:
