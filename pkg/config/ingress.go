@@ -99,6 +99,13 @@ type Ingress struct {
 	// StatusWaiters bounds the polls waiting at once in this process; past
 	// it a poll with wait answers at once, like a plain poll.
 	StatusWaiters int
+	// StatusRecheck is how often a waiting poll reads its status again
+	// without an announcement: the shard channel's announcements are
+	// fire-and-forget (one stored while the item's slot migrates is sent
+	// where no ingress listens; a failover drops those in flight), so this
+	// bounds how late a poll can answer after its status changed. 0
+	// switches it off (announcements only).
+	StatusRecheck time.Duration
 }
 
 // RegisterFlags implements Registerer.
@@ -136,6 +143,7 @@ func (c *Ingress) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.RedisWaitTimeout, "redis-wait-timeout", 100*time.Millisecond, "how long an admission waits for FLASHSALE_REDIS_WAIT_REPLICAS, a Go duration")
 	fs.DurationVar(&c.StatusWaitMax, "status-wait-max", 30*time.Second, "longest wait a status poll may ask for with ?wait=, a Go duration up to 2m, 0 to switch waiting off")
 	fs.IntVar(&c.StatusWaiters, "status-waiters", 10_000, "status polls that may wait at once in this process; past it they answer at once")
+	fs.DurationVar(&c.StatusRecheck, "status-recheck", 750*time.Millisecond, "how often a waiting status poll reads its status again if no announcement came, a Go duration from 100ms, 0 to rely on announcements alone")
 }
 
 // Validate implements Registerer.
@@ -196,6 +204,9 @@ func (c *Ingress) Validate() error {
 	}
 	if c.StatusWaiters < 0 || c.StatusWaiters > 1_000_000 {
 		return fmt.Errorf("FLASHSALE_STATUS_WAITERS: %d (expected 0 to 1000000)", c.StatusWaiters)
+	}
+	if c.StatusRecheck != 0 && (c.StatusRecheck < 100*time.Millisecond || c.StatusRecheck > time.Minute) {
+		return fmt.Errorf("FLASHSALE_STATUS_RECHECK: %v (expected 0 to switch it off, or 100ms to 1m)", c.StatusRecheck)
 	}
 	if c.IdempotencyTTL < time.Minute {
 		return fmt.Errorf("FLASHSALE_IDEMPOTENCY_TTL: %v (expected at least 1m)", c.IdempotencyTTL)

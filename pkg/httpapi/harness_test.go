@@ -59,7 +59,8 @@ func testIngress() config.Ingress {
 	return config.Ingress{
 		HTTPAddr: "127.0.0.1:0", JWTSecret: testSecret, PublishTimeout: 3 * time.Second,
 		SoldOutTTL: 500 * time.Millisecond, IdempotencyTTL: time.Hour,
-		Buckets: config.Buckets{Max: 64, Wait: time.Second, Poll: 25 * time.Millisecond},
+		Buckets:       config.Buckets{Max: 64, Wait: time.Second, Poll: 25 * time.Millisecond},
+		StatusRecheck: 750 * time.Millisecond, // the flag's default
 	}
 }
 

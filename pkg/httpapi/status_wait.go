@@ -72,18 +72,33 @@ func (s *Server) awaitView(ctx context.Context, v orderstatus.View, wait time.Du
 	if !wt.w.ok {
 		return v
 	}
+	// The re-read without an announcement (FLASHSALE_STATUS_RECHECK): an
+	// announcement lost on the way (a slot migrating, a failover) costs at
+	// most one interval, not the whole wait.
+	var recheck <-chan time.Time
+	if every := s.cfg.Ingress.StatusRecheck; every > 0 {
+		tk := time.NewTicker(every)
+		defer tk.Stop()
+		recheck = tk.C
+	}
 	for {
 		nv, err := s.requestView(ctx, v.RequestID, user)
-		if err != nil {
-			// A failed re-read: the last answer still holds.
+		switch {
+		case err != nil && recheck == nil:
+			// A failed re-read with nothing to try again: the last
+			// answer still holds.
 			return v
-		}
-		if nv.Status != orderstatus.Pending {
+		case err == nil && nv.Status != orderstatus.Pending:
 			return nv
+		case err == nil:
+			v = nv
 		}
-		v = nv
+		// A failed re-read (a slot just handed over, Redis busy) is tried
+		// again at the next wake-up or recheck; the deadline answers the
+		// last view.
 		select {
 		case <-wt.wake:
+		case <-recheck:
 		case <-deadline.C:
 			return v
 		case <-ctx.Done():

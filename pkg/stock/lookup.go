@@ -2,8 +2,11 @@ package stock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Lookup is what Redis knows about one request: its cached status and its
@@ -26,6 +29,9 @@ type Lookup struct {
 func (s *Store) LookupRequest(ctx context.Context, itemID int64, requestID string) (Lookup, error) {
 	k := RequestKeys(itemID, requestID)
 	res, err := s.run(ctx, lookupScript, []string{k.Status(requestID), k.Reservations}, requestID).Slice()
+	if redis.IsTryAgainError(err) {
+		res, err = s.lookupApart(ctx, k, requestID)
+	}
 	if err != nil {
 		return Lookup{}, unavailable("stock: lookup request", err)
 	}
@@ -48,6 +54,34 @@ func (s *Store) LookupRequest(ctx context.Context, itemID int64, requestID strin
 			return Lookup{}, err
 		}
 		out.Reservation, out.HasReservation = r, true
+	}
+	return out, nil
+}
+
+// lookupApart is lookup.lua's two reads as two single-key calls, for while
+// the item's Cluster slot migrates: a script's keys may then lie on two
+// primaries (a new status on the importing one, the reservations hash not
+// moved yet) and Redis answers TRYAGAIN until the move ends, which held a
+// waiting poll for the whole move. One key at a time follows the ASK
+// redirect. The status is read first: a status stored between the reads
+// can only make the reservation read miss too, and a lookup with neither
+// falls back to MySQL, the truth; so the pair is never a view that did
+// not exist.
+func (s *Store) lookupApart(ctx context.Context, k Keys, requestID string) ([]any, error) {
+	st, err := s.rdb.Get(ctx, k.Status(requestID)).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	res, err := s.rdb.HGet(ctx, k.Reservations, requestID).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	out := []any{false, false}
+	if st != "" {
+		out[0] = st
+	}
+	if res != "" {
+		out[1] = res
 	}
 	return out, nil
 }

@@ -1,0 +1,52 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/orderstatus"
+	"github.com/flashsale-dev/flashsale/pkg/stock"
+)
+
+// TestWaitAnswersALostAnnouncement: a status stored with no announcement
+// reaching the ingress (pub/sub is fire-and-forget: a status stored on a
+// primary importing the item's slot is announced where no ingress listens,
+// a failover drops messages in flight) is still answered well within its
+// wait, by the waiting poll's own re-read every FLASHSALE_STATUS_RECHECK,
+// not at the end of the ?wait=.
+func TestWaitAnswersALostAnnouncement(t *testing.T) {
+	h := waitHarness(t, 100)
+	item := testenv.ItemID()
+	h.putItem(item, 10, 1)
+	rid := h.pendingOrder(43, item)
+	got := make(chan timedStatus, 1)
+	go func() { got <- h.poll(context.Background(), 43, rid, "10s") }()
+	waitFor(t, "the poll to wait", func() bool { n, _ := h.srv.waits.waiting(); return n == 1 })
+	time.Sleep(50 * time.Millisecond) // subscribed
+	// What status_put.lua stores, without its SPUBLISH.
+	exp := time.Now().Add(15 * time.Minute).UTC()
+	v := orderstatus.View{RequestID: rid, ItemID: item, Qty: 1, Status: orderstatus.Unpaid, OrderID: 1, ExpiresAt: &exp}
+	b, err := json.Marshal(struct {
+		orderstatus.View
+		Owner int64 `json:"owner"`
+	}{v, 43})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := stock.RequestKeys(item, rid).Status(rid)
+	stored := time.Now()
+	if err := h.rdb.Set(context.Background(), key, strconv.Itoa(int(stock.RankUnpaid))+"|"+string(b), 15*time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	r := <-got
+	if r.code != 200 || r.status != orderstatus.Unpaid {
+		t.Fatalf("got %d %s after %v, want 200 UNPAID", r.code, r.body, r.at.Sub(stored))
+	}
+	if lag := r.at.Sub(stored); lag > 4*time.Second {
+		t.Fatalf("answered %v after the status was stored unannounced: the poll waited out its 10s instead of reading again", lag)
+	}
+}
