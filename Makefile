@@ -14,7 +14,7 @@ TLS_ENV = eval "$$($(STACK) env --tls)" &&
 GALERA_ENV = eval "$$($(STACK) env --galera)" &&
 GOTEST_FLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: report-deps report-assets run test test-tls test-faults test-cluster test-cluster-reduced test-faults-cluster cluster-up galera-up test-faults-galera test-netfaults bench stack-up stack-down stack-status env setup build vet fmt lint clean
+.PHONY: report-deps report-assets run test generate test-tls test-faults test-cluster test-cluster-reduced test-faults-cluster cluster-up galera-up test-faults-galera test-netfaults bench stack-up stack-down stack-status env setup build vet fmt lint clean
 
 ## run: bring up the stack, migrate, start the pipeline and run the demo flash
 ## sale, every connection over TLS with credentials (stack.sh env --tls)
@@ -36,12 +36,13 @@ test: stack-up setup report-deps vet
 	@$(MAKE) --no-print-directory test-faults-galera
 
 ## test-cluster-reduced: what make test runs on the local clusters: the
-## cluster tests, then three of the cluster fault tests (the orders' leader
+## cluster tests, then five of the cluster fault tests (the orders' leader
 ## broker SIGKILLed, the sale item's Redis primary SIGKILLed with and
-## without WAIT, one primary SIGSTOPped while the others serve);
-## test-faults-cluster runs all of them
+## without WAIT, one primary SIGSTOPped, and one cut off from the ingress
+## alone, while the others serve, the item's slot migrated under long
+## polls); test-faults-cluster runs all of them
 test-cluster-reduced: test-cluster
-	@$(CLUSTER_ENV) $(GO) test -tags 'faults cluster' -count=1 -p 1 -timeout 20m -run '^TestCluster(LeaderKilled|RedisPrimaryKilled|RedisPrimaryStalled)$$' ./faults/
+	@$(CLUSTER_ENV) $(GO) test -tags 'faults cluster' -count=1 -p 1 -timeout 20m -run '^TestCluster(LeaderKilled|RedisPrimaryKilled|RedisPrimaryStalled|RedisPrimaryPartitioned|SlotMigrationLongPolls)$$' ./faults/
 
 ## test-tls: what make test runs over TLS and credentials: every listener of
 ## the stack tried with real clients (stack.sh check-tls), the Go tests of
@@ -77,6 +78,13 @@ test-netfaults: build
 	@$(GO) test -count=1 -v ./internal/nemesis/
 	@FLASHSALE_FAULTS=full $(GO) test -tags faults -count=1 -p 1 -timeout 20m -v -run '^TestNetFaults$$' ./faults/
 
+## generate: rewrite what is generated from a source in the repository
+## (deploy/k8s/monitoring's PrometheusRule and dashboard ConfigMap, from
+## deploy/prometheus/alerts.yml and the Grafana dashboard); a test fails
+## when they differ
+generate:
+	@$(GO) generate ./deploy/monitoringgen
+
 ## bench: Go benchmarks of the hot paths
 bench: stack-up setup
 	@$(STACK_ENV) $(GO) test -run '^$$' -bench . -benchtime 2s ./...
@@ -90,9 +98,9 @@ cluster-up:
 ## test-cluster: bring the cluster up, run setup on it, then the tests of
 ## build tag cluster (stores and topics on the clusters) against it
 test-cluster: cluster-up
-	@$(GO) vet -tags cluster ./pkg/stock/ ./pkg/queue/
+	@$(GO) vet -tags cluster ./pkg/stock/ ./pkg/queue/ ./pkg/rebalance/
 	@$(CLUSTER_ENV) $(GO) run ./setup
-	@$(CLUSTER_ENV) $(GO) test $(GOTEST_FLAGS) -tags cluster -run Cluster ./pkg/stock/ ./pkg/queue/
+	@$(CLUSTER_ENV) $(GO) test $(GOTEST_FLAGS) -tags cluster -run Cluster ./pkg/stock/ ./pkg/queue/ ./pkg/rebalance/
 
 ## test-faults-cluster: bring the cluster up, run setup on it, then the
 ## cluster fault tests (a broker or a Redis primary killed, paused or
