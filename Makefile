@@ -22,13 +22,15 @@ run: stack-up setup build
 	@$(TLS_ENV) deploy/local/run.sh
 
 ## test: bring up the stack and run every test: unit, integration and race
-## tests in parallel, the API contract (Schemathesis against a real ingress,
+## tests in parallel, every Go benchmark once (-benchtime 1x: a benchmark
+## that breaks fails CI instead of rotting unseen), the API contract (Schemathesis against a real ingress,
 ## deploy/contract/run.sh), the reduced fault suite alone (it stops servers;
 ## it includes the reduced network faults on test hosts in namespaces and
 ## the history checks), the reduced cluster run (test-cluster-reduced), then
 ## the Galera writer loss (test-faults-galera)
 test: stack-up setup report-deps vet
 	@$(STACK_ENV) $(GO) test $(GOTEST_FLAGS) ./...
+	@$(STACK_ENV) $(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./...
 	@$(MAKE) --no-print-directory test-tls
 	@$(STACK_ENV) deploy/contract/run.sh
 	@$(STACK_ENV) $(GO) test -tags faults -count=1 -p 1 -timeout 40m ./faults/

@@ -17,6 +17,7 @@ import (
 func benchOrder(h *harness, body, token string) int {
 	req := httptest.NewRequest(http.MethodPost, "/api/v1/orders", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json") // or 415, as any client
 	rec := httptest.NewRecorder()
 	h.srv.Echo().ServeHTTP(rec, req)
 	return rec.Code
