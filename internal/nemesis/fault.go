@@ -27,8 +27,13 @@ type Fault struct {
 // removal.
 func (f *Fault) Heal() error {
 	f.once.Do(func() {
-		if f.timer != nil {
-			f.timer.Stop()
+		// timer is set under net.mu (arm), and the timer's own callback
+		// may get here first: read it under the same lock.
+		f.net.mu.Lock()
+		t := f.timer
+		f.net.mu.Unlock()
+		if t != nil {
+			t.Stop()
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -60,12 +65,12 @@ func (n *Network) arm(what string, d time.Duration, heal func(context.Context) e
 		return nil, fmt.Errorf("network %s is closed", n.name)
 	}
 	n.faults[f] = true
-	n.mu.Unlock()
 	f.timer = time.AfterFunc(d, func() {
 		if err := f.Heal(); err != nil {
 			n.logf("nemesis: self-heal of %s: %v", what, err)
 		}
 	})
+	n.mu.Unlock()
 	n.logf("nemesis: %s for %v", what, d)
 	return f, nil
 }
