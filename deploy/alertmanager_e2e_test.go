@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/flashsale-dev/flashsale/internal/testenv"
 )
 
 // webhookMessage is the part of Alertmanager's webhook payload (version 4)
@@ -41,16 +42,6 @@ func lookBin(t *testing.T, names ...string) string {
 	}
 	t.Fatalf("none of %v on PATH: run `make stack-up` (it installs Debian's prometheus and prometheus-alertmanager)", names)
 	return ""
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // startProc runs a server for the test's life, its output in a file printed
@@ -151,7 +142,7 @@ func TestAlertReachesWebhook(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	amAddr, promAddr := freeAddr(t), freeAddr(t)
+	amAddr, promAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	promConf := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(promConf, []byte(fmt.Sprintf(`global:
   evaluation_interval: 1s

@@ -110,7 +110,7 @@ func newPipeline(t *testing.T, cfg settings) *pipeline {
 		}
 		return m
 	}
-	addr, opsAddr := freeAddr(t), freeAddr(t)
+	addr, opsAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	p.base = "http://" + addr
 	// health is on the ops port (/readyz, /metrics live there); the ingress
 	// binds both ports before it serves either.
@@ -119,7 +119,7 @@ func newPipeline(t *testing.T, cfg settings) *pipeline {
 		"USER_RATE_LIMIT": "0", "IP_RATE_LIMIT": "0",
 	}), "http://"+opsAddr+"/healthz")
 	for i := range cfg.Consumers {
-		a := freeAddr(t)
+		a := testenv.FreeAddr(t)
 		p.consumers = append(p.consumers, newProc(t, fmt.Sprintf("consumer-%d", i), "consumer", with(map[string]string{
 			"METRICS_ADDR": a, "BATCH_SIZE": strconv.Itoa(cfg.BatchSize),
 		}), "http://"+a+"/healthz"))
@@ -131,7 +131,7 @@ func newPipeline(t *testing.T, cfg settings) *pipeline {
 }
 
 func (p *pipeline) newReaper(with func(map[string]string) map[string]string, i int) *proc {
-	a := freeAddr(p.t)
+	a := testenv.FreeAddr(p.t)
 	return newProc(p.t, fmt.Sprintf("reaper-%d", i), "reaper", with(map[string]string{
 		"METRICS_ADDR": a, "REAP_INTERVAL": p.cfg.ReapInterval.String(), "ORPHAN_GRACE": p.cfg.OrphanGrace.String(),
 		"REAP_BATCH": strconv.Itoa(p.cfg.ReapBatch),

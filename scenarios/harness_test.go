@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -79,7 +78,7 @@ func start(t *testing.T) *system {
 		"PAYMENT_WINDOW": paymentWindow.String(), "LOG_LEVEL": "info",
 		"ORDERS_TOPIC": orders, "DLQ_TOPIC": dlq, "CONSUMER_GROUP": group,
 	}
-	addr, ops := freeAddr(t), freeAddr(t)
+	addr, ops := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	s.base = "http://" + addr
 	logs := logDir()
 	run := func(name, bin, health string, extra map[string]string) bool {
@@ -100,12 +99,12 @@ func start(t *testing.T) *system {
 		return nil
 	}
 	for i := range 2 {
-		a := freeAddr(t)
+		a := testenv.FreeAddr(t)
 		if !run(fmt.Sprintf("consumer-%d", i), "consumer", "http://"+a+"/healthz", map[string]string{"METRICS_ADDR": a}) {
 			return nil
 		}
 	}
-	a := freeAddr(t)
+	a := testenv.FreeAddr(t)
 	// The shared test Redis holds other packages' items: this reaper must
 	// leave them alone (they are not in its database).
 	if !run("reaper", "reaper", "http://"+a+"/healthz", map[string]string{"METRICS_ADDR": a,
@@ -216,16 +215,6 @@ func launch(name, bin, health string, env map[string]string, logs string) error 
 	}
 	b, _ := os.ReadFile(f.Name())
 	return fmt.Errorf("%s not healthy at %s within 30s; log:\n%s", name, health, b)
-}
-
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // answer is one HTTP answer as a client sees it.
