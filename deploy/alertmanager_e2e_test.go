@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -197,7 +198,10 @@ alerting:
 
 // TestAlertmanagerConfigs: the routing file is valid Alertmanager config,
 // and both Prometheus configs send their alerts where that Alertmanager
-// listens: compose's alertmanager service, and run.sh's on 127.0.0.1:9093.
+// listens: compose's alertmanager service, and run.sh's on 127.0.0.1:9193,
+// a port none of the native stack's servers takes (9093 is its Kafka
+// controller's: there make run started no Alertmanager and Prometheus sent
+// its alerts to Kafka).
 func TestAlertmanagerConfigs(t *testing.T) {
 	bin := lookBin(t, "amtool")
 	if out, err := exec.Command(bin, "check-config", "alertmanager/alertmanager.yml").CombinedOutput(); err != nil {
@@ -205,7 +209,7 @@ func TestAlertmanagerConfigs(t *testing.T) {
 	}
 	runSh := string(must(os.ReadFile("local/run.sh")))
 	compose := string(must(os.ReadFile("../compose.yaml")))
-	for file, want := range map[string]string{"prometheus/prometheus.yml": "alertmanager:9093", "local/prometheus.yml": "127.0.0.1:9093"} {
+	for file, want := range map[string]string{"prometheus/prometheus.yml": "alertmanager:9093", "local/prometheus.yml": "127.0.0.1:9193"} {
 		var c struct {
 			Alerting struct {
 				Alertmanagers []struct {
@@ -228,8 +232,12 @@ func TestAlertmanagerConfigs(t *testing.T) {
 			t.Errorf("%s sends alerts to %v, want [%s]", file, targets, want)
 		}
 	}
-	if !strings.Contains(runSh, "--web.listen-address=127.0.0.1:9093") {
-		t.Error("run.sh starts no Alertmanager on 127.0.0.1:9093, where local/prometheus.yml sends")
+	if !strings.Contains(runSh, "--web.listen-address=127.0.0.1:9193") {
+		t.Error("run.sh starts no Alertmanager on 127.0.0.1:9193, where local/prometheus.yml sends")
+	}
+	stackSh := string(must(os.ReadFile("local/stack.sh")))
+	if m := regexp.MustCompile(`\b\w+_PORT=9193\b|\]=9193\b`).FindString(stackSh); m != "" {
+		t.Errorf("stack.sh gives Alertmanager's 9193 to one of its servers (%s)", m)
 	}
 	if !strings.Contains(compose, "./deploy/alertmanager/alertmanager.yml:/etc/alertmanager/alertmanager.yml") {
 		t.Error("compose.yaml's alertmanager does not run deploy/alertmanager/alertmanager.yml")

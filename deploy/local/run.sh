@@ -84,17 +84,18 @@ start ingress "http://$INGRESS_OPS_ADDR/readyz" env FLASHSALE_HTTP_ADDR=$INGRESS
 start consumer-1 "http://127.0.0.1:9101/readyz" env FLASHSALE_METRICS_ADDR=127.0.0.1:9101 "$BIN/consumer"
 start consumer-2 "http://127.0.0.1:9111/readyz" env FLASHSALE_METRICS_ADDR=127.0.0.1:9111 "$BIN/consumer"
 start reaper "http://127.0.0.1:9102/readyz" env FLASHSALE_METRICS_ADDR=127.0.0.1:9102 "$BIN/reaper"
-# Alertmanager on 9093, where deploy/local/prometheus.yml sends the alerts;
-# its UI lists what fires. Debian's prometheus-alertmanager package (the
-# stack installs it) names the binary prometheus-alertmanager.
-# Installing the package starts its own service on 9093 on
-# a host with systemd: then Prometheus sends there, and this says so.
-if command -v prometheus-alertmanager >/dev/null && ! alive alertmanager && port_open 9093; then
-  echo "alertmanager: 127.0.0.1:9093 is taken by a server this script did not start (the package's own service?); Prometheus sends its alerts there" >&2
+# Alertmanager on 9193, where deploy/local/prometheus.yml sends the alerts;
+# its UI lists what fires. Not its usual 9093: that is the native stack's
+# Kafka controller (stack.sh), and the Debian package's own service takes
+# 9093 on a host with systemd. Debian's prometheus-alertmanager package
+# (the stack installs it) names the binary prometheus-alertmanager. If
+# something else holds 9193, Prometheus sends there, and this says so.
+if command -v prometheus-alertmanager >/dev/null && ! alive alertmanager && port_open 9193; then
+  echo "alertmanager: 127.0.0.1:9193 is taken by a server this script did not start (the package's own service?); Prometheus sends its alerts there" >&2
 elif command -v prometheus-alertmanager >/dev/null; then
-  start alertmanager "http://127.0.0.1:9093/-/ready" prometheus-alertmanager \
+  start alertmanager "http://127.0.0.1:9193/-/ready" prometheus-alertmanager \
     --config.file="$REPO/deploy/alertmanager/alertmanager.yml" --storage.path="$STATE/alertmanager-data" \
-    --web.listen-address=127.0.0.1:9093 --cluster.listen-address=
+    --web.listen-address=127.0.0.1:9193 --cluster.listen-address=
 fi
 if command -v prometheus >/dev/null && [[ -f $REPO/deploy/local/prometheus.yml ]]; then
   start prometheus "http://$PROM_ADDR/-/ready" prometheus --config.file="$REPO/deploy/local/prometheus.yml" \
@@ -124,7 +125,7 @@ flashsale is running:
   consumers   http://127.0.0.1:9101/metrics  http://127.0.0.1:9111/metrics
   reaper      http://127.0.0.1:9102/metrics
   prometheus  http://$PROM_ADDR     (if installed)
-  alerts      http://127.0.0.1:9093  (Alertmanager, if installed)
+  alerts      http://127.0.0.1:9193  (Alertmanager, if installed)
   logs        $STATE/*.log
 Stop the pipeline with: deploy/local/run.sh stop   (the stack: make stack-down)
 EOF
