@@ -23,20 +23,20 @@ func TestClusterStatusSubscriptionFollowsSlotMigration(t *testing.T) {
 	cc := testenv.RedisCluster(t)
 	s := stock.New(cc)
 	item, slot := itemInEmptySlot(t, cc)
-	home := clusterNode(t, testenv.PrimaryOf(t, cc, item))
-	var dst node
-	var others []node
+	home := testenv.ClusterNodeAt(t, testenv.PrimaryOf(t, cc, item))
+	var dst testenv.SlotNode
+	var others []testenv.SlotNode
 	for _, p := range testenv.Primaries(t, cc) {
-		if p == home.addr {
+		if p == home.Addr {
 			continue
 		}
-		if dst.addr == "" {
-			dst = clusterNode(t, p)
+		if dst.Addr == "" {
+			dst = testenv.ClusterNodeAt(t, p)
 		} else {
-			others = append(others, clusterNode(t, p))
+			others = append(others, testenv.ClusterNodeAt(t, p))
 		}
 	}
-	t.Cleanup(func() { putSlotBack(t, slot, home, dst, others) })
+	t.Cleanup(func() { testenv.PutSlotBack(t, slot, home, dst, others) })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := s.PutStatus(ctx, item, "before", stock.RankUnpaid, []byte(`{}`)); err != nil {
@@ -65,10 +65,10 @@ func TestClusterStatusSubscriptionFollowsSlotMigration(t *testing.T) {
 	}()
 	t.Cleanup(func() { sub.Close(); <-nextDone })
 
-	moveSlot(t, slot, home, dst, others, func(string) {})
+	testenv.MoveSlot(t, slot, home, dst, others, 1, func(string) {})
 	moved := time.Now()
-	if got := testenv.PrimaryOf(t, cc, item); got != dst.addr {
-		t.Fatalf("slot %d on %s after the move, want %s", slot, got, dst.addr)
+	if got := testenv.PrimaryOf(t, cc, item); got != dst.Addr {
+		t.Fatalf("slot %d on %s after the move, want %s", slot, got, dst.Addr)
 	}
 	time.Sleep(200 * time.Millisecond)
 	changed := time.Now()
@@ -87,10 +87,10 @@ func TestClusterStatusSubscriptionFollowsSlotMigration(t *testing.T) {
 		}
 		return false
 	}, "slot %d moved %s -> %s: no announcement or gap within 3 s of the status change (events: %v)",
-		slot, home.addr, dst.addr, lazyEvents(&mu, &events, moved))
+		slot, home.Addr, dst.Addr, lazyEvents(&mu, &events, moved))
 	took := woke.at.Sub(changed)
 	t.Logf("slot %d moved %s -> %s; woken %v after the status change by %s; events since the move: %s",
-		slot, home.addr, dst.addr, took.Round(time.Millisecond), woke, lazyEvents(&mu, &events, moved))
+		slot, home.Addr, dst.Addr, took.Round(time.Millisecond), woke, lazyEvents(&mu, &events, moved))
 	if took > time.Second {
 		t.Errorf("a waiter would be woken %v after the status change, want within 1 s", took)
 	}
