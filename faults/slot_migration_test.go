@@ -201,9 +201,9 @@ func TestClusterSlotMigrationLongPolls(t *testing.T) {
 		}
 	}
 	if len(pendings) > 0 {
-		// Answered at its deadline, or at once when the re-read after a
-		// wake-up failed (status_wait.go: the last answer holds; the buyer
-		// polls again).
+		// Answered at the deadline: a re-read that fails (TRYAGAIN
+		// mid-move) is tried again at the next wake-up or recheck
+		// (status_wait.go), so none answers PENDING early.
 		t.Logf("%d polls answered PENDING (times from the first move's start), e.g.:\n  %s", len(pendings), strings.Join(pendings[:min(8, len(pendings))], "\n  "))
 	}
 	if len(after) < 50 {
