@@ -58,7 +58,7 @@ func TestWaitingBuyerKeepsItsBucketWanted(t *testing.T) {
 }
 
 // TestSmallWaiterNotHiddenByBigWant: a want flag carries the qty asked, and
-// the rebalancer gathers that much (rebalance.PlanNeeds). When a buyer of 3
+// the rebalancer gathers that much (rebalance.Plan). When a buyer of 3
 // is refused in a bucket where a buyer of 1 waits, its script raises the
 // flag to 3; if the item holds fewer than 3 the policy can never cover that
 // need, and with every bucket holding stock wanting too (stocks [1,1,0],

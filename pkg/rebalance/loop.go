@@ -346,7 +346,7 @@ func (r *Rebalancer) rebalanceItem(ctx context.Context, it bucketedItem, open ma
 	if len(prev) != it.Buckets {
 		prev = nil
 	}
-	moves := PlanNeeds(v.stocks, v.want, v.need, prev)
+	moves := Plan(v.stocks, v.want, v.need, prev)
 	made, err := r.moveAll(ctx, it, moves)
 	if err != nil {
 		errs = append(errs, err)

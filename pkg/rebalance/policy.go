@@ -48,17 +48,17 @@ type Move struct {
 //     and the donors (each gives once a pass) allow.
 //   - Every move is a transfer, exactly once in both stores (transfer.go),
 //     so the policy can be wrong about timing, never about the count.
-func Plan(stocks []int64, want []bool, prev []int64) []Move {
-	return PlanNeeds(stocks, want, nil, prev)
-}
-
-// PlanNeeds is Plan with need, the qty the buyer who raised each want flag
-// asked for (nil or 0: 1). A wanting recipient whose stock is short of its
-// need takes, in the same pass, as much of the need as each donor has, from
-// as many donors as it takes: a buyer of 43 units of an item spread 6 to a
-// bucket would otherwise wait one pass per unit (half the difference of two
-// equal buckets is one unit), far longer than the ingress's bucket wait.
-func PlanNeeds(stocks []int64, want []bool, need []int64, prev []int64) []Move {
+//
+// need is the qty the buyer who raised each want flag asked for (nil or 0:
+// 1). A wanting recipient whose stock is short of its need takes, in the
+// same pass, as much of the need as each donor has, from as many donors as
+// it takes: a buyer of 43 units of an item spread 6 to a bucket would
+// otherwise wait one pass per unit (half the difference of two equal
+// buckets is one unit), far longer than the ingress's bucket wait.
+//
+// Plan is the policy's one entry point: the rebalancer's passes, the
+// property tests and the model test all plan through it.
+func Plan(stocks []int64, want []bool, need []int64, prev []int64) []Move {
 	moves := planToward(stocks, want, need, prev)
 	if c := consolidate(stocks, want, need, after(stocks, moves)); c != nil {
 		return c
@@ -142,7 +142,7 @@ func consolidate(stocks []int64, want []bool, need []int64, planned []int64) []M
 	}
 }
 
-// planToward is the ordinary pass of PlanNeeds: recipients, wanting first,
+// planToward is the ordinary pass of Plan: recipients, wanting first,
 // each given from the fullest non-recipient donors.
 func planToward(stocks []int64, want []bool, need []int64, prev []int64) []Move {
 	n := len(stocks)

@@ -16,7 +16,7 @@ func TestConsolidateServesAsManyAsTheStockCovers(t *testing.T) {
 	stocks := []int64{2, 2, 2, 2, 0, 0, 0, 0}
 	want := []bool{true, true, true, true, true, true, true, true}
 	need := []int64{3, 3, 3, 3, 1, 1, 1, 1}
-	moves := PlanNeeds(stocks, want, need, nil)
+	moves := Plan(stocks, want, need, nil)
 	got := after(stocks, moves)
 	served := 0
 	for b := range got {
@@ -28,6 +28,6 @@ func TestConsolidateServesAsManyAsTheStockCovers(t *testing.T) {
 		}
 	}
 	if served < 4 {
-		t.Fatalf("PlanNeeds(%v, wants %v, needs %v) = %v leaves %v: %d wanting buckets can sell, want 4", stocks, want, need, moves, got, served)
+		t.Fatalf("Plan(%v, wants %v, needs %v) = %v leaves %v: %d wanting buckets can sell, want 4", stocks, want, need, moves, got, served)
 	}
 }

@@ -31,7 +31,7 @@ func TestPropPolicySafePass(t *testing.T) {
 	t.Parallel()
 	policyChecks(t, func(t *rapid.T) {
 		stocks, want, need, prev := drawView(t)
-		moves := PlanNeeds(stocks, want, need, prev)
+		moves := Plan(stocks, want, need, prev)
 		checkMoves(t, stocks, moves)
 	})
 }
@@ -81,7 +81,7 @@ func TestPropPolicyServesEveryCoverableBuyer(t *testing.T) {
 		passes := len(waiting) + 1
 		for pass := range passes {
 			retry(pass)
-			moves := PlanNeeds(stocks, want, need, prev)
+			moves := Plan(stocks, want, need, prev)
 			checkMoves(t, stocks, moves)
 			stocks = after(stocks, moves)
 			for _, m := range moves {

@@ -50,7 +50,7 @@ func TestPlan(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got := Plan(tc.stocks, tc.want[:len(tc.stocks)], tc.prev)
+			got := Plan(tc.stocks, tc.want[:len(tc.stocks)], nil, tc.prev)
 			if !reflect.DeepEqual(got, tc.moves) {
 				t.Fatalf("Plan(%v, want %v, prev %v) = %+v; want %+v", tc.stocks, tc.want[:len(tc.stocks)], tc.prev, got, tc.moves)
 			}
@@ -79,7 +79,7 @@ func TestPlanNoPingPong(t *testing.T) {
 	want := []bool{true, false, false, false}
 	var prev []int64
 	for pass := range 10 {
-		moves := Plan(stocks, want, prev)
+		moves := Plan(stocks, want, nil, prev)
 		if pass > 0 && len(moves) > 0 {
 			t.Fatalf("pass %d without buyers moved %+v (stocks %v)", pass+1, moves, stocks)
 		}
@@ -122,7 +122,7 @@ func TestPlanSellsEverythingToSkewedDemand(t *testing.T) {
 					}
 				}
 			}
-			moves := Plan(stocks, want, prev)
+			moves := Plan(stocks, want, nil, prev)
 			stocks = after(stocks, moves)
 			prev = stocks
 			for _, s := range stocks {
@@ -145,9 +145,9 @@ func TestPlanGathersAWantedQty(t *testing.T) {
 	stocks := []int64{5, 5, 5, 5, 5, 5, 5, 5}
 	want := []bool{true, false, false, false, false, false, false, false}
 	need := []int64{20, 0, 0, 0, 0, 0, 0, 0}
-	got := after(stocks, PlanNeeds(stocks, want, need, nil))
+	got := after(stocks, Plan(stocks, want, need, nil))
 	if got[0] < 20 {
-		t.Fatalf("after one pass bucket 0 holds %d (moves %v); want the 20 its buyer asked for", got[0], PlanNeeds(stocks, want, need, nil))
+		t.Fatalf("after one pass bucket 0 holds %d (moves %v); want the 20 its buyer asked for", got[0], Plan(stocks, want, need, nil))
 	}
 	var sum int64
 	for _, s := range got {
@@ -160,7 +160,7 @@ func TestPlanGathersAWantedQty(t *testing.T) {
 		t.Fatalf("moves changed the total: %v", got)
 	}
 	// Without the need (a want of 1) one donor gives one unit, as before.
-	if moves := Plan(stocks, want, nil); len(moves) != 1 || moves[0].Qty != 1 {
+	if moves := Plan(stocks, want, nil, nil); len(moves) != 1 || moves[0].Qty != 1 {
 		t.Fatalf("Plan without a need: %v", moves)
 	}
 }
@@ -174,9 +174,9 @@ func TestPlanNoLivelockWhenEveryHolderWants(t *testing.T) {
 	stocks := []int64{1, 1, 0}
 	want := []bool{true, true, true}
 	need := []int64{2, 2, 1}
-	moves := PlanNeeds(stocks, want, need, nil)
+	moves := Plan(stocks, want, need, nil)
 	if !someServable(after(stocks, moves), want, need) {
-		t.Fatalf("PlanNeeds(%v, wants %v, needs %v) = %v: no wanting bucket can sell after the pass", stocks, want, need, moves)
+		t.Fatalf("Plan(%v, wants %v, needs %v) = %v: no wanting bucket can sell after the pass", stocks, want, need, moves)
 	}
 }
 
@@ -215,7 +215,7 @@ func TestPlanAlwaysServesSomeCoverableBuyer(t *testing.T) {
 				coverable = true
 			}
 		}
-		moves := PlanNeeds(stocks, want, need, nil)
+		moves := Plan(stocks, want, need, nil)
 		got := after(stocks, moves)
 		var total int64
 		for b, s := range got {
@@ -228,7 +228,7 @@ func TestPlanAlwaysServesSomeCoverableBuyer(t *testing.T) {
 			t.Fatalf("case %d: moves %v changed the total %d to %d", i, moves, sum, total)
 		}
 		if coverable && !someServable(got, want, need) {
-			t.Fatalf("case %d: PlanNeeds(%v, wants %v, needs %v) = %v: a coverable buyer waits", i, stocks, want, need, moves)
+			t.Fatalf("case %d: Plan(%v, wants %v, needs %v) = %v: a coverable buyer waits", i, stocks, want, need, moves)
 		}
 	}
 }

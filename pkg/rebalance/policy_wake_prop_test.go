@@ -80,7 +80,7 @@ func TestPropPolicyServesSmallBuyerUnderTooBigStream(t *testing.T) {
 		passes := len(waiting) + 1
 		for pass := range passes {
 			retry(pass)
-			moves := PlanNeeds(stocks, want, need, prev)
+			moves := Plan(stocks, want, need, prev)
 			checkMoves(t, stocks, moves)
 			stocks = after(stocks, moves)
 			for _, m := range moves {
