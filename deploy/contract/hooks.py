@@ -12,8 +12,8 @@ generates requests that obey the schema and that the server rightly refuses
 
 filter_failure drops exactly those refusals, and only when this hook can
 tell the refusal is right: the window really does not start before it ends,
-or the limit the server names is one a PUT of this run gave the item and the
-qty is above it. Every other failure of every check is kept.
+or the limit the server names is one this run gave the item (a PUT asked
+for it, or a PUT, PATCH or read answered with it) and the qty is above it. Every other failure of every check is kept.
 
 flatmap_body steers half of the generated items to a sale window open now,
 and half of the orders for an item this run saved to a qty within its
@@ -47,7 +47,8 @@ MAX_ID = 2**63 - 1
 OPEN_WINDOW = {"starts_at": "2020-01-01T00:00:00Z", "ends_at": "2999-12-31T00:00:00Z"}
 
 _lock = threading.Lock()
-# item id -> every per_user_limit a PUT of this run asked for it.
+# item id -> every per_user_limit a PUT of this run asked for it or an
+# answer of this run carried (PUT, PATCH, end, get, list).
 _limits: dict[int, set[int]] = {}
 _saved: set[int] = set()
 # item id -> (starts_at, ends_at) as the last answer that carried the item said.
@@ -138,11 +139,19 @@ def after_call(context, case, response):
     code = body.get("error") if isinstance(body, dict) else None
     with _lock:
         _answers[(case.operation.label, f"{response.status_code} {code}" if code else str(response.status_code))] += 1
-    if response.status_code == 200 and case.operation.label.startswith(("PUT ", "PATCH ", "POST /api/v1/admin/items/{id}/end", "GET /api/v1/admin/items/{id}")):
+    if response.status_code == 200 and case.operation.label.startswith(("PUT ", "PATCH ", "POST /api/v1/admin/items/{id}/end", "GET /api/v1/admin/items")):
         answer = _json(response)
-        if isinstance(answer, dict) and _is_int(answer.get("id")):
-            with _lock:
-                _windows[answer["id"]] = (answer.get("starts_at"), answer.get("ends_at"))
+        # One item (PUT, PATCH, end, get) or a page of them (list).
+        items = answer.get("items") if isinstance(answer, dict) and "items" in answer else [answer]
+        for it in items if isinstance(items, list) else []:
+            if isinstance(it, dict) and _is_int(it.get("id")):
+                with _lock:
+                    _windows[it["id"]] = (it.get("starts_at"), it.get("ends_at"))
+                    # A limit the server answered with, whichever call set
+                    # it: a PATCH changes per_user_limit too, and an
+                    # order's invalid_qty names the limit in force.
+                    if _is_int(it.get("per_user_limit")):
+                        _limits.setdefault(it["id"], set()).add(it["per_user_limit"])
     if case.operation.label != PUT_ITEM or response.status_code != 200:
         return
     item = case.path_parameters.get("id")
