@@ -31,13 +31,7 @@ func StartPrivateRedis(t testing.TB) *PrivateRedis {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatalf("testenv: redis-server not installed; %s", hint)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	r := &PrivateRedis{Addr: addr, t: t, dir: t.TempDir()}
+	r := &PrivateRedis{Addr: FreeAddr(t), t: t, dir: t.TempDir()}
 	r.Start()
 	t.Cleanup(r.Stop)
 	return r
