@@ -6,8 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
@@ -18,27 +16,12 @@ import (
 // a wake is served by the pass that wake started.
 const wakeEvery = 20 * time.Millisecond
 
-// wantTTL is how long a want flag raised for a waiting buyer lasts: as long
-// as the script's own (stock's wantTTL), so it outlives any bucket wait.
-const wantTTL = 2 * time.Second
-
-// lowerWant sets a want flag (KEYS[1]) to qty (ARGV[1]) for ARGV[2] ms
-// when it is absent or asks for more; a flag asking for qty or less is
-// left as it is, TTL included, so waiting never prolongs a flag forever.
-var lowerWant = redis.NewScript(`
-local v = tonumber(redis.call("GET", KEYS[1]))
-if v == nil or tonumber(ARGV[1]) < v then
-  redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
-  return 1
-end
-return 0`)
-
 // wakes asks the rebalancer for the buckets whose buyers wait (awaitStock),
 // off the buyer's path and best effort (a lost call leaves the rebalancer's
 // own interval, and the buyer's next look tries again):
 //
 //   - It keeps the home bucket's want flag up, and no higher than this
-//     buyer's qty (lowerWant). The script raised it when the buyer was
+//     buyer's qty (stock.Store.LowerWant, want_lower.lua). The script raised it when the buyer was
 //     refused, but transfer_in.lua clears it when a transfer fills the
 //     bucket to that qty, and when another waiter takes the unit the one
 //     left waiting never runs the script again (the shared view shows the
@@ -86,7 +69,7 @@ func (w *wakes) wake(item int64, bucket, qty int) {
 		defer cancel()
 		c := w.st.Client()
 		if flag {
-			_ = lowerWant.Run(ctx, c, []string{stock.BucketKeys(item, bucket).Want}, qty, wantTTL.Milliseconds()).Err()
+			_ = w.st.LowerWant(ctx, item, bucket, qty)
 		}
 		if publish {
 			_ = c.Publish(ctx, stock.RebalanceWake, strconv.FormatInt(item, 10)).Err()

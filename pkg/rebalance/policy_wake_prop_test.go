@@ -52,7 +52,7 @@ func TestPropPolicyServesSmallBuyerUnderTooBigStream(t *testing.T) {
 		// answered 410 when it asks more than the buckets hold, to be
 		// replaced by another such buyer next pass. Then every buyer still
 		// waiting wakes the rebalancer, first lowering its home bucket's
-		// flag to its qty (wake.go's lowerWant).
+		// flag to its qty (want_lower.lua, from wake.go).
 		retry := func(round int) {
 			order := rapid.Permutation(slices.Concat(waiting, refused)).Draw(t, fmt.Sprintf("order%d", round))
 			waiting, refused = waiting[:0], refused[:0]

@@ -150,3 +150,11 @@ func deadlineMs(t time.Time) int64 {
 	}
 	return t.UnixMilli()
 }
+
+// LowerWant keeps bucket's want flag up for a buyer waiting there, and no
+// higher than its qty (want_lower.lua), for the want TTL the admission
+// script gives it. Best effort: the caller ignores a failure (the buyer's
+// next look tries again).
+func (s *Store) LowerWant(ctx context.Context, itemID int64, bucket, qty int) error {
+	return wantLowerScript.Run(ctx, s.rdb, []string{BucketKeys(itemID, bucket).Want}, qty, wantTTL.Milliseconds()).Err()
+}

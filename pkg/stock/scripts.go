@@ -31,13 +31,14 @@ var (
 	ackScript        = mustScript("ack.lua")
 	lookupScript     = mustScript("lookup.lua")
 	statusMarkScript = mustScript("status_mark.lua")
+	wantLowerScript  = mustScript("want_lower.lua")
 )
 
 // allScripts is every script under lua/ (the cluster test checks each shard
 // caches them all after a NOSCRIPT retry). The rebalancer's scripts are its
 // own (pkg/rebalance, lua/), and it loads them itself.
 var allScripts = []*redis.Script{admitScript, releaseScript, settleScript, restoreScript, statusPutScript, warmScript, ackScript, lookupScript, statusMarkScript,
-	retireScript}
+	retireScript, wantLowerScript}
 
 // LoadScripts loads every script once at start-up so the first requests do
 // not pay for EVAL. It is an optimisation: NOSCRIPT is handled on every call.
