@@ -51,8 +51,12 @@ func TestReadyzBoundedBySilentBroker(t *testing.T) {
 		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
 			return err
 		}
+		// Bounded means the check's timeout plus scheduling, not a latency
+		// target: a silent broker without the bound holds /readyz until the
+		// client gives up (timeout + 1 s). 300 ms of slack was missed by
+		// 9 ms under make test's parallel -race load (809 ms).
 		if d := time.Since(start); resp.StatusCode != http.StatusServiceUnavailable || body.Checks["kafka"] == "ok" ||
-			body.Checks["mysql"] != "ok" || body.Checks["redis"] != "ok" || d > timeout+300*time.Millisecond {
+			body.Checks["mysql"] != "ok" || body.Checks["redis"] != "ok" || d > 2*timeout {
 			t.Errorf("/readyz: %d %v after %v, want 503 with only kafka failing within %v", resp.StatusCode, body.Checks, d, timeout)
 		}
 		return nil
