@@ -38,7 +38,7 @@ func main() {
 }
 
 func run(common config.Common, cc config.Consumer) error {
-	log := ops.NewLogger("consumer", common.LogLevel)
+	log := ops.NewLogger("consumer", common.LogLevel, common.LogBurst)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ops.ExitAfter(ctx, common.ShutdownTimeout, log)

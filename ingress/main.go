@@ -36,7 +36,7 @@ func main() {
 	if err := config.Parse(fs, os.Args[1:], &common, &ingress); err != nil {
 		os.Exit(config.Exit(fs, err))
 	}
-	log := slog.New(httpapi.ContextHandler(ops.NewLogger("ingress", common.LogLevel).Handler()))
+	log := slog.New(httpapi.ContextHandler(ops.NewLogger("ingress", common.LogLevel, common.LogBurst).Handler()))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ops.ExitAfter(ctx, common.ShutdownTimeout+5*time.Second, log)

@@ -33,7 +33,7 @@ func main() {
 	if err := config.Parse(fs, os.Args[1:], &common, &rc); err != nil {
 		os.Exit(config.Exit(fs, err))
 	}
-	log := ops.NewLogger("reaper", common.LogLevel)
+	log := ops.NewLogger("reaper", common.LogLevel, common.LogBurst)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ops.ExitAfter(ctx, common.ShutdownTimeout, log)

@@ -37,7 +37,7 @@ func main() {
 	if err := config.Parse(fs, os.Args[1:], &common, &setup); err != nil {
 		os.Exit(config.Exit(fs, err))
 	}
-	log := ops.NewLogger("setup", common.LogLevel)
+	log := ops.NewLogger("setup", common.LogLevel, common.LogBurst)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, common, setup, log); err != nil {

@@ -21,6 +21,10 @@ type Common struct {
 	KafkaBrokers string
 	// LogLevel is debug, info, warn or error.
 	LogLevel string
+	// LogBurst is how many lines of one warning or error message are
+	// written per second; the rest are counted in one summary line per
+	// second (pkg/logsample). 0 writes every line.
+	LogBurst int
 	// StoreTimeout bounds every single MySQL and Redis call.
 	StoreTimeout time.Duration
 	// ShutdownTimeout bounds graceful shutdown; past it the process exits non-zero.
@@ -63,6 +67,7 @@ func (c *Common) RegisterFlags(fs *flag.FlagSet) {
 	fs.Var(&c.redisAddr, "redis-addr", "Redis host:port, or a comma-separated Redis Cluster seed list (or sentinels with -redis-mode sentinel)")
 	fs.StringVar(&c.KafkaBrokers, "kafka-brokers", "127.0.0.1:9092", "comma-separated Kafka bootstrap brokers host:port")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.IntVar(&c.LogBurst, "log-burst", 10, "lines of one warning or error message written per second, the rest counted in a summary line; 0 writes all")
 	fs.DurationVar(&c.StoreTimeout, "store-timeout", 2*time.Second, "timeout of one MySQL or Redis call, a Go duration such as 2s")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 20*time.Second, "graceful shutdown deadline, a Go duration such as 20s")
 	fs.DurationVar(&c.PaymentWindow, "payment-window", 15*time.Minute, "how long an order may be paid, a Go duration such as 15m")
@@ -103,6 +108,9 @@ func (c *Common) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		return fmt.Errorf("FLASHSALE_LOG_LEVEL: %q (expected debug, info, warn or error)", c.LogLevel)
+	}
+	if c.LogBurst < 0 {
+		return fmt.Errorf("FLASHSALE_LOG_BURST: %d (expected 0 or more lines per second)", c.LogBurst)
 	}
 	if c.StoreTimeout <= 0 {
 		return fmt.Errorf("FLASHSALE_STORE_TIMEOUT: %v (expected a positive duration)", c.StoreTimeout)

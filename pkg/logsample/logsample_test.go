@@ -1,0 +1,161 @@
+package logsample
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// lines is a concurrency-safe sink of JSON log lines.
+type lines struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lines) records(t *testing.T) []map[string]any {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []map[string]any
+	for _, s := range strings.Split(strings.TrimSpace(l.buf.String()), "\n") {
+		if s == "" {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(s), &m); err != nil {
+			t.Fatalf("line %q: %v", s, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// fakeClock is a settable now for the sampler.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func newLogger(t *testing.T, sink *lines, o Options, clock *fakeClock) *slog.Logger {
+	t.Helper()
+	h := New(slog.NewJSONHandler(sink, nil), o).(*Handler)
+	if clock != nil {
+		h.s.now = clock.now
+	}
+	return slog.New(h).With("service", "ingress")
+}
+
+// An outage: 64 goroutines each log the same warning 2,000 times within one
+// window. Exactly Burst lines get out, and the window's summary accounts
+// for every other one; info lines are never sampled.
+func TestARepeatedWarningCostsBurstLinesAndOneSummary(t *testing.T) {
+	const goroutines, each, burst = 64, 2000, 10
+	sink := &lines{}
+	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	log := newLogger(t, sink, Options{Burst: burst, Window: time.Hour}, clock)
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				log.Warn("request failed", "status", 503, "i", i, "g", g)
+			}
+		}()
+	}
+	wg.Wait()
+	for range 50 {
+		log.Info("item saved")
+	}
+	// The next window begins: its first line flushes the last window's count.
+	clock.add(time.Hour)
+	log.Warn("request failed", "status", 503)
+
+	var passed, info, suppressed, summaries int
+	for _, r := range sink.records(t) {
+		if r["service"] != "ingress" {
+			t.Errorf("line without the logger's attributes: %v", r)
+		}
+		switch {
+		case r["msg"] == "item saved":
+			info++
+		case r["suppressed"] != nil:
+			summaries++
+			suppressed += int(r["suppressed"].(float64))
+		default:
+			passed++
+		}
+	}
+	total := goroutines*each + 1
+	if passed != burst+1 || summaries != 1 || passed+suppressed != total || info != 50 {
+		t.Fatalf("passed %d (want %d), summaries %d (want 1), passed+suppressed %d (want %d), info %d (want 50)",
+			passed, burst+1, summaries, passed+suppressed, total, info)
+	}
+}
+
+// Each message has its own budget: a storm of one warning does not hide
+// the first line of another.
+func TestMessagesHaveTheirOwnBudget(t *testing.T) {
+	sink := &lines{}
+	log := newLogger(t, sink, Options{Burst: 3, Window: time.Hour}, &fakeClock{t: time.Unix(1_800_000_000, 0)})
+	for range 100 {
+		log.Warn("request failed")
+	}
+	log.Error("redis unavailable")
+	var got []string
+	for _, r := range sink.records(t) {
+		got = append(got, r["msg"].(string))
+	}
+	want := "request failed,request failed,request failed,redis unavailable"
+	if strings.Join(got, ",") != want {
+		t.Fatalf("lines %q, want %q", got, want)
+	}
+}
+
+// The summary is written when the window ends even if nothing is logged
+// after the storm: an outage that stops logging still says what it dropped.
+func TestSummaryComesWithoutAFurtherLine(t *testing.T) {
+	sink := &lines{}
+	log := newLogger(t, sink, Options{Burst: 5, Window: 50 * time.Millisecond}, nil)
+	for range 200 {
+		log.Warn("kafka publish failed")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, r := range sink.records(t) {
+			if n, ok := r["suppressed"].(float64); ok {
+				if int(n) != 195 {
+					t.Fatalf("summary says %v suppressed, want 195", n)
+				}
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no summary line within 5 s of a 50 ms window; lines: %v", sink.records(t))
+}
+
+// Burst 0 switches sampling off: the next handler itself.
+func TestBurstZeroIsOff(t *testing.T) {
+	next := slog.NewJSONHandler(&lines{}, nil)
+	if h := New(next, Options{}); h != slog.Handler(next) {
+		t.Fatalf("New with Burst 0 = %T, want the handler it was given", h)
+	}
+}
