@@ -183,6 +183,7 @@ func TestCoalescedAdmissionThroughStallAndKill(t *testing.T) {
 
 	// Phase 1: a burst with a 300 ms stall in its middle.
 	results := make(chan outcome, buyers)
+	stalls := newStallMeter()
 	go func() {
 		time.Sleep(150 * time.Millisecond)
 		red.Pause()
@@ -195,7 +196,7 @@ func TestCoalescedAdmissionThroughStallAndKill(t *testing.T) {
 	for o := range results {
 		all = append(all, o)
 	}
-	checkDeadlines(t, all)
+	checkDeadlines(t, all, stalls)
 
 	// Nothing reserved twice, nothing reserved by a call reported never
 	// sent or refused, every admitted call's reservation present.
@@ -250,6 +251,7 @@ func TestCoalescedAdmissionThroughStallAndKill(t *testing.T) {
 	// Phase 2: Redis SIGKILLed mid-burst: every caller still returns by its
 	// deadline, with an error or its own verdict.
 	results = make(chan outcome, buyers)
+	stalls = newStallMeter()
 	go func() {
 		time.Sleep(150 * time.Millisecond)
 		red.Stop()
@@ -264,7 +266,7 @@ func TestCoalescedAdmissionThroughStallAndKill(t *testing.T) {
 			failed++
 		}
 	}
-	checkDeadlines(t, all)
+	checkDeadlines(t, all, stalls)
 	if failed == 0 {
 		t.Fatal("no call failed after the kill: the test proves nothing")
 	}
@@ -272,10 +274,15 @@ func TestCoalescedAdmissionThroughStallAndKill(t *testing.T) {
 
 // checkDeadlines fails for every caller that came back long after its
 // deadline. The slack covers the scheduler of a loaded 2-core machine, not
-// a batch: a caller waits for its own context only.
-func checkDeadlines(t *testing.T, all []outcome) {
+// a batch: a caller waits for its own context only. A stall of the whole
+// process (the machine busy elsewhere: a cold make test had 15 of 4,000
+// callers 1.01 s late, none by more) is measured by stalls and added, so
+// the test fails on a caller that waited on something other than its
+// context, not on a process that was not running.
+func checkDeadlines(t *testing.T, all []outcome, stalls *stallMeter) {
 	t.Helper()
-	const slack = time.Second
+	worst := stalls.stop()
+	slack := time.Second + worst
 	late := 0
 	for _, o := range all {
 		if o.returned.After(o.deadline.Add(slack)) {
@@ -286,8 +293,41 @@ func checkDeadlines(t *testing.T, all []outcome) {
 		}
 	}
 	if late > 0 {
-		t.Fatalf("%d of %d callers waited past their deadline", late, len(all))
+		t.Fatalf("%d of %d callers waited past their deadline + %v (the process's worst stall was %v)", late, len(all), slack, worst)
 	}
+	t.Logf("every caller returned within its deadline + %v (worst process stall %v)", slack, worst)
+}
+
+// stallMeter measures how long the test process went without running: a
+// goroutine sleeps 5 ms at a time and records the worst oversleep.
+type stallMeter struct {
+	done  chan struct{}
+	worst chan time.Duration
+}
+
+func newStallMeter() *stallMeter {
+	m := &stallMeter{done: make(chan struct{}), worst: make(chan time.Duration, 1)}
+	go func() {
+		var worst time.Duration
+		for {
+			select {
+			case <-m.done:
+				m.worst <- worst
+				return
+			default:
+			}
+			start := time.Now()
+			time.Sleep(5 * time.Millisecond)
+			worst = max(worst, time.Since(start)-5*time.Millisecond)
+		}
+	}()
+	return m
+}
+
+// stop ends the measurement and returns the worst stall seen.
+func (m *stallMeter) stop() time.Duration {
+	close(m.done)
+	return <-m.worst
 }
 
 // TestCoalescerCloseFailsQueuedCallsAsNotSent: closing with calls queued
