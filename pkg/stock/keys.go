@@ -60,6 +60,12 @@ func BucketKeys(id int64, bucket int) Keys {
 // RequestKeys returns the keys of the bucket requestID was admitted in.
 func RequestKeys(id int64, requestID string) Keys { return BucketKeys(id, reqid.Bucket(requestID)) }
 
+// TallyKey names item id's answer tally (pkg/tally): a hash the ingress
+// replicas add their order-answer counts to. It carries bucket 0's tag, so
+// it lives in the item's slot and a replica's flush of one item is one
+// node's work on a Cluster.
+func TallyKey(id int64) string { return bucketPrefix(id, 0) + "tally" }
+
 func bucketPrefix(id int64, bucket int) string {
 	if bucket == 0 {
 		return fmt.Sprintf("fs:{item:%d}:", id)
