@@ -98,7 +98,7 @@ func run(ctx context.Context, c config.Common, in config.Ingress, log *slog.Logg
 		st = st.WithCoalescer(co)
 	}
 	ops.ServePprof(ctx, c.PprofAddr, log)
-	srv, err := httpapi.New(httpapi.Config{Ingress: in, StoreTimeout: c.StoreTimeout, Brokers: c.Brokers(), Kafka: kafkaSec, Topic: c.OrdersTopic, Group: c.ConsumerGroup},
+	srv, err := httpapi.New(httpapi.Config{Ingress: in, StoreTimeout: c.StoreTimeout, Brokers: c.Brokers(), Kafka: kafkaSec, Topic: c.OrdersTopic, DLQTopic: c.DLQTopic, Group: c.ConsumerGroup},
 		httpapi.Deps{DB: db, Stock: st, Publisher: writer, Registry: reg, Log: log, OpenAPI: openAPI})
 	if err != nil {
 		_ = writer.Close()

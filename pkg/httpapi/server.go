@@ -36,6 +36,9 @@ type Config struct {
 	// Topic is the orders topic; the writer must write to it. Default
 	// queue.OrdersTopic (tests use a topic of their own).
 	Topic string
+	// DLQTopic is the consumers' dead-letter topic, which the admin API
+	// lists and replays from. Default queue.DLQTopic.
+	DLQTopic string
 	// Group is the orders consumer group whose lag blocks a warm. Default
 	// queue.GroupID.
 	Group string
@@ -65,6 +68,7 @@ type Server struct {
 	st        *stock.Store
 	verifier  *auth.Verifier
 	admission *admission.Service
+	pub       admission.Publisher // the admission path's; a DLQ replay publishes through it
 	catalog   *catalog.Catalog
 	items     *itemCache
 	reqs      *requestCache
@@ -83,6 +87,9 @@ func New(cfg Config, d Deps) (*Server, error) {
 	if cfg.Topic == "" {
 		cfg.Topic = queue.OrdersTopic
 	}
+	if cfg.DLQTopic == "" {
+		cfg.DLQTopic = queue.DLQTopic
+	}
 	if cfg.Group == "" {
 		cfg.Group = queue.GroupID
 	}
@@ -97,7 +104,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 		return nil, fmt.Errorf("httpapi: trusted proxies: %w", err)
 	}
 	s := &Server{
-		cfg: cfg, db: d.DB, st: d.Stock, log: d.Log, openAPI: d.OpenAPI,
+		cfg: cfg, db: d.DB, st: d.Stock, log: d.Log, openAPI: d.OpenAPI, pub: d.Publisher,
 		verifier: newVerifier(cfg.Ingress, d.Log),
 		items:    newItemCache(time.Second),
 		reqs:     newRequestCache(),
@@ -192,6 +199,9 @@ func (s *Server) routes(ipx echo.IPExtractor) *echo.Echo {
 	api.POST("/admin/items/:id/end", s.endItem, admin...)
 	api.POST("/admin/items/:id/warm", s.warmItem, admin...)
 	api.GET("/admin/items/:id/audit", s.auditItem, admin...)
+	api.GET("/admin/dlq", s.listDLQ, admin...)
+	api.GET("/admin/dlq/:offset", s.getDLQ, admin...)
+	api.POST("/admin/dlq/:offset/replay", s.replayDLQ, admin...)
 	return e
 }
 

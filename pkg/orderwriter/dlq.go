@@ -7,16 +7,19 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/flashsale-dev/flashsale/pkg/queue"
 )
 
 // Headers a dead-lettered message carries besides its original key, value and
-// headers, so an operator can see why and replay it where it came from.
+// headers, so an operator can see why and replay it where it came from. They
+// are pkg/queue's, which the admin API reads them with.
 const (
-	HeaderError     = "flashsale-error"
-	HeaderTopic     = "flashsale-original-topic"
-	HeaderPartition = "flashsale-original-partition"
-	HeaderOffset    = "flashsale-original-offset"
-	HeaderFailedAt  = "flashsale-failed-at"
+	HeaderError     = queue.HeaderDLQError
+	HeaderTopic     = queue.HeaderDLQTopic
+	HeaderPartition = queue.HeaderDLQPartition
+	HeaderOffset    = queue.HeaderDLQOffset
+	HeaderFailedAt  = queue.HeaderDLQFailedAt
 )
 
 // dlqWriter publishes messages that can never be processed. The original
