@@ -1,20 +1,20 @@
 package main
 
 import (
-	"cmp"
 	"flag"
 	"fmt"
 	"io"
 	"time"
 
-	"github.com/flashsale-dev/flashsale/pkg/auth"
 	"github.com/flashsale-dev/flashsale/pkg/config"
+	"github.com/flashsale-dev/flashsale/pkg/devtoken"
 )
 
-// token prints an HS256 token for one user, signed with the ingress's own
-// settings (secret, audience, issuer, lifetime cap, user and role claims,
-// admin role), so a token the ingress would refuse cannot be minted by
-// mistake.
+// token prints an HS256 token for one user, made by pkg/devtoken (the code
+// flashsalectl token runs too) from the ingress's own settings, parsed here
+// as the ingress parses them (flags over FLASHSALE_*), so a token the
+// ingress would refuse cannot be minted by mistake. The contract run
+// (deploy/contract/run.sh) keeps calling it: its flags are the script's.
 func token(args []string, out io.Writer) error {
 	var common config.Common
 	var in config.Ingress
@@ -25,16 +25,7 @@ func token(args []string, out io.Writer) error {
 	if err := config.Parse(fs, args, &common, &in); err != nil {
 		return err
 	}
-	if in.JWTSecret == "" {
-		return fmt.Errorf("token: FLASHSALE_JWT_SECRET is not set (tokens from a JWKS are the identity provider's to mint)")
-	}
-	role := ""
-	if *admin {
-		role = cmp.Or(in.JWTAdminRole, auth.RoleAdmin)
-	}
-	s, err := auth.Sign(in.JWTSecret, *sub, role, *ttl,
-		auth.WithAudience(in.JWTAudience), auth.WithIssuer(in.JWTIssuer), auth.WithMaxTTL(in.JWTMaxTTL),
-		auth.WithUserClaim(in.JWTUserClaim), auth.WithRoleClaim(in.JWTRoleClaim), auth.WithAdminRole(in.JWTAdminRole))
+	s, err := devtoken.Mint(in, *sub, *admin, *ttl)
 	if err != nil {
 		return fmt.Errorf("token: %w", err)
 	}

@@ -1,0 +1,80 @@
+// Package devtoken mints the bearer tokens of a local set-up: HS256, signed
+// with the stack's own FLASHSALE_JWT_SECRET and carrying exactly the claims
+// the ingress checks (FLASHSALE_JWT_AUDIENCE, _ISSUER, _MAX_TTL,
+// _USER_CLAIM, _ROLE_CLAIM, _ADMIN_ROLE), so a token the ingress would refuse
+// cannot be minted by mistake. flashsalectl token and fuzzprep token (the
+// API contract run) both call it: one place knows how a local token is made.
+//
+// It is a command-line helper on purpose, never an API route: whoever can
+// call a minting route can make themselves admin, so the ingress only ever
+// verifies tokens. With a JWK Set (FLASHSALE_JWT_JWKS_URL) tokens are the
+// identity provider's to issue, and Mint refuses.
+package devtoken
+
+import (
+	"cmp"
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/flashsale-dev/flashsale/pkg/auth"
+	"github.com/flashsale-dev/flashsale/pkg/config"
+)
+
+// ErrJWKS is Mint's refusal when the set-up verifies tokens with an
+// identity provider's JWK Set: an HS256 token would be refused by every
+// ingress, and minting the provider's tokens is not ours to do.
+var ErrJWKS = errors.New("FLASHSALE_JWT_JWKS_URL is set: this set-up verifies tokens with an identity provider's JWK Set, " +
+	"so tokens are the provider's to mint (an HS256 token signed here would be refused); get one from the provider")
+
+// ErrNoSecret is Mint's refusal when no HS256 secret is configured.
+var ErrNoSecret = errors.New("FLASHSALE_JWT_SECRET is not set (the local stack's: eval \"$(deploy/local/stack.sh env)\")")
+
+// Settings reads the ingress's token settings (FLASHSALE_JWT_* and the rest
+// of config.Ingress) from lookup, the environment as the ingress would read
+// it, _FILE variants included. A JWK Set set-up is refused with ErrJWKS
+// before anything else is checked, so the refusal says why.
+func Settings(lookup func(string) (string, bool)) (config.Ingress, error) {
+	var in config.Ingress
+	fs := flag.NewFlagSet("devtoken", flag.ContinueOnError)
+	in.RegisterFlags(fs)
+	if err := config.ApplyEnv(fs, lookup); err != nil {
+		return in, err
+	}
+	if in.JWTJWKSURL != "" {
+		return in, ErrJWKS
+	}
+	if in.JWTSecret == "" {
+		return in, ErrNoSecret
+	}
+	if err := in.Validate(); err != nil {
+		return in, fmt.Errorf("%w: %v", config.ErrInvalid, err)
+	}
+	return in, nil
+}
+
+// Mint signs a token of user sub, with the admin role when admin, valid for
+// ttl (at most FLASHSALE_JWT_MAX_TTL), with in's secret and claims.
+func Mint(in config.Ingress, sub int64, admin bool, ttl time.Duration) (string, error) {
+	if in.JWTJWKSURL != "" {
+		return "", ErrJWKS
+	}
+	if in.JWTSecret == "" {
+		return "", ErrNoSecret
+	}
+	if sub <= 0 {
+		return "", fmt.Errorf("devtoken: user id %d (expected a positive integer)", sub)
+	}
+	role := ""
+	if admin {
+		role = cmp.Or(in.JWTAdminRole, auth.RoleAdmin)
+	}
+	s, err := auth.Sign(in.JWTSecret, sub, role, ttl,
+		auth.WithAudience(in.JWTAudience), auth.WithIssuer(in.JWTIssuer), auth.WithMaxTTL(in.JWTMaxTTL),
+		auth.WithUserClaim(in.JWTUserClaim), auth.WithRoleClaim(in.JWTRoleClaim), auth.WithAdminRole(in.JWTAdminRole))
+	if err != nil {
+		return "", fmt.Errorf("devtoken: %w", err)
+	}
+	return s, nil
+}
