@@ -145,7 +145,7 @@ BUILDINFO = github.com/flashsale-dev/flashsale/pkg/buildinfo
 LDFLAGS = -X $(BUILDINFO).Version=$(VERSION) -X $(BUILDINFO).Revision=$(REVISION)
 
 build: report-assets
-	@mkdir -p bin && $(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./ingress ./consumer ./reaper ./setup ./bench
+	@mkdir -p bin && $(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./ingress ./consumer ./reaper ./setup ./bench ./flashsalectl
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null; git ls-files -o --exclude-standard '*.go' 2>/dev/null))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }

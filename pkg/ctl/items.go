@@ -1,0 +1,296 @@
+package ctl
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// Item is an AdminItem (ingress/openapi.yaml) with the detail fields of
+// GET /api/v1/admin/items/{id}.
+type Item struct {
+	ID           int64     `json:"id"`
+	Name         string    `json:"name"`
+	PriceCents   int64     `json:"price_cents"`
+	TotalStock   int64     `json:"total_stock"`
+	Stock        int64     `json:"stock"`
+	PerUserLimit int       `json:"per_user_limit"`
+	StartsAt     time.Time `json:"starts_at"`
+	EndsAt       time.Time `json:"ends_at"`
+	Buckets      int       `json:"buckets"`
+	State        string    `json:"state"`
+	RedisWarmed  *bool     `json:"redis_warmed,omitempty"`
+	RedisStock   *int64    `json:"redis_stock,omitempty"`
+}
+
+type itemPage struct {
+	Items     []Item `json:"items"`
+	NextAfter *int64 `json:"next_after"`
+}
+
+func itemPath(id string) (string, error) {
+	n, err := strconv.ParseInt(id, 10, 64)
+	if err != nil || n <= 0 {
+		return "", usageErr("item %q: expected a positive integer id", id)
+	}
+	return "/api/v1/admin/items/" + strconv.FormatInt(n, 10), nil
+}
+
+func itemsCmd(o *options) *cobra.Command {
+	c := &cobra.Command{Use: "items", Short: "List, read, create, change and end sale items"}
+	c.AddCommand(itemsList(o), itemsGet(o), itemsCreate(o), itemsUpdate(o), itemsEnd(o))
+	return c
+}
+
+func itemsList(o *options) *cobra.Command {
+	var limit int
+	var after int64
+	c := &cobra.Command{
+		Use: "list", Short: "List items in id order (a page of --limit after --after)", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			q := url.Values{"limit": {strconv.Itoa(limit)}}
+			if after > 0 {
+				q.Set("after", strconv.FormatInt(after, 10))
+			}
+			var p itemPage
+			raw, err := o.get(cmd, "/api/v1/admin/items", q, &p)
+			if err != nil {
+				return err
+			}
+			if o.output == "json" {
+				return printJSON(cmd.OutOrStdout(), raw)
+			}
+			rows := make([][]string, 0, len(p.Items))
+			for _, it := range p.Items {
+				rows = append(rows, []string{strconv.FormatInt(it.ID, 10), it.Name, it.State,
+					fmt.Sprintf("%d/%d", it.Stock, it.TotalStock), money(it.PriceCents), strconv.Itoa(it.PerUserLimit),
+					strconv.Itoa(it.Buckets), stamp(it.StartsAt), stamp(it.EndsAt)})
+			}
+			if err := table(cmd.OutOrStdout(), []string{"ID", "NAME", "STATE", "STOCK", "PRICE", "LIMIT", "BUCKETS", "STARTS", "ENDS"}, rows); err != nil {
+				return err
+			}
+			if p.NextAfter != nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "more: --after %d\n", *p.NextAfter)
+			}
+			return nil
+		},
+	}
+	c.Flags().IntVar(&limit, "limit", 100, "items per page (1-1000)")
+	c.Flags().Int64Var(&after, "after", 0, "list items with an id above this one")
+	return c
+}
+
+// completeItems offers the ids of the first 1000 items to the shell.
+func completeItems(o *options) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		var p itemPage
+		if _, err := o.get(cmd, "/api/v1/admin/items", url.Values{"limit": {"1000"}}, &p); err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		var out []cobra.Completion
+		for _, it := range p.Items {
+			out = append(out, cobra.CompletionWithDesc(strconv.FormatInt(it.ID, 10), it.Name+" ("+it.State+")"))
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+func printItem(cmd *cobra.Command, o *options, raw []byte, it Item) error {
+	if o.output == "json" {
+		return printJSON(cmd.OutOrStdout(), raw)
+	}
+	kv := [][2]string{{"id", strconv.FormatInt(it.ID, 10)}, {"name", it.Name}, {"state", it.State},
+		{"price", money(it.PriceCents)}, {"stock", fmt.Sprintf("%d of %d (MySQL)", it.Stock, it.TotalStock)},
+		{"per_user_limit", strconv.Itoa(it.PerUserLimit)}, {"buckets", strconv.Itoa(it.Buckets)},
+		{"starts_at", stamp(it.StartsAt)}, {"ends_at", stamp(it.EndsAt)}}
+	if it.RedisWarmed != nil {
+		r := "not warmed"
+		if it.RedisStock != nil {
+			r = strconv.FormatInt(*it.RedisStock, 10)
+		}
+		kv = append(kv, [2]string{"redis_stock", r})
+	}
+	return fields(cmd.OutOrStdout(), kv)
+}
+
+func itemsGet(o *options) *cobra.Command {
+	return &cobra.Command{
+		Use: "get ITEM", Short: "One item with every field and Redis' stock", Args: cobra.ExactArgs(1),
+		ValidArgsFunction: completeItems(o),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := itemPath(args[0])
+			if err != nil {
+				return err
+			}
+			var it Item
+			raw, err := o.get(cmd, p, nil, &it)
+			if err != nil {
+				return err
+			}
+			return printItem(cmd, o, raw, it)
+		},
+	}
+}
+
+// itemFlags are the ItemInput fields as flags; fields() returns the ones
+// given (all, for a create).
+type itemFlags struct {
+	name             string
+	price, stock     int64
+	limit, buckets   int
+	startsAt, endsAt string
+	cmd              *cobra.Command
+	nowFunc          func() time.Time
+}
+
+func (f *itemFlags) register(c *cobra.Command) {
+	f.cmd = c
+	fl := c.Flags()
+	fl.StringVar(&f.name, "name", "", "item name (1-200 characters)")
+	fl.Int64Var(&f.price, "price-cents", 0, "price in cents")
+	fl.Int64Var(&f.stock, "stock", 0, "units on sale")
+	fl.IntVar(&f.limit, "per-user-limit", 1, "most units one buyer may buy")
+	fl.IntVar(&f.buckets, "buckets", 1, "stock buckets (spread a hot item over Redis keys and partitions)")
+	fl.StringVar(&f.startsAt, "starts-at", "", "sale start: RFC 3339, now, or a duration from now (+10m, -1h)")
+	fl.StringVar(&f.endsAt, "ends-at", "", "sale end: RFC 3339, now, or a duration from now (+1h)")
+}
+
+// saleTime reads RFC 3339, "now" or a signed Go duration from now.
+func saleTime(flag, v string, now time.Time) (string, error) {
+	switch {
+	case v == "now":
+		return now.UTC().Format(time.RFC3339Nano), nil
+	case strings.HasPrefix(v, "+") || strings.HasPrefix(v, "-"):
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return "", usageErr("--%s %q: expected RFC 3339, now, or a duration such as +1h", flag, v)
+		}
+		return now.Add(d).UTC().Format(time.RFC3339Nano), nil
+	}
+	if _, err := time.Parse(time.RFC3339Nano, v); err != nil {
+		return "", usageErr("--%s %q: expected RFC 3339 (2026-12-24T18:00:00Z), now, or a duration such as +1h", flag, v)
+	}
+	return v, nil
+}
+
+func (f *itemFlags) body(all bool) (map[string]any, error) {
+	now := time.Now()
+	b := map[string]any{}
+	set := func(flag, key string, v any) {
+		if all || f.cmd.Flags().Changed(flag) {
+			b[key] = v
+		}
+	}
+	set("name", "name", f.name)
+	set("price-cents", "price_cents", f.price)
+	set("stock", "stock", f.stock)
+	set("per-user-limit", "per_user_limit", f.limit)
+	if f.cmd.Flags().Changed("buckets") {
+		b["buckets"] = f.buckets
+	}
+	for _, t := range []struct{ flag, key, v string }{{"starts-at", "starts_at", f.startsAt}, {"ends-at", "ends_at", f.endsAt}} {
+		if !f.cmd.Flags().Changed(t.flag) {
+			continue
+		}
+		s, err := saleTime(t.flag, t.v, now)
+		if err != nil {
+			return nil, err
+		}
+		b[t.key] = s
+	}
+	return b, nil
+}
+
+func itemsCreate(o *options) *cobra.Command {
+	f := &itemFlags{}
+	c := &cobra.Command{
+		Use:   "create ITEM --name N --price-cents P --stock S --starts-at T --ends-at T [--per-user-limit L] [--buckets B]",
+		Short: "Create or replace an item (PUT) and warm Redis for its sale",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := itemPath(args[0])
+			if err != nil {
+				return err
+			}
+			b, err := f.body(true)
+			if err != nil {
+				return err
+			}
+			var it Item
+			raw, err := o.send(cmd, http.MethodPut, p, b, "application/json", &it)
+			if err != nil {
+				return err
+			}
+			return printItem(cmd, o, raw, it)
+		},
+	}
+	f.register(c)
+	for _, req := range []string{"name", "price-cents", "stock", "starts-at", "ends-at"} {
+		_ = c.MarkFlagRequired(req)
+	}
+	return c
+}
+
+func itemsUpdate(o *options) *cobra.Command {
+	f := &itemFlags{}
+	c := &cobra.Command{
+		Use:               "update ITEM [--name N] [--price-cents P] [--stock S] [--per-user-limit L] [--starts-at T] [--ends-at T] [--buckets B]",
+		Short:             "Change the fields given (a PATCH: the others stay), validated as a create is",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeItems(o),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := itemPath(args[0])
+			if err != nil {
+				return err
+			}
+			b, err := f.body(false)
+			if err != nil {
+				return err
+			}
+			if len(b) == 0 {
+				return usageErr("nothing to change: give at least one of --name, --price-cents, --stock, --per-user-limit, --starts-at, --ends-at, --buckets")
+			}
+			var it Item
+			raw, err := o.send(cmd, http.MethodPatch, p, b, "application/merge-patch+json", &it)
+			if err != nil {
+				return err
+			}
+			return printItem(cmd, o, raw, it)
+		},
+	}
+	f.register(c)
+	return c
+}
+
+func itemsEnd(o *options) *cobra.Command {
+	return &cobra.Command{
+		Use:               "end ITEM",
+		Short:             "End the sale now: no replica admits a request of it once this returns",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeItems(o),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := itemPath(args[0])
+			if err != nil {
+				return err
+			}
+			var it Item
+			raw, err := o.send(cmd, http.MethodPost, p+"/end", nil, "", &it)
+			if err != nil {
+				return err
+			}
+			return printItem(cmd, o, raw, it)
+		},
+	}
+}
+
+func money(cents int64) string { return fmt.Sprintf("%d.%02d", cents/100, cents%100) }
+
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05Z") }
