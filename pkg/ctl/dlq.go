@@ -69,7 +69,7 @@ func dlqList(o *options) *cobra.Command {
 	var limit int
 	var before, after int64
 	c := &cobra.Command{
-		Use: "list", Short: "Letters, newest first (--before pages down; --after lists newer ones oldest first)", Args: cobra.NoArgs,
+		Use: "list", Short: "Letters, newest first (--before pages down; --after lists newer ones oldest first, below --before if given)", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			q := url.Values{"limit": {strconv.Itoa(limit)}}
 			if cmd.Flags().Changed("before") {
@@ -107,7 +107,6 @@ func dlqList(o *options) *cobra.Command {
 	c.Flags().IntVar(&limit, "limit", 50, "letters per page (1-500)")
 	c.Flags().Int64Var(&before, "before", 0, "list letters below this offset")
 	c.Flags().Int64Var(&after, "after", 0, "list letters above this offset, oldest first")
-	c.MarkFlagsMutuallyExclusive("before", "after")
 	return c
 }
 

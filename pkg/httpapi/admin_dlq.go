@@ -102,20 +102,17 @@ func toDLQLetter(l queue.DeadLetter) dlqLetter {
 		RequestID: l.RequestID(), Source: dlqSource{Topic: l.Topic, Partition: l.Partition, Offset: l.SourceOffset}, Size: len(l.Value)}
 }
 
-// listDLQ is GET /api/v1/admin/dlq?limit=&before=|after=: the newest
+// listDLQ is GET /api/v1/admin/dlq?limit=&before=&after=: the newest
 // letters first (a page below before, when given), or with after the
-// letters above it, oldest first (to follow the topic). The dead-letter
-// topic has one partition, so an offset names a letter.
+// letters above it, oldest first (to follow the topic), below before when
+// both are given (a range). The dead-letter topic has one partition, so an
+// offset names a letter.
 func (s *Server) listDLQ(c echo.Context) error {
 	limit, err := queryInt(c, "limit", defaultDLQLimit, 1, maxDLQLimit, badRequest("invalid_limit", "limit must be an integer from 1 to 500"))
 	if err != nil {
 		return err
 	}
-	_, hasBefore := c.QueryParams()["before"]
 	_, hasAfter := c.QueryParams()["after"]
-	if hasBefore && hasAfter {
-		return badRequest("invalid_page", "give before or after, not both")
-	}
 	before, err := queryInt(c, "before", 1<<63-1, 0, 1<<63-1, badRequest("invalid_before", "before must be a dead-letter offset (a decimal integer >= 0)"))
 	if err != nil {
 		return err
@@ -133,9 +130,10 @@ func (s *Server) listDLQ(c echo.Context) error {
 	}
 	page := dlqPage{FirstOffset: b.First, EndOffset: b.End, Letters: []dlqLetter{}}
 	var lo, hi int64
+	top := min(before, b.End)
 	if hasAfter {
 		lo = max(after+1, b.First)
-		hi = min(lo+limit, b.End)
+		hi = min(lo+limit, top)
 	} else {
 		hi = min(before, b.End)
 		lo = max(b.First, hi-limit)
@@ -150,7 +148,7 @@ func (s *Server) listDLQ(c echo.Context) error {
 			page.Letters = append(page.Letters, toDLQLetter(l))
 		}
 		if hasAfter {
-			if hi < b.End {
+			if hi < top {
 				next := hi - 1
 				page.NextAfter = &next
 			}

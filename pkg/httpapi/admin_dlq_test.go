@@ -100,6 +100,8 @@ func TestDLQList(t *testing.T) {
 		{"?after=4&limit=10", []int64{5, 6}, nil, nil},
 		{"?after=1&limit=2", []int64{2, 3}, nil, 3.0},
 		{"?after=6", nil, nil, nil},
+		{"?after=1&before=4", []int64{2, 3}, nil, nil},
+		{"?after=0&before=5&limit=2", []int64{1, 2}, nil, 2.0},
 	} {
 		offs, m := offsetsOf(t, h.do(http.MethodGet, "/api/v1/admin/dlq"+c.query, "", h.admin()))
 		if fmt.Sprint(offs) != fmt.Sprint(c.want) || m["next_before"] != c.nextBefore || m["next_after"] != c.nextAfter {
@@ -117,7 +119,7 @@ func TestDLQList(t *testing.T) {
 	}
 	for q, code := range map[string]string{
 		"?limit=0": "invalid_limit", "?limit=501": "invalid_limit", "?before=-1": "invalid_before", "?after=x": "invalid_after",
-		"?after=1&before=3": "invalid_page", "?after=1&after=2": "invalid_after",
+		"?after=1&after=2": "invalid_after",
 	} {
 		r := h.do(http.MethodGet, "/api/v1/admin/dlq"+q, "", h.admin())
 		if r.Code != http.StatusBadRequest || r.json(t)["error"] != code {
