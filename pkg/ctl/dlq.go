@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -135,7 +136,7 @@ func dlqShow(o *options) *cobra.Command {
 			}
 			decision := "undecided: a replay lets the consumer decide it"
 			if l.Decision != nil {
-				decision = l.Decision.Outcome + " " + l.Decision.Reason + ": a replay changes nothing (the consumer drops it)"
+				decision = strings.TrimSpace(l.Decision.Outcome+" "+l.Decision.Reason) + ": a replay changes nothing (the consumer drops it)"
 			}
 			if !l.Replayable {
 				decision = "does not decode (" + l.DecodeError + "): replay refused, it would only be dead-lettered again"
@@ -174,7 +175,7 @@ func dlqReplay(o *options) *cobra.Command {
 			}
 			note := "undecided before: the consumer decides it now"
 			if r.Decision != nil {
-				note = "already " + r.Decision.Outcome + " " + r.Decision.Reason + ": the consumer drops it"
+				note = "already " + strings.TrimSpace(r.Decision.Outcome+" "+r.Decision.Reason) + ": the consumer drops it"
 			}
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "replayed letter %d (request %s) to %s; %s\n", r.Offset, r.RequestID, r.Topic, note)
 			return err
