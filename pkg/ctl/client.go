@@ -97,28 +97,17 @@ func (c *client) do(ctx context.Context, method, path string, q url.Values, body
 
 // get reads path into out and, for -o json, returns the answer as sent.
 func (o *options) get(cmd interface{ Context() context.Context }, path string, q url.Values, out any) (json.RawMessage, error) {
-	c, err := o.client()
-	if err != nil {
-		return nil, err
-	}
-	ctx := cmd.Context()
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	var raw json.RawMessage
-	if err := c.do(ctx, http.MethodGet, path, q, nil, "", &raw); err != nil {
-		return nil, err
-	}
-	if out != nil {
-		if err := json.Unmarshal(raw, out); err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", errUnreachable, path, err)
-		}
-	}
-	return raw, nil
+	return o.call(cmd, http.MethodGet, path, q, nil, "", out)
 }
 
 // send makes a write (PUT, PATCH, POST) and returns the answer as sent.
 func (o *options) send(cmd interface{ Context() context.Context }, method, path string, body any, ctype string, out any) (json.RawMessage, error) {
+	return o.call(cmd, method, path, nil, body, ctype, out)
+}
+
+// call is one request of a command: the answer as sent, and decoded into
+// out when out is not nil.
+func (o *options) call(cmd interface{ Context() context.Context }, method, path string, q url.Values, body any, ctype string, out any) (json.RawMessage, error) {
 	c, err := o.client()
 	if err != nil {
 		return nil, err
@@ -128,7 +117,7 @@ func (o *options) send(cmd interface{ Context() context.Context }, method, path 
 		ctx = context.Background()
 	}
 	var raw json.RawMessage
-	if err := c.do(ctx, method, path, nil, body, ctype, &raw); err != nil {
+	if err := c.do(ctx, method, path, q, body, ctype, &raw); err != nil {
 		return nil, err
 	}
 	if out != nil {
