@@ -189,3 +189,40 @@ func TestDLQShowAndReplay(t *testing.T) {
 		t.Fatalf("orders topic after the replay: %+v, want the letter's message", got)
 	}
 }
+
+// TestDLQKafkaUnreachable: with a broker that accepts and never answers, a
+// list, a show and a replay each answer 503 unavailable within their bound
+// (5 store timeouts) instead of hanging, and nothing reaches the orders
+// topic; with Kafka back the letter is where it was.
+func TestDLQKafkaUnreachable(t *testing.T) {
+	t.Parallel()
+	const storeTimeout = 300 * time.Millisecond
+	h := newHarness(t, harnessOpts{storeTimeout: storeTimeout})
+	good, rid := orderLetter(t, testenv.ItemID(), 9)
+	h.withDLQ(good)
+	brokers := h.srv.cfg.Brokers
+	h.srv.cfg.Brokers = []string{testenv.Silent(t).Addr}
+	bound := 5*storeTimeout + time.Second
+	for _, c := range []struct{ method, path string }{
+		{http.MethodGet, "/api/v1/admin/dlq"},
+		{http.MethodGet, "/api/v1/admin/dlq/0"},
+		{http.MethodPost, "/api/v1/admin/dlq/0/replay"},
+	} {
+		start := time.Now()
+		r := h.do(c.method, c.path, "", h.admin())
+		took := time.Since(start)
+		if r.Code != http.StatusServiceUnavailable || r.json(t)["error"] != "unavailable" {
+			t.Errorf("%s %s with Kafka silent: %d %s, want 503 unavailable", c.method, c.path, r.Code, r.Body)
+		}
+		if took > bound {
+			t.Errorf("%s %s with Kafka silent took %v, want at most %v", c.method, c.path, took, bound)
+		}
+	}
+	h.srv.cfg.Brokers = brokers
+	if got := h.readTopic(); len(got) != 0 {
+		t.Fatalf("orders topic after the refused replay: %+v, want nothing", got)
+	}
+	if m := h.do(http.MethodGet, "/api/v1/admin/dlq/0", "", h.admin()).json(t); m["request_id"] != rid {
+		t.Fatalf("letter 0 with Kafka back: %v", m)
+	}
+}
