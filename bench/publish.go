@@ -11,6 +11,8 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/flashsale-dev/flashsale/pkg/histquantile"
 )
 
 // publishMetric is the ingress's histogram of synchronous Kafka publishes
@@ -75,6 +77,13 @@ func scrapePublish(ctx context.Context, url string) (histogram, error) {
 	return out, nil
 }
 
+// at is the q-quantile of the buckets (pkg/histquantile): past the last
+// finite bound it answers that bound, as histogram_quantile does.
+func at(q float64, bounds []float64, cum []uint64, total uint64) float64 {
+	v, _, _ := histquantile.FromBuckets(q, bounds, cum, total)
+	return v
+}
+
 // since is what was observed between before and h.
 func (h histogram) since(before histogram) (PublishStats, error) {
 	if len(before.bounds) != len(h.bounds) || h.count < before.count {
@@ -89,29 +98,7 @@ func (h histogram) since(before histogram) (PublishStats, error) {
 		cum[i] = h.cum[i] - before.cum[i]
 	}
 	return PublishStats{Count: n, Meanms: 1000 * (h.sum - before.sum) / float64(n),
-		P50ms: 1000 * bucketQuantile(0.5, h.bounds, cum, n), P99ms: 1000 * bucketQuantile(0.99, h.bounds, cum, n)}, nil
-}
-
-// bucketQuantile interpolates the q-quantile linearly within its bucket
-// (the first bucket starts at 0). Past the last finite bound it answers
-// that bound, as histogram_quantile does.
-func bucketQuantile(q float64, bounds []float64, cum []uint64, total uint64) float64 {
-	rank := q * float64(total)
-	lower, below := 0.0, uint64(0)
-	for i, ub := range bounds {
-		if float64(cum[i]) >= rank {
-			in := cum[i] - below
-			if in == 0 {
-				return ub
-			}
-			return lower + (ub-lower)*(rank-float64(below))/float64(in)
-		}
-		lower, below = ub, cum[i]
-	}
-	if len(bounds) == 0 {
-		return math.NaN()
-	}
-	return bounds[len(bounds)-1]
+		P50ms: 1000 * at(0.5, h.bounds, cum, n), P99ms: 1000 * at(0.99, h.bounds, cum, n)}, nil
 }
 
 // publishScrape is the before half of a run's publish figure.

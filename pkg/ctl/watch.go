@@ -3,13 +3,13 @@ package ctl
 import (
 	"fmt"
 	"io"
-	"math"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/flashsale-dev/flashsale/pkg/audit"
+	"github.com/flashsale-dev/flashsale/pkg/histquantile"
 )
 
 // Live is one read of GET /api/v1/admin/items/{id}/live (its contract:
@@ -41,8 +41,15 @@ type View struct {
 	Cur      *Live              `json:"live"`
 	Interval float64            `json:"interval_seconds"`
 	Rates    map[string]float64 `json:"answers_per_second,omitempty"`
-	P50      *float64           `json:"accepted_p50_seconds,omitempty"`
-	P99      *float64           `json:"accepted_p99_seconds,omitempty"`
+	P50      *Quantile          `json:"accepted_p50,omitempty"`
+	P99      *Quantile          `json:"accepted_p99,omitempty"`
+}
+
+// Quantile is one latency quantile of the interval. Above: it fell past the
+// highest bucket, so Seconds is that bound and the real value is beyond it.
+type Quantile struct {
+	Seconds float64 `json:"seconds"`
+	Above   bool    `json:"above_highest_bound,omitempty"`
 }
 
 // Compute derives a frame from two reads (prev nil for the first). A count
@@ -84,32 +91,18 @@ func Compute(prev, cur *Live) View {
 	if reset {
 		total = cur.AcceptedLatency.Count
 	}
-	v.P50, v.P99 = quantile(0.5, les, cum, total), quantile(0.99, les, cum, total)
+	v.P50, v.P99 = latency(0.5, les, cum, total), latency(0.99, les, cum, total)
 	return v
 }
 
-// quantile is Prometheus' histogram_quantile: the bucket where rank q*total
-// falls, interpolated linearly inside it (from 0 for the first bucket). A
-// rank above the highest bound is reported as +Inf.
-func quantile(q float64, les []float64, cum []int64, total int64) *float64 {
-	if total <= 0 {
+// latency is the q-quantile of the interval's buckets (pkg/histquantile, as
+// histogram_quantile computes it), nil when no 202 came in it.
+func latency(q float64, les []float64, cum []int64, total int64) *Quantile {
+	v, above, ok := histquantile.FromBuckets(q, les, cum, total)
+	if !ok {
 		return nil
 	}
-	rank := q * float64(total)
-	lower, below := 0.0, int64(0)
-	for i, le := range les {
-		if float64(cum[i]) >= rank {
-			in := cum[i] - below
-			r := le
-			if in > 0 {
-				r = lower + (le-lower)*(rank-float64(below))/float64(in)
-			}
-			return &r
-		}
-		lower, below = le, cum[i]
-	}
-	inf := math.Inf(1)
-	return &inf
+	return &Quantile{Seconds: v, Above: above}
 }
 
 func optInt(p *int64) string {
@@ -119,16 +112,16 @@ func optInt(p *int64) string {
 	return strconv.FormatInt(*p, 10)
 }
 
-func seconds(p *float64) string {
+func seconds(p *Quantile) string {
 	switch {
 	case p == nil:
 		return "-"
-	case math.IsInf(*p, 1):
-		return "> 5s"
-	case *p < 1:
-		return fmt.Sprintf("%.1f ms", *p*1000)
+	case p.Above:
+		return fmt.Sprintf("> %.2f s", p.Seconds)
+	case p.Seconds < 1:
+		return fmt.Sprintf("%.1f ms", p.Seconds*1000)
 	}
-	return fmt.Sprintf("%.2f s", *p)
+	return fmt.Sprintf("%.2f s", p.Seconds)
 }
 
 // Render writes one frame as text.

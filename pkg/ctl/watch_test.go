@@ -41,7 +41,9 @@ func read(t *testing.T, s string) *Live {
 	return &l
 }
 
-func near(p *float64, want float64) bool { return p != nil && math.Abs(*p-want) < 1e-9 }
+func near(p *Quantile, want float64) bool {
+	return p != nil && !p.Above && math.Abs(p.Seconds-want) < 1e-9
+}
 
 // TestComputeRatesAndQuantiles: rates are the counts' differences over the
 // reads' "at" difference; p50/p99 are histogram_quantile over the
@@ -60,12 +62,12 @@ func TestComputeRatesAndQuantiles(t *testing.T) {
 	// (bucket (10, 25] empty), and 10 above 50 ms up to 5 s.
 	// p50: rank 60 is the top of the first: 5 ms.
 	if !near(v.P50, 0.005) {
-		t.Errorf("p50 = %v, want 0.005", *v.P50)
+		t.Errorf("p50 = %+v, want 0.005", v.P50)
 	}
 	// p99: rank 118.8 of 120, in (50 ms, 5 s] holding 10 (from 110):
 	// 0.05 + 4.95 * 8.8/10.
 	if !near(v.P99, 0.05+4.95*8.8/10) {
-		t.Errorf("p99 = %v, want %v", *v.P99, 0.05+4.95*8.8/10)
+		t.Errorf("p99 = %+v, want %v", v.P99, 0.05+4.95*8.8/10)
 	}
 	// A reset (the tally cleared) counts from zero, never negative.
 	reset := read(t, liveA)
@@ -104,5 +106,26 @@ func TestRender(t *testing.T) {
 		if !strings.Contains(s, want) {
 			t.Errorf("second frame lacks %q:\n%s", want, s)
 		}
+	}
+}
+
+// TestAboveTheHighestBound: a p99 past the last bucket (5 s) is shown as
+// "> 5 s", and the frame still prints as JSON (-o json).
+func TestAboveTheHighestBound(t *testing.T) {
+	a, b := read(t, liveA), read(t, liveB)
+	for i := range b.AcceptedLatency.Buckets {
+		b.AcceptedLatency.Buckets[i].Count = a.AcceptedLatency.Buckets[i].Count // no 202 under 5 s in the interval
+	}
+	b.AcceptedLatency.Count = a.AcceptedLatency.Count + 10
+	v := Compute(a, b)
+	if _, err := json.Marshal(v); err != nil {
+		t.Fatalf("a frame with every 202 above the highest bound does not print as JSON: %v", err)
+	}
+	var out bytes.Buffer
+	if err := Render(&out, v); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "p50 > 5.00 s  p99 > 5.00 s") {
+		t.Errorf("frame:\n%s\nwant p50 and p99 shown above 5 s", out.String())
 	}
 }
