@@ -57,6 +57,19 @@ func commitCutDB(t *testing.T, dsn string) (*sql.DB, *commitCutter) {
 
 func noLag(context.Context) (int64, error) { return 0, nil }
 
+// cuttableRedis is a client of the stack's Redis whose connections fd can
+// cut: no retries and 300 ms timeouts, so a cut fails the next call fast.
+func cuttableRedis(t *testing.T) (*redis.Client, *testenv.FaultDialer) {
+	t.Helper()
+	fd := testenv.NewFaultDialer()
+	common := testenv.Common(t)
+	addr := common.RedisAddrs()[0]
+	rdb := redis.NewClient(&redis.Options{Addr: addr, Dialer: fd.DialContext, MaxRetries: -1,
+		DialTimeout: 300 * time.Millisecond, ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond})
+	t.Cleanup(func() { rdb.Close() })
+	return rdb, fd
+}
+
 func saleItem(id, total int64) store.Item {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	return store.Item{ID: id, Name: "catalog test", PriceCents: 500, TotalStock: total, PerUserLimit: 1,
@@ -112,11 +125,8 @@ func TestPutWarmFailsAfterCommit(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
 	db, _ := testenv.MySQL(t)
-	fd := testenv.NewFaultDialer()
+	rdb, fd := cuttableRedis(t)
 	common := testenv.Common(t)
-	rdb := redis.NewClient(&redis.Options{Addr: common.RedisAddrs()[0], Dialer: fd.DialContext, MaxRetries: -1,
-		DialTimeout: 300 * time.Millisecond, ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond})
-	t.Cleanup(func() { rdb.Close() })
 	st := stock.New(rdb)
 	var cutInTx atomic.Bool
 	// The lag check runs inside Put's transaction, after its Redis reads:

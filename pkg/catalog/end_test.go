@@ -43,11 +43,8 @@ func TestEndRedisLostAfterCommitIsRepairedByRepeating(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
 	_, dsn := testenv.MySQL(t)
-	fd := testenv.NewFaultDialer()
+	rdb, fd := cuttableRedis(t)
 	common := testenv.Common(t)
-	rdb := redis.NewClient(&redis.Options{Addr: common.RedisAddrs()[0], Dialer: fd.DialContext, MaxRetries: -1,
-		DialTimeout: 300 * time.Millisecond, ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond})
-	t.Cleanup(func() { rdb.Close() })
 	st := stock.New(rdb)
 	var armed bool
 	db := testenv.MySQLVia(t, dsn, func(ctx context.Context, addr string) (net.Conn, error) {
