@@ -64,8 +64,10 @@ func shared(t *testing.T) *system {
 
 func start(t *testing.T) *system {
 	common := testenv.Common(t)
-	db, dsn := mysqlForPackage(t)
-	orders, dlq, group := testenv.Topics(t, 8)
+	pkg := &holder{TB: t}
+	db, dsn := testenv.MySQL(pkg)
+	orders, dlq, group := testenv.Topics(pkg, 8)
+	dropDB = pkg.run
 	tok, err := auth.Sign(jwtSecret, 1, auth.RoleAdmin, 2*time.Hour)
 	if err != nil {
 		sysErr = err.Error()
@@ -116,7 +118,7 @@ func start(t *testing.T) *system {
 }
 
 var (
-	dropDB  func()
+	dropDB  func() // the deployment's database and Kafka topics
 	logPath string
 )
 
@@ -127,18 +129,9 @@ func logDir() string {
 	return logPath
 }
 
-// mysqlForPackage is testenv.MySQL for a database that outlives the test
-// that made it: the deployment serves every test of the package, so the
-// database is dropped by stopAll, not by that test's cleanup.
-func mysqlForPackage(t *testing.T) (*sql.DB, string) {
-	h := &holder{TB: t}
-	db, dsn := testenv.MySQL(h)
-	dropDB = h.run
-	return db, dsn
-}
-
 // holder is a testing.TB whose cleanups run when the package ends, not when
-// the test that started the deployment ends.
+// the test that started the deployment ends: the deployment serves every
+// test of the package, so its database and its Kafka topics go in stopAll.
 type holder struct {
 	testing.TB
 	mu  sync.Mutex
@@ -157,7 +150,7 @@ func (h *holder) run() {
 	}
 }
 
-// stopAll kills the deployment's processes and drops its database.
+// stopAll kills the deployment's processes, then drops its database and deletes its topics.
 func stopAll(failed bool) {
 	for _, c := range procs {
 		_ = c.Process.Signal(syscall.SIGTERM)
