@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // ErrNotSent wraps the context error of a publish whose context ended while
@@ -114,7 +116,10 @@ func (s *Security) NewPublisher(brokers []string, topic string, writeTimeout tim
 // Writer is the kafka.Writer under p when p made it (for Warm), else nil.
 func (p *Publisher) Writer() *kafka.Writer { return p.kw }
 
-// WriteMessages publishes msgs and waits for their acks or ctx. It returns
+// WriteMessages publishes msgs and waits for their acks or ctx. Each message
+// carries the W3C trace context of ctx's span (InjectTrace: the admission's
+// publish span), so the consumer's batch links to the order's trace; with no
+// span in ctx (tracing off) a message is written as it was given. It returns
 // nil when all were acknowledged; for one message its error; for several,
 // kafka.WriteErrors when any failed. An error wrapping ErrNotSent (and the
 // context's error) means that message was never handed to kafka-go; any
@@ -122,6 +127,13 @@ func (p *Publisher) Writer() *kafka.Writer { return p.kw }
 func (p *Publisher) WriteMessages(ctx context.Context, msgs ...kafka.Message) error {
 	if len(msgs) == 0 {
 		return nil
+	}
+	if trace.SpanContextFromContext(ctx).IsValid() {
+		msgs = slices.Clone(msgs) // the caller's messages and header arrays stay as they were
+		for i := range msgs {
+			msgs[i].Headers = slices.Clip(msgs[i].Headers)
+			InjectTrace(ctx, &msgs[i])
+		}
 	}
 	pubs := make([]*publish, len(msgs))
 	p.mu.Lock()
