@@ -21,6 +21,7 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/startup"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
+	"github.com/flashsale-dev/flashsale/pkg/tracing"
 	"github.com/flashsale-dev/flashsale/schema"
 )
 
@@ -38,10 +39,15 @@ func main() {
 }
 
 func run(common config.Common, cc config.Consumer) error {
-	log := ops.NewLogger("consumer", common.LogLevel, common.LogBurst)
+	log := tracing.Logger(ops.NewLogger("consumer", common.LogLevel, common.LogBurst))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ops.ExitAfter(ctx, common.ShutdownTimeout, log)
+	stopTracing, err := tracing.Init(ctx, "consumer", log) // deferred first: flushes last
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 
 	// One connection per concurrent item write, plus room for the give-up
 	// path and the readiness check.

@@ -23,6 +23,7 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/startup"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
+	"github.com/flashsale-dev/flashsale/pkg/tracing"
 	"github.com/flashsale-dev/flashsale/schema"
 )
 
@@ -36,7 +37,7 @@ func main() {
 	if err := config.Parse(fs, os.Args[1:], &common, &ingress); err != nil {
 		os.Exit(config.Exit(fs, err))
 	}
-	log := slog.New(httpapi.ContextHandler(ops.NewLogger("ingress", common.LogLevel, common.LogBurst).Handler()))
+	log := tracing.Logger(slog.New(httpapi.ContextHandler(ops.NewLogger("ingress", common.LogLevel, common.LogBurst).Handler())))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ops.ExitAfter(ctx, common.ShutdownTimeout+5*time.Second, log)
@@ -48,6 +49,11 @@ func main() {
 }
 
 func run(ctx context.Context, c config.Common, in config.Ingress, log *slog.Logger) error {
+	stopTracing, err := tracing.Init(ctx, "ingress", log) // deferred first: flushes last
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	// Not pinged here: MySQL is optional to admission, waited for below.
 	db, err := store.Pool(c.DSN(), 64)
 	if err != nil {
@@ -142,6 +148,12 @@ func run(ctx context.Context, c config.Common, in config.Ingress, log *slog.Logg
 	serveErr := ops.ServeListener(sctx, hs, apiLn, c.ShutdownTimeout, log)
 	cancel(nil)
 	serveErr = errors.Join(serveErr, <-opsErr, startup.Refused(sctx))
+	// The drained server's last answers go to the live view's tallies.
+	fctx, fcancel := context.WithTimeout(context.Background(), c.StoreTimeout)
+	if err := srv.Close(fctx); err != nil {
+		log.Warn("last live-view tallies not flushed", "err", err)
+	}
+	fcancel()
 	if err := writer.Close(); err != nil {
 		serveErr = errors.Join(serveErr, fmt.Errorf("ingress: close kafka writer: %w", err))
 	}

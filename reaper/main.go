@@ -23,6 +23,7 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/startup"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
+	"github.com/flashsale-dev/flashsale/pkg/tracing"
 	"github.com/flashsale-dev/flashsale/schema"
 )
 
@@ -33,7 +34,7 @@ func main() {
 	if err := config.Parse(fs, os.Args[1:], &common, &rc); err != nil {
 		os.Exit(config.Exit(fs, err))
 	}
-	log := ops.NewLogger("reaper", common.LogLevel, common.LogBurst)
+	log := tracing.Logger(ops.NewLogger("reaper", common.LogLevel, common.LogBurst))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ops.ExitAfter(ctx, common.ShutdownTimeout, log)
@@ -48,6 +49,11 @@ func main() {
 }
 
 func run(ctx context.Context, c config.Common, rc config.Reaper, log *slog.Logger) error {
+	stopTracing, err := tracing.Init(ctx, "reaper", log) // deferred first: flushes last
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	db, err := store.Pool(c.DSN(), 8)
 	if err != nil {
 		return err
