@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
 
 	"github.com/flashsale-dev/flashsale/pkg/orderstatus"
@@ -19,6 +21,16 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
+	"github.com/flashsale-dev/flashsale/pkg/tracing"
+)
+
+// The admission path's span names, children of the ingress's HTTP span.
+const (
+	// SpanReserve is one run of the Redis admission script.
+	SpanReserve = "admission.reserve"
+	// SpanPublish is the Kafka publish of an admitted order, up to its
+	// acks; its context is the message's traceparent.
+	SpanPublish = "admission.publish"
 )
 
 // Publisher is the part of *kafka.Writer admission uses.
@@ -205,6 +217,8 @@ func (s *Service) reserveAndPublish(ctx context.Context, r Request, rid string, 
 // reserve runs the admission script once, in r's home bucket, counting it
 // against the per-user limit userRate (0: not counted).
 func (s *Service) reserve(ctx context.Context, r Request, rid string, now time.Time, userRate int) (stock.AdmitResult, time.Time, error) {
+	ctx, span := tracing.Start(ctx, SpanReserve, trace.SpanKindClient)
+	defer span.End()
 	deadline := s.now().Add(s.cfg.StoreTimeout)
 	rctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
@@ -213,6 +227,13 @@ func (s *Service) reserve(ctx context.Context, r Request, rid string, now time.T
 		UserRatePerSec: userRate, IdempotencyKey: r.IdempotencyKey, IdempotencyTTL: s.cfg.IdempotencyTTL,
 		WaitReplicas: s.cfg.WaitReplicas, WaitTimeout: s.cfg.WaitTimeout,
 	})
+	if span.IsRecording() {
+		// Ids and the verdict only: never the buyer's Idempotency-Key.
+		span.SetAttributes(attribute.String("db.system.name", "redis"), attribute.Int64("flashsale.item_id", r.ItemID),
+			attribute.Int("flashsale.bucket", r.bucket), attribute.String("flashsale.request_id", rid),
+			attribute.String("flashsale.verdict", string(ar.Code)))
+		tracing.Fail(span, err)
+	}
 	return ar, deadline, err
 }
 
@@ -271,11 +292,21 @@ func (s *Service) publish(ctx context.Context, r Request, rid string, now time.T
 	msg := queue.OrderMessage{RequestID: rid, ItemID: r.ItemID, UserID: r.UserID, Qty: r.Qty, ReservedMs: now.UnixMilli()}
 	val, err := msg.Encode()
 	if err == nil {
-		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.PublishTimeout)
+		// The publish span's context is what the message carries
+		// (traceparent, injected by queue.Publisher): the consumer's batch
+		// links to it.
+		sctx, span := tracing.Start(ctx, SpanPublish, trace.SpanKindProducer)
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(sctx), s.cfg.PublishTimeout)
 		start := time.Now()
 		err = s.pub.WriteMessages(pctx, kafka.Message{Key: msg.Key(), Value: val})
 		cancel()
 		s.m.publishDuration.Observe(time.Since(start).Seconds())
+		if span.IsRecording() {
+			span.SetAttributes(attribute.String("messaging.system", "kafka"), attribute.String("messaging.operation.type", "send"),
+				attribute.String("messaging.kafka.message.key", string(msg.Key())), attribute.String("flashsale.request_id", rid))
+			tracing.Fail(span, err)
+		}
+		span.End()
 	}
 	if err == nil {
 		s.ack(ctx, r, rid)
