@@ -106,6 +106,11 @@ type Ingress struct {
 	// bounds how late a poll can answer after its status changed. 0
 	// switches it off (announcements only).
 	StatusRecheck time.Duration
+	// TallyFlush is how often this replica adds its order-answer counts to
+	// Redis (pkg/tally) for the live sale console: a read of
+	// /api/v1/admin/items/{id}/live lags the answers by at most this.
+	// Shorter costs Redis one pipelined call per replica more often.
+	TallyFlush time.Duration
 }
 
 // RegisterFlags implements Registerer.
@@ -143,6 +148,7 @@ func (c *Ingress) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.RedisWaitTimeout, "redis-wait-timeout", 100*time.Millisecond, "how long an admission waits for FLASHSALE_REDIS_WAIT_REPLICAS, a Go duration")
 	fs.DurationVar(&c.StatusWaitMax, "status-wait-max", 30*time.Second, "longest wait a status poll may ask for with ?wait=, a Go duration up to 2m, 0 to switch waiting off")
 	fs.IntVar(&c.StatusWaiters, "status-waiters", 10_000, "status polls that may wait at once in this process; past it they answer at once")
+	fs.DurationVar(&c.TallyFlush, "tally-flush", time.Second, "how often the order-answer counts of the live sale console are added to Redis, a Go duration from 50ms to 1m")
 	fs.DurationVar(&c.StatusRecheck, "status-recheck", 750*time.Millisecond, "how often a waiting status poll reads its status again if no announcement came, a Go duration from 100ms, 0 to rely on announcements alone")
 }
 
@@ -207,6 +213,9 @@ func (c *Ingress) Validate() error {
 	}
 	if c.StatusRecheck != 0 && (c.StatusRecheck < 100*time.Millisecond || c.StatusRecheck > time.Minute) {
 		return fmt.Errorf("FLASHSALE_STATUS_RECHECK: %v (expected 0 to switch it off, or 100ms to 1m)", c.StatusRecheck)
+	}
+	if c.TallyFlush < 50*time.Millisecond || c.TallyFlush > time.Minute {
+		return fmt.Errorf("FLASHSALE_TALLY_FLUSH: %v (expected a duration from 50ms to 1m)", c.TallyFlush)
 	}
 	if c.IdempotencyTTL < time.Minute {
 		return fmt.Errorf("FLASHSALE_IDEMPOTENCY_TTL: %v (expected at least 1m)", c.IdempotencyTTL)

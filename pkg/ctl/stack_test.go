@@ -2,6 +2,7 @@ package ctl
 
 import (
 	"bytes"
+	"context"
 	"database/sql"
 	"net/http/httptest"
 	"strings"
@@ -41,7 +42,8 @@ func startIngress(t *testing.T) *ingress {
 	topic, dlq, group := testenv.Topics(t, 2)
 	in := config.Ingress{JWTSecret: stackSecret, JWTAudience: "flashsale", JWTMaxTTL: 24 * time.Hour, JWTUserClaim: "sub",
 		JWTRoleClaim: "role", JWTAdminRole: "admin", PublishTimeout: 3 * time.Second, SoldOutTTL: 500 * time.Millisecond,
-		IdempotencyTTL: time.Hour, Buckets: config.Buckets{Max: 64, Wait: time.Second, Poll: 25 * time.Millisecond}}
+		IdempotencyTTL: time.Hour, Buckets: config.Buckets{Max: 64, Wait: time.Second, Poll: 25 * time.Millisecond},
+		TallyFlush: 100 * time.Millisecond}
 	w := queue.NewWriter(brokers, topic, in.PublishTimeout)
 	t.Cleanup(func() { _ = w.Close() })
 	st := stock.New(rdb)
@@ -50,6 +52,7 @@ func startIngress(t *testing.T) *ingress {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = srv.Close(context.Background()) })
 	hs := httptest.NewServer(srv.Echo())
 	t.Cleanup(hs.Close)
 	env := map[string]string{"FLASHSALE_URL": hs.URL, "FLASHSALE_JWT_SECRET": stackSecret}

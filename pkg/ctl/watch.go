@@ -18,7 +18,7 @@ import (
 // unavailable).
 type Live struct {
 	At              time.Time        `json:"at"`
-	Item            Item             `json:"item"`
+	Item            *Item            `json:"item"` // nil when MySQL could not be read
 	Audit           *audit.Report    `json:"audit"`
 	Answers         map[string]int64 `json:"answers"`
 	AcceptedLatency struct {
@@ -127,14 +127,17 @@ func seconds(p *Quantile) string {
 // Render writes one frame as text.
 func Render(w io.Writer, v View) error {
 	l := v.Cur
-	it := l.Item
 	var b strings.Builder
-	fmt.Fprintf(&b, "item %d %q  %s  (%s)\n", it.ID, it.Name, it.State, l.At.UTC().Format("15:04:05.000Z"))
-	redis := "?"
-	if it.RedisStock != nil {
-		redis = strconv.FormatInt(*it.RedisStock, 10)
+	if it := l.Item; it != nil {
+		fmt.Fprintf(&b, "item %d %q  %s  (%s)\n", it.ID, it.Name, it.State, l.At.UTC().Format("15:04:05.000Z"))
+		redis := "?"
+		if it.RedisStock != nil {
+			redis = strconv.FormatInt(*it.RedisStock, 10)
+		}
+		fmt.Fprintf(&b, "stock      redis %s  mysql %d  of %d\n", redis, it.Stock, it.TotalStock)
+	} else {
+		fmt.Fprintf(&b, "item unavailable  (%s)\n", l.At.UTC().Format("15:04:05.000Z"))
 	}
-	fmt.Fprintf(&b, "stock      redis %s  mysql %d  of %d\n", redis, it.Stock, it.TotalStock)
 	if l.Audit != nil {
 		a := l.Audit
 		fmt.Fprintf(&b, "pending    %d reservations (%d units)\n", a.Pending, a.PendingQty)

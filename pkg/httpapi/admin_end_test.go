@@ -29,6 +29,7 @@ func (h *harness) replica(t *testing.T) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { closeServer(t, srv) })
 	return &harness{t: t, srv: srv, db: h.db, rdb: h.rdb, st: st, brokers: h.brokers, topic: h.topic, group: h.group,
 		writer: w, reg: h.reg, tokens: map[string]string{}}
 }

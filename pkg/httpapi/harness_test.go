@@ -81,7 +81,7 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 		o.storeTimeout = 2 * time.Second
 	}
 	brokers := testenv.Kafka(t)
-	topic, _, group := testenv.Topics(t, o.partitions)
+	topic, dlq, group := testenv.Topics(t, o.partitions)
 	in := testIngress()
 	if o.ingress != nil {
 		o.ingress(&in)
@@ -106,13 +106,21 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 		st = st.WithCoalescer(co)
 	}
 	log := testenv.LogTail(t) // printed when the test fails
-	srv, err := New(Config{Ingress: in, StoreTimeout: o.storeTimeout, Brokers: brokers, Topic: topic, Group: group},
+	srv, err := New(Config{Ingress: in, StoreTimeout: o.storeTimeout, Brokers: brokers, Topic: topic, DLQTopic: dlq, Group: group},
 		Deps{DB: db, Stock: st, Publisher: w, Registry: reg, Log: log, OpenAPI: []byte("openapi: 3.0.3\n")})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { closeServer(t, srv) })
 	return &harness{t: t, srv: srv, db: db, rdb: rdb, st: st, brokers: brokers, topic: topic, group: group,
 		writer: w, reg: reg, tokens: map[string]string{}}
+}
+
+// closeServer stops srv's tally flusher (after its last flush).
+func closeServer(t testing.TB, srv *Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Close(ctx) // Redis may be down on purpose: the counts are the test's to check, not this
 }
 
 // token returns a bearer token of user (role "" or "admin").

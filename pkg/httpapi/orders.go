@@ -10,6 +10,7 @@ import (
 
 	"github.com/flashsale-dev/flashsale/pkg/admission"
 	"github.com/flashsale-dev/flashsale/pkg/orderstatus"
+	"github.com/flashsale-dev/flashsale/pkg/tally"
 )
 
 type orderBody struct {
@@ -23,8 +24,11 @@ type accepted struct {
 }
 
 // postOrder is POST /api/v1/orders: 202 once the request is reserved in
-// Redis and durably in Kafka.
+// Redis and durably in Kafka. Every answer for a well-formed item id is
+// counted for the item's live view (pkg/tally): a few atomic adds, never a
+// wait.
 func (s *Server) postOrder(c echo.Context) error {
+	start := time.Now()
 	var b orderBody
 	if err := decodeStrict(c, &b); err != nil {
 		return err
@@ -32,6 +36,21 @@ func (s *Server) postOrder(c echo.Context) error {
 	if b.ItemID == nil || *b.ItemID <= 0 {
 		return badRequest("invalid_item_id", "item_id must be a positive integer")
 	}
+	err := s.order(c, b)
+	outcome := tally.Accepted
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae):
+		outcome = ae.Code
+	case err != nil:
+		outcome = "internal"
+	}
+	s.tally.Record(*b.ItemID, outcome, time.Since(start))
+	return err
+}
+
+// order admits the order of a body with a valid item id.
+func (s *Server) order(c echo.Context, b orderBody) error {
 	if b.Qty == nil || *b.Qty < 1 || *b.Qty > s.cfg.MaxQty {
 		return badRequest("invalid_qty", fmt.Sprintf("qty must be an integer from 1 to the item's per-user limit (at most %d)", s.cfg.MaxQty))
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/ops"
 	"github.com/flashsale-dev/flashsale/pkg/queue"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
+	"github.com/flashsale-dev/flashsale/pkg/tally"
 )
 
 // Config is the server's configuration.
@@ -73,7 +74,8 @@ type Server struct {
 	items     *itemCache
 	reqs      *requestCache
 	waits     *statusWaits
-	ipl       *ipLimiter // nil = off
+	tally     *tally.Tally // order answers per item, for /live
+	ipl       *ipLimiter   // nil = off
 	ready     ops.Readiness
 	m         *Metrics
 	log       *slog.Logger
@@ -112,6 +114,14 @@ func New(cfg Config, d Deps) (*Server, error) {
 		m:        NewMetrics(d.Registerer),
 	}
 	RegisterWaitMetrics(d.Registerer, s.waits.waiting)
+	flush := cfg.Ingress.TallyFlush
+	if flush <= 0 {
+		flush = time.Second
+	}
+	if d.Stock != nil { // nil: a server built only for its routes (ingress' OpenAPI test)
+		s.tally = tally.New(d.Stock.Client(), flush, cfg.StoreTimeout, d.Log)
+		s.tally.Start()
+	}
 	s.admission = admission.New(admission.Config{
 		UserRateLimit: cfg.Ingress.UserRateLimit, AdmissionRPS: cfg.Ingress.AdmissionRPS,
 		SoldOutTTL: cfg.Ingress.SoldOutTTL, PublishTimeout: cfg.Ingress.PublishTimeout,
@@ -145,6 +155,16 @@ func New(cfg Config, d Deps) (*Server, error) {
 // its PENDING) and the later ones answer at once. Give it to
 // http.Server.RegisterOnShutdown, so a shutdown does not wait for them.
 func (s *Server) StopWaiting() { s.waits.stop() }
+
+// Close flushes the order-answer counts of /live that are still in memory
+// and stops their flusher, within ctx. Call it once the HTTP server has
+// drained, so the last answers are counted.
+func (s *Server) Close(ctx context.Context) error {
+	if s.tally == nil {
+		return nil
+	}
+	return s.tally.Close(ctx)
+}
 
 // Readiness is what /readyz checks, for a watcher of the dependencies
 // (ops.WatchDependencies) beside the probes.
@@ -199,6 +219,7 @@ func (s *Server) routes(ipx echo.IPExtractor) *echo.Echo {
 	api.POST("/admin/items/:id/end", s.endItem, admin...)
 	api.POST("/admin/items/:id/warm", s.warmItem, admin...)
 	api.GET("/admin/items/:id/audit", s.auditItem, admin...)
+	api.GET("/admin/items/:id/live", s.liveItem, admin...)
 	api.GET("/admin/dlq", s.listDLQ, admin...)
 	api.GET("/admin/dlq/:offset", s.getDLQ, admin...)
 	api.POST("/admin/dlq/:offset/replay", s.replayDLQ, admin...)

@@ -1,0 +1,109 @@
+package ctl
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flashsale-dev/flashsale/internal/testenv"
+)
+
+// buy posts one order of user for item and returns the status.
+func (g *ingress) buy(t *testing.T, user, item int64) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, g.url+"/api/v1/orders", bytes.NewBufferString(fmt.Sprintf(`{"item_id":%d,"qty":1}`, item)))
+	req.Header.Set("Authorization", "Bearer "+g.mint(t, user, false))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestSaleWatchFollowsASale runs `sale watch` against a real ingress while
+// buyers buy between its frames: the second frame's rates are the
+// interval's answers, its p50 is drawn from the interval's 202s, and the
+// text frame shows stock, audit and answers as the API has them.
+func TestSaleWatchFollowsASale(t *testing.T) {
+	g := startIngress(t)
+	id := testenv.ItemID()
+	sid := strconv.FormatInt(id, 10)
+	mustRun(t, g.lookup, "items", "create", sid, "--name", "watched", "--price-cents", "500", "--stock", "10", "--starts-at", "-1m", "--ends-at", "+1h")
+	user := testenv.ItemID() % 1_000_000_000
+	for i := range 3 {
+		if code := g.buy(t, user+int64(i), id); code != http.StatusAccepted {
+			t.Fatalf("order %d: %d", i, code)
+		}
+	}
+	// Wait for the first three to be flushed, so the first frame has them.
+	testenv.Eventually(t, 5*time.Second, 50*time.Millisecond, func() bool {
+		_, out, _ := run(t, g.lookup, "sale", "watch", sid, "--count", "1", "-o", "json")
+		var v View
+		return json.Unmarshal([]byte(out), &v) == nil && v.Cur != nil && v.Cur.Answers["accepted"] == 3
+	}, "the first three 202s never reached the live view")
+
+	// Between the two frames: 7 more 202s (stock 10) and 2 sold out.
+	sleep := func(time.Duration) {
+		for i := 3; i < 12; i++ {
+			g.buy(t, user+int64(i), id)
+		}
+		time.Sleep(400 * time.Millisecond) // > FLASHSALE_TALLY_FLUSH (100 ms here)
+	}
+	var out, errb bytes.Buffer
+	if code := Main([]string{"sale", "watch", sid, "--count", "2", "-o", "json"},
+		Env{Lookup: g.lookup, Stdout: &out, Stderr: &errb, Sleep: sleep}); code != 0 {
+		t.Fatalf("sale watch: exit %d: %s", code, errb.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("want 2 frames, got %d:\n%s", len(lines), out.String())
+	}
+	var first, second View
+	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(lines[1]), &second); err != nil {
+		t.Fatal(err)
+	}
+	if first.Rates != nil || first.P50 != nil {
+		t.Errorf("first frame has rates %v p50 %v: one read cannot give a rate", first.Rates, first.P50)
+	}
+	a := second.Cur.Answers
+	if a["accepted"] != 10 || a["sold_out"] != 2 {
+		t.Fatalf("second frame's answers %v, want 10 accepted and 2 sold_out", a)
+	}
+	dt := second.Interval
+	if dt <= 0.4 || dt > 10 {
+		t.Fatalf("interval %v s", dt)
+	}
+	for k, n := range map[string]float64{"accepted": 7, "sold_out": 2} {
+		if got := second.Rates[k]; got < n/dt*0.999 || got > n/dt*1.001 {
+			t.Errorf("rate of %s %.3f/s, want %d in %.3f s = %.3f/s", k, got, int(n), dt, n/dt)
+		}
+	}
+	if second.P50 == nil || second.P99 == nil || second.P50.Seconds <= 0 || second.P50.Seconds > second.P99.Seconds {
+		t.Errorf("p50 %+v p99 %+v, want both from the interval's seven 202s", second.P50, second.P99)
+	}
+	if second.Cur.Item == nil || second.Cur.Item.RedisStock == nil || *second.Cur.Item.RedisStock != 0 {
+		t.Errorf("item %+v, want 0 left in Redis", second.Cur.Item)
+	}
+	if second.Cur.Audit == nil || !second.Cur.Audit.OK || len(second.Cur.Unavailable) != 0 {
+		t.Errorf("audit %+v unavailable %v", second.Cur.Audit, second.Cur.Unavailable)
+	}
+
+	// The text frame, as an operator sees it (README's example).
+	text := mustRun(t, g.lookup, "sale", "watch", sid, "--count", "1", "--no-clear")
+	for _, want := range []string{"item " + sid + ` "watched"  open`, "stock      redis 0  mysql", "audit      ok", "accepted", "sold_out"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("frame lacks %q:\n%s", want, text)
+		}
+	}
+	t.Logf("frame:\n%s", text)
+}
