@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,8 +34,10 @@ func TestInitStopIsBounded(t *testing.T) {
 	}()
 	t.Setenv("OTEL_TRACES_EXPORTER", "otlp")
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+ln.Addr().String())
-	var buf bytes.Buffer
-	log := slog.New(slog.NewJSONHandler(&buf, nil))
+	// Locked: the SDK's export goroutine outlives a Shutdown that timed
+	// out, and logs its failure when the export gives up.
+	buf := &lockedBuffer{}
+	log := slog.New(slog.NewJSONHandler(buf, nil))
 	stop, err := Init(context.Background(), "test", log)
 	if err != nil || !Enabled() {
 		t.Fatalf("Init: enabled %v err %v", Enabled(), err)
@@ -54,6 +57,23 @@ func TestInitStopIsBounded(t *testing.T) {
 	if !strings.Contains(buf.String(), "spans not flushed") {
 		t.Fatalf("a failed flush was not logged: %s", buf.String())
 	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // Off (no OTEL_* settings), Init starts nothing and stop is harmless.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 
 	"go.opentelemetry.io/otel"
@@ -95,10 +96,15 @@ func setup(ctx context.Context, service string, getenv func(string) string, log 
 	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
 		return nil, fmt.Errorf("tracing: resource: %w", err)
 	}
+	limits, err := spanLimits(getenv)
+	if err != nil {
+		return nil, err
+	}
 	tp := sdktrace.NewTracerProvider(
 		sdktrace.WithBatcher(exp),
 		sdktrace.WithResource(res),
 		sdktrace.WithSampler(linkSampler{sampler}),
+		sdktrace.WithRawSpanLimits(limits),
 	)
 	otel.SetTracerProvider(tp)
 	otel.SetTextMapPropagator(propagation.TraceContext{})
@@ -108,6 +114,30 @@ func setup(ctx context.Context, service string, getenv func(string) string, log 
 	Use(tp)
 	log.Info("tracing on", "exporter", "otlp", "sampler", linkSampler{sampler}.Description())
 	return &Provider{tp: tp}, nil
+}
+
+// MaxBatchLinks is the links a span keeps unless OTEL_SPAN_LINK_COUNT_LIMIT
+// says otherwise: the largest consumer batch (FLASHSALE_BATCH_SIZE is at
+// most 5,000), whose span links to each of its messages. The SDK's default,
+// 128, kept the first 128 links of a 500-message batch (the default size)
+// and dropped the rest: most orders' traces would lead to no batch.
+const MaxBatchLinks = 5000
+
+// spanLimits are the SDK's limits from the OTEL_SPAN_* and OTEL_*_LIMIT
+// variables, with MaxBatchLinks as the link default. The SDK reads them
+// from the process environment; Setup's variables come from getenv (tests
+// give their own), so the link limit is read here from getenv too.
+func spanLimits(getenv func(string) string) (sdktrace.SpanLimits, error) {
+	l := sdktrace.NewSpanLimits()
+	l.LinkCountLimit = MaxBatchLinks
+	if v := strings.TrimSpace(getenv("OTEL_SPAN_LINK_COUNT_LIMIT")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return l, fmt.Errorf("tracing: OTEL_SPAN_LINK_COUNT_LIMIT=%q: want an integer", v)
+		}
+		l.LinkCountLimit = n // negative: unlimited, as the SDK reads it
+	}
+	return l, nil
 }
 
 // wanted decides on or off from OTEL_SDK_DISABLED, OTEL_TRACES_EXPORTER and

@@ -126,3 +126,35 @@ func TestLinkSampler(t *testing.T) {
 		t.Errorf("child of an unsampled parent: %v", d)
 	}
 }
+
+// A consumer batch span links to each of its messages (up to
+// FLASHSALE_BATCH_SIZE's 5,000): the SDK's default keeps 128 links and
+// drops the rest, which left most orders of a 500-message batch (the
+// default size) without a way from their trace to the batch that wrote
+// them. OTEL_SPAN_LINK_COUNT_LIMIT still wins when set.
+func TestSetupKeepsABatchsLinks(t *testing.T) {
+	links := make([]trace.Link, 5000)
+	for i := range links {
+		links[i] = trace.Link{SpanContext: trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1, byte(i), byte(i >> 8)}, SpanID: trace.SpanID{1}})}
+	}
+	for _, c := range []struct {
+		limit string
+		want  int
+	}{{"", 5000}, {"10", 10}} {
+		p, err := setup(context.Background(), "test", envOf(map[string]string{
+			"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_SPAN_LINK_COUNT_LIMIT": c.limit}),
+			slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, span := Tracer().Start(context.Background(), "batch", trace.WithNewRoot(), trace.WithLinks(links...))
+		got := len(span.(sdktrace.ReadOnlySpan).Links())
+		span.End()
+		ctx, cancel := context.WithTimeout(context.Background(), 0)
+		_ = p.Shutdown(ctx)
+		cancel()
+		if got != c.want {
+			t.Errorf("OTEL_SPAN_LINK_COUNT_LIMIT=%q: %d links kept, want %d", c.limit, got, c.want)
+		}
+	}
+}
