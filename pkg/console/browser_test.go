@@ -1,0 +1,169 @@
+package console_test
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+)
+
+// chromium returns Debian's headless browser. It fails the test, never
+// skips it: make test installs it (deploy/local/report-deps.sh browser runs
+// before go test), so a missing browser is a broken machine, not a pass.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatal("chromium is not on PATH: run deploy/local/report-deps.sh browser (make test does) to install Debian's chromium")
+	return ""
+}
+
+// browser is one headless Chromium and what its tabs did that a test must
+// see: script errors, and every URL they asked for.
+type browser struct {
+	ctx context.Context // the first tab's
+
+	mu       sync.Mutex
+	problems []string // exceptions and console errors, except failed fetches
+	urls     []string // every request of every tab
+}
+
+// newBrowser starts Chromium with the flags this machine needs (no
+// sandbox: CI runs as root; no GPU; /dev/shm is small in containers) and
+// a fresh profile. Every host name resolves to nothing, so a page that
+// needed the network (a CDN) fails instead of quietly fetching it; the
+// ingress is reached by its IP literal, the one exclusion (the rule maps IP
+// literals too).
+func newBrowser(t *testing.T, timeout time.Duration) *browser {
+	t.Helper()
+	dir := t.TempDir() // removed after the browser has stopped (cleanups run last first)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium(t)),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.UserDataDir(dir),
+		chromedp.WindowSize(1280, 1400),
+		chromedp.Flag("hide-scrollbars", true),
+		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelTab := chromedp.NewContext(actx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, timeout)
+	t.Cleanup(func() {
+		cancelTimeout()
+		cancelTab()
+		cancelAlloc()
+	})
+	b := &browser{ctx: ctx}
+	start := time.Now()
+	b.watch(t, ctx)
+	t.Logf("chromium started in %v", time.Since(start).Round(time.Millisecond))
+	return b
+}
+
+// tab opens another tab of the browser: a session of its own
+// (sessionStorage is per tab).
+func (b *browser) tab(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(b.ctx)
+	t.Cleanup(cancel)
+	b.watch(t, ctx)
+	return ctx
+}
+
+// watch records ctx's tab's exceptions, console errors and requests.
+func (b *browser) watch(t *testing.T, ctx context.Context) {
+	t.Helper()
+	err := chromedp.Listen(ctx, func(ev any) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		switch ev := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			b.problems = append(b.problems, "exception: "+exceptionText(ev.ExceptionDetails))
+		case *log.EventEntryAdded:
+			// A refused fetch (401, 403) is logged as a network error:
+			// expected, and the page shows it itself.
+			if ev.Entry.Level == log.EntryLevelError && ev.Entry.Source != log.EntrySourceNetwork {
+				b.problems = append(b.problems, fmt.Sprintf("console %s: %s", ev.Entry.Source, ev.Entry.Text))
+			}
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeWarning {
+				b.problems = append(b.problems, fmt.Sprintf("console.%s called", ev.Type))
+			}
+		case *network.EventRequestWillBeSent:
+			b.urls = append(b.urls, ev.Request.URL)
+		}
+	})
+	if err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+}
+
+func exceptionText(d *runtime.ExceptionDetails) string {
+	if d == nil {
+		return "?"
+	}
+	s := d.Text
+	if d.Exception != nil && d.Exception.Description != "" {
+		s += " " + d.Exception.Description
+	}
+	return fmt.Sprintf("%s (line %d)", s, d.LineNumber)
+}
+
+// check fails t if a tab threw, logged an error (a CSP refusal is one), or
+// asked for anything but origin.
+func (b *browser) check(t *testing.T, origin string) {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, p := range b.problems {
+		t.Errorf("page: %s", p)
+	}
+	for _, u := range b.urls {
+		if !strings.HasPrefix(u, origin+"/") {
+			t.Errorf("page asked for %s, outside %s", u, origin)
+		}
+	}
+	if len(b.urls) == 0 {
+		t.Errorf("no request was seen: the check of the page's requests saw nothing")
+	}
+}
+
+// do runs actions in ctx's tab, failing t on an error.
+func do(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		t.Fatalf("chromium: %s: %v", what, err)
+	}
+}
+
+// eval evaluates a script in ctx's tab and decodes its result.
+func eval[T any](t *testing.T, ctx context.Context, script string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](script))
+	if err != nil {
+		t.Fatalf("chromium: evaluate %.60q: %v", script, err)
+	}
+	return v
+}
+
+// poll waits until script is truthy in ctx's tab and returns its value.
+func poll[T any](t *testing.T, ctx context.Context, what, script string, timeout time.Duration) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Poll[T](script, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(timeout)))
+	if err != nil {
+		t.Fatalf("chromium: waiting %v for %s: %v", timeout, what, err)
+	}
+	return v
+}
