@@ -194,6 +194,7 @@ func (s *Server) routes(ipx echo.IPExtractor) *echo.Echo {
 
 	e.GET("/healthz", echo.WrapHandler(ops.LivenessHandler()))
 	e.GET("/openapi.yaml", s.serveOpenAPI)
+	e.GET(consolePath, serveConsole) // the operators' page (pkg/console): no data, no token needed to load it
 
 	// Middleware goes on each route, never on a group: Echo runs a group's
 	// middleware through catch-all routes, which answer 404 where the path
