@@ -10,10 +10,12 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/flashsale-dev/flashsale/pkg/queue"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
+	"github.com/flashsale-dev/flashsale/pkg/tracing"
 )
 
 // Consumer is one member of the order writers' consumer group.
@@ -202,6 +204,8 @@ func drainContext(ctx context.Context, d time.Duration) (context.Context, contex
 // commits it.
 func (c *Consumer) round(ctx context.Context, batch []*entry) {
 	start := time.Now()
+	ctx, span := c.startBatch(ctx, batch)
+	defer span.End()
 	c.m.BatchSize.Observe(float64(len(batch)))
 
 	// Decode; poison goes to the DLQ. Group the rest by stock row (item and
@@ -276,7 +280,9 @@ func (c *Consumer) writeGroupSince(ctx context.Context, item int64, es []*entry,
 	}
 	bo := backoff{min: c.cfg.MinBackoff, max: c.cfg.MaxBackoff}
 	for {
-		res, err := c.items.WriteItem(ctx, item, msgs)
+		tctx, span := startItemTx(ctx, item, len(msgs))
+		res, err := c.items.WriteItem(tctx, item, msgs)
+		endItemTx(span, res, err)
 		if err == nil {
 			c.record(res)
 			if n := res.New[[2]string{string(store.Rejected), store.ReasonUnknownItem}]; n > 0 {
@@ -331,6 +337,8 @@ func (c *Consumer) writeGroupSince(ctx context.Context, item int64, es []*entry,
 // round's context ends. The order stays: MySQL is the truth, and a
 // redelivery (the offset is not committed until this succeeds) replays it.
 func (c *Consumer) applyAfterCommit(ctx context.Context, res ItemResult) error {
+	ctx, span := tracing.Start(ctx, SpanAfterCommit, trace.SpanKindInternal)
+	defer span.End()
 	return c.retry(ctx, "redis", "redis after commit", []any{"item", res.ItemID}, func(ctx context.Context) error {
 		sctx, cancel := context.WithTimeout(ctx, 10*c.cfg.StoreTimeout)
 		defer cancel()

@@ -4,7 +4,11 @@ import (
 	"context"
 	"fmt"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/flashsale-dev/flashsale/pkg/store"
+	"github.com/flashsale-dev/flashsale/pkg/tracing"
 )
 
 // cancelExpired cancels expired UNPAID orders batch by batch until a batch
@@ -17,30 +21,49 @@ func (r *Reaper) cancelExpired(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		cctx, cancel := r.callCtx(ctx, txCalls)
-		orders, err := retryTx(cctx, func() ([]store.Order, error) {
-			return store.CancelExpired(cctx, r.db, r.cfg.BatchSize)
-		})
-		cancel()
-		if err != nil {
+		more, err := r.cancelBatch(ctx)
+		if err != nil || !more {
 			return err
-		}
-		if len(orders) == 0 {
-			return nil
-		}
-		r.m.Cancellations.Add(float64(len(orders)))
-		r.m.RestoresMySQL.Add(float64(len(orders)))
-		r.log.Debug("cancelled expired orders", "count", len(orders))
-		if r.AfterCommit != nil {
-			if err := r.AfterCommit(ctx, orders); err != nil {
-				return fmt.Errorf("after commit of %d cancellations: %w", len(orders), err)
-			}
-		}
-		if err := r.applyRestores(ctx, orders); err != nil {
-			return err
-		}
-		if len(orders) < r.cfg.BatchSize {
-			return nil
 		}
 	}
+}
+
+// cancelBatch claims and cancels one batch of expired orders and restores
+// their stock, as one span (SpanCancel, with the count cancelled: 0 for
+// the last, empty claim of a pass); more reports a full batch (there may be
+// more to claim).
+func (r *Reaper) cancelBatch(ctx context.Context) (more bool, err error) {
+	ctx, span := tracing.Start(ctx, SpanCancel, trace.SpanKindInternal)
+	n := 0
+	defer func() {
+		if span.IsRecording() {
+			span.SetAttributes(attribute.Int("flashsale.cancelled", n))
+			tracing.Fail(span, err)
+		}
+		span.End()
+	}()
+	cctx, cancel := r.callCtx(ctx, txCalls)
+	orders, err := retryTx(cctx, func() ([]store.Order, error) {
+		return store.CancelExpired(cctx, r.db, r.cfg.BatchSize)
+	})
+	cancel()
+	if err != nil {
+		return false, err
+	}
+	n = len(orders)
+	if n == 0 {
+		return false, nil
+	}
+	r.m.Cancellations.Add(float64(len(orders)))
+	r.m.RestoresMySQL.Add(float64(len(orders)))
+	r.log.DebugContext(ctx, "cancelled expired orders", "count", len(orders))
+	if r.AfterCommit != nil {
+		if err := r.AfterCommit(ctx, orders); err != nil {
+			return false, fmt.Errorf("after commit of %d cancellations: %w", len(orders), err)
+		}
+	}
+	if err := r.applyRestores(ctx, orders); err != nil {
+		return false, err
+	}
+	return len(orders) >= r.cfg.BatchSize, nil
 }

@@ -8,8 +8,11 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
+	"github.com/flashsale-dev/flashsale/pkg/tracing"
 )
 
 // Config is what one reaper needs to know; main fills it from config.Reaper
@@ -150,7 +153,9 @@ func (r *Reaper) RunPass(ctx context.Context) bool {
 // Pass runs the three steps once. Each step runs even if an earlier one
 // failed (MySQL cancellations can go on while Redis is down; their restores
 // wait in stock_restores), and the errors are joined.
-func (r *Reaper) Pass(ctx context.Context) error {
+func (r *Reaper) Pass(ctx context.Context) (err error) {
+	ctx, span := tracing.Start(ctx, SpanPass, trace.SpanKindInternal)
+	defer func() { tracing.Fail(span, err); span.End() }()
 	var errs []error
 	steps := []struct {
 		name string
@@ -166,7 +171,11 @@ func (r *Reaper) Pass(ctx context.Context) error {
 			errs = append(errs, err)
 			break
 		}
-		if err := s.fn(ctx); err != nil {
+		sctx, span := startStep(ctx, s.name)
+		err := s.fn(sctx)
+		tracing.Fail(span, err)
+		span.End()
+		if err != nil {
 			errs = append(errs, fmt.Errorf("reap: %s: %w", s.name, err))
 		}
 	}
