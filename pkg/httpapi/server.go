@@ -190,6 +190,7 @@ func (s *Server) routes(ipx echo.IPExtractor) *echo.Echo {
 			return err
 		},
 	}))
+	e.Use(traceRequests) // before requestID and observe: their log lines carry the span's ids
 	e.Use(s.requestID, s.observe, bodyLimit)
 
 	e.GET("/healthz", echo.WrapHandler(ops.LivenessHandler()))
