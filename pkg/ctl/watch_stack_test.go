@@ -33,6 +33,7 @@ func (g *ingress) buy(t *testing.T, user, item int64) int {
 // text frame shows stock, audit and answers as the API has them.
 func TestSaleWatchFollowsASale(t *testing.T) {
 	g := startIngress(t)
+	g.startConsumer(t, 30*time.Second)
 	id := testenv.ItemID()
 	sid := strconv.FormatInt(id, 10)
 	mustRun(t, g.lookup, "items", "create", sid, "--name", "watched", "--price-cents", "500", "--stock", "10", "--starts-at", "-1m", "--ends-at", "+1h")
@@ -98,9 +99,30 @@ func TestSaleWatchFollowsASale(t *testing.T) {
 		t.Errorf("audit %+v unavailable %v", second.Cur.Audit, second.Cur.Unavailable)
 	}
 
-	// The text frame, as an operator sees it (README's example).
-	text := mustRun(t, g.lookup, "sale", "watch", sid, "--count", "1", "--no-clear")
-	for _, want := range []string{"item " + sid + ` "watched"  open`, "stock      redis 0  mysql", "audit      ok", "accepted", "sold_out"} {
+	// The text frame, as an operator sees it (README's example), once the
+	// consumer has written the orders, with late buyers between its frames.
+	testenv.Eventually(t, 20*time.Second, 100*time.Millisecond, func() bool {
+		return g.count(t, "SELECT COUNT(*) FROM orders WHERE item_id = ?", id) == 10
+	}, "the consumer did not write the ten orders")
+	late := func(time.Duration) {
+		for i := 12; i < 16; i++ {
+			g.buy(t, user+int64(i), id)
+		}
+		g.buy(t, user, id) // already purchased
+		time.Sleep(time.Second)
+	}
+	out.Reset()
+	if code := Main([]string{"sale", "watch", sid, "--count", "2", "--no-clear"},
+		Env{Lookup: g.lookup, Stdout: &out, Stderr: &errb, Sleep: late}); code != 0 {
+		t.Fatalf("sale watch: exit %d: %s", code, errb.String())
+	}
+	frames := strings.SplitAfterN(out.String(), "item "+sid, 3)
+	if len(frames) != 3 {
+		t.Fatalf("want 2 text frames:\n%s", out.String())
+	}
+	text := "item " + sid + frames[2]
+	for _, want := range []string{"item " + sid + ` "watched"  open`, "stock      redis 0  mysql 0  of 10",
+		"orders     unpaid 10", "audit      ok", "consumer lag 0  dlq 0", "accepted           10", "sold_out           6"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("frame lacks %q:\n%s", want, text)
 		}
