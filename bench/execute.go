@@ -24,10 +24,18 @@ func Execute(ctx context.Context, c config.Common, s Settings) (Output, error) {
 	if s.Compare {
 		return RunCompare(ctx, c, w)
 	}
+	if s.Floor && w.Concurrency == 0 {
+		// The floors are closed-loop figures, as -compare's are.
+		w.Concurrency = defaultCompareConcurrency
+	}
 	rep, err := RunScenario(ctx, w, Scenario{Name: "flashsale", Base: s.Target, Brokers: c.Brokers(), Group: c.ConsumerGroup, Topic: c.OrdersTopic,
 		ReapWait: s.ReapWait, Metrics: s.IngressMetrics})
 	if err != nil {
 		return Output{}, err
 	}
-	return Output{Runs: []Report{rep}, Pass: rep.Pass}, nil
+	out := Output{Runs: []Report{rep}, Pass: rep.Pass}
+	if s.Floor && ctx.Err() == nil && rep.Sent > 0 {
+		out.Floors = MeasureFloors(ctx, c, w, rep)
+	}
+	return out, nil
 }

@@ -40,6 +40,10 @@ type Settings struct {
 	JSON bool
 	// Compare runs the two baselines and flashsale one after the other.
 	Compare bool
+	// Floor measures the HTTP and pipeline floors after the sale, in the
+	// same invocation, and reports flashsale's rates over them (floor.go);
+	// -compare always does.
+	Floor bool
 	// Baselines chooses which baselines -compare runs: "a", "b" or "a,b".
 	Baselines string
 	// JWTSecret signs buyer and admin tokens (HS256).
@@ -114,6 +118,7 @@ func (s *Settings) RegisterFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&s.PayFraction, "pay", 0.5, "fraction of buyers with an UNPAID order who pay")
 	fs.BoolVar(&s.JSON, "json", false, "print the report as JSON on stdout")
 	fs.BoolVar(&s.Compare, "compare", false, "run baseline (a) SELECT FOR UPDATE, baseline (b) Redis lock, then flashsale, same workload")
+	fs.BoolVar(&s.Floor, "floor", false, "after the sale, measure the HTTP floor (net/http + JWT check answering 410) and the pipeline floor (admission script + Kafka produce, no HTTP) at the same concurrency and report flashsale's per-phase rates over them (closed loop, -concurrency defaults to 64); -compare includes it")
 	fs.StringVar(&s.Baselines, "baselines", "a,b", "baselines -compare runs before flashsale: a (SELECT FOR UPDATE), b (Redis lock) or a,b")
 	fs.StringVar(&s.JWTSecret, "jwt-secret", "", "HS256 secret the ingress verifies tokens with")
 	fs.DurationVar(&s.PollTimeout, "poll-timeout", 60*time.Second, "how long accepted requests are polled to a terminal status after the attack")

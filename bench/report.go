@@ -37,6 +37,8 @@ type Report struct {
 	Planned     int     `json:"planned"`
 	Sent        int     `json:"sent"`
 	AttackSecs  float64 `json:"attack_seconds"`
+	// Phases are the rates of the order phase and the sold-out phase.
+	Phases Phases `json:"phases"`
 	// Outcomes has one row per outcome (202, 409 already_purchased, 410
 	// sold_out, 429, 503, other); All is every answer together.
 	Outcomes []OutcomeStats `json:"outcomes"`
@@ -97,7 +99,9 @@ type Output struct {
 	// run; SoldOutVsLua is flashsale's sold-out answers/s over it.
 	Lua          *LuaFigure `json:"lua,omitempty"`
 	SoldOutVsLua float64    `json:"sold_out_vs_lua,omitempty"`
-	Pass         bool       `json:"pass"`
+	// Floors are the HTTP and pipeline floors (-floor, -compare).
+	Floors *Floors `json:"floors,omitempty"`
+	Pass   bool    `json:"pass"`
 }
 
 // ParseOutput reads an Output back, strictly, so a renamed field breaks the
@@ -147,6 +151,9 @@ func WriteText(w io.Writer, o Output) error {
 		fmt.Fprintf(&b, "bare admission Lua (sold-out path, %d concurrent EVALSHA, no HTTP): %.0f/s; flashsale's HTTP sold-out answers/s are %.2f of it\n",
 			o.Lua.Concurrency, o.Lua.PerSec, o.SoldOutVsLua)
 	}
+	for _, l := range floorLines(o.Floors) {
+		fmt.Fprintln(&b, l)
+	}
 	fmt.Fprintf(&b, "RESULT: %s\n", passFail(o.Pass))
 	_, err := w.Write(b.Bytes())
 	return err
@@ -180,6 +187,10 @@ func writeRun(b *bytes.Buffer, r *Report) {
 		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t\n", s.Outcome, s.Count, s.PerSec, s.P50ms, s.P90ms, s.P99ms, s.Maxms)
 	}
 	tw.Flush()
+	if p := r.Phases; p.Accepted > 0 || p.SoldOut > 0 {
+		fmt.Fprintf(b, "per phase: 202 %.0f/s (%d up to the last 202, %.2fs); 410 %.0f/s (%d after it, %.2fs)\n",
+			p.AcceptedPerSec, p.Accepted, p.OrderSecs, p.SoldOutPerSec, p.SoldOut, p.SoldOutSecs)
+	}
 	if len(r.OtherDetail) > 0 {
 		keys := make([]string, 0, len(r.OtherDetail))
 		for k := range r.OtherDetail {

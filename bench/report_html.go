@@ -108,7 +108,7 @@ func compareLines(o Output) []string {
 	for _, name := range o.SkippedBaselines {
 		lines = append(lines, name+": not run (-baselines), no ratio")
 	}
-	return lines
+	return append(lines, floorLines(o.Floors)...)
 }
 
 type htmlRun struct {

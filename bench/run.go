@@ -158,6 +158,7 @@ func RunScenario(ctx context.Context, w Workload, sc Scenario) (Report, error) {
 	rep.Outcomes, rep.All, rep.OtherDetail = rec.Stats()
 	rep.Sent = rep.All.Count
 	rep.AttackSecs = rec.Elapsed().Seconds()
+	rep.Phases = rec.Phases()
 	rep.Settle = settler.Stats()
 	if !rep.Settle.LastSettled.IsZero() {
 		rep.SettleAfterAttackSecs = max(0, rep.Settle.LastSettled.Sub(attackEnd).Seconds())
