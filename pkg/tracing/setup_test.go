@@ -158,3 +158,21 @@ func TestSetupKeepsABatchsLinks(t *testing.T) {
 		}
 	}
 }
+
+// Off, a span costs no allocation: Start, the IsRecording guard, Fail and
+// End on the no-op span.
+func TestStartOffAllocatesNothing(t *testing.T) {
+	Use(nil)
+	ctx := context.Background()
+	err := context.Canceled
+	if n := testing.AllocsPerRun(1000, func() {
+		_, span := Start(ctx, "x", trace.SpanKindClient)
+		if span.IsRecording() {
+			t.Fatal("recording while off")
+		}
+		Fail(span, err)
+		span.End()
+	}); n != 0 {
+		t.Fatalf("%v allocations per span while off", n)
+	}
+}

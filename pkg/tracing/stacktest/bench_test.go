@@ -1,0 +1,116 @@
+package stacktest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/auth"
+	"github.com/flashsale-dev/flashsale/pkg/config"
+	"github.com/flashsale-dev/flashsale/pkg/httpapi"
+	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/stock"
+	"github.com/flashsale-dev/flashsale/pkg/tracing"
+)
+
+// BenchmarkAdmissionTracing is the cost of tracing on the order path: POST
+// /api/v1/orders through the ingress's handler (in-process, no socket),
+// admission's Redis script and its Kafka publish with acks, on the real
+// stack, 32 buyers at a time, with tracing off, on at 1% and on at 100%.
+// On is the deployables' own Setup from OTEL_* variables, exporting OTLP
+// over HTTP to a local collector that reads and drops each request, so the
+// SDK's batching, encoding and sending are in the cost. One op is one
+// accepted order; run with -count and compare medians.
+func BenchmarkAdmissionTracing(b *testing.B) {
+	var exported atomic.Int64
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		exported.Add(n)
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer sink.Close()
+
+	db, _ := testenv.MySQL(b)
+	rdb := testenv.Redis(b)
+	brokers := testenv.Kafka(b)
+	topic, dlq, group := testenv.Topics(b, 2)
+	st := stock.New(rdb).WithCoalescer(stock.NewCoalescer(rdb, stock.CoalesceConfig{MaxBatch: 128, Flushers: 4}))
+	in := config.Ingress{JWTSecret: secret, PublishTimeout: 3 * time.Second, SoldOutTTL: 500 * time.Millisecond,
+		IdempotencyTTL: time.Hour, Buckets: config.Buckets{Max: 64, Wait: time.Second, Poll: 25 * time.Millisecond}, JWTCacheSize: 1 << 16}
+	pub := (*queue.Security)(nil).NewPublisher(brokers, topic, in.PublishTimeout, queue.DefaultBatching())
+	defer pub.Close()
+	log := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	srv, err := httpapi.New(httpapi.Config{Ingress: in, StoreTimeout: 2 * time.Second, Brokers: brokers, Topic: topic, DLQTopic: dlq, Group: group},
+		httpapi.Deps{DB: db, Stock: st, Publisher: pub, Registry: prometheus.NewRegistry(), Log: log, OpenAPI: []byte("openapi: 3.0.3\n")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := srv.Echo()
+	item := testenv.ItemID()
+	body := fmt.Sprintf(`{"name":"bench","price_cents":1,"stock":100000000,"per_user_limit":1,"starts_at":%q,"ends_at":%q,"buckets":1}`,
+		time.Now().Add(-time.Hour).UTC().Format(time.RFC3339), time.Now().Add(24*time.Hour).UTC().Format(time.RFC3339))
+	admin, _ := auth.Sign(secret, 1, "admin", time.Hour)
+	req := httptest.NewRequest(http.MethodPut, fmt.Sprintf("/api/v1/admin/items/%d", item), strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+admin)
+	req.Header.Set("Content-Type", "application/json")
+	w := httptest.NewRecorder()
+	e.ServeHTTP(w, req)
+	if w.Code != http.StatusOK {
+		b.Fatalf("put item: %d %s", w.Code, w.Body)
+	}
+	orderBody := fmt.Sprintf(`{"item_id":%d,"qty":1}`, item)
+	var users atomic.Int64
+	users.Store(1000)
+
+	for _, mode := range []struct{ name, exporter, ratio string }{
+		{"off", "none", ""}, {"on_1pct", "otlp", "0.01"}, {"on_100pct", "otlp", "1"},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
+			b.Setenv("OTEL_TRACES_EXPORTER", mode.exporter)
+			b.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", sink.URL)
+			b.Setenv("OTEL_TRACES_SAMPLER", "parentbased_traceidratio")
+			b.Setenv("OTEL_TRACES_SAMPLER_ARG", mode.ratio)
+			stop, err := tracing.Init(context.Background(), "ingress", log)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if tracing.Enabled() != (mode.exporter == "otlp") {
+				b.Fatalf("tracing enabled %v in mode %s", tracing.Enabled(), mode.name)
+			}
+			before := exported.Load()
+			var failed atomic.Int64
+			b.SetParallelism(16) // 32 buyers in flight on 2 cores
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					tok, _ := auth.Sign(secret, users.Add(1), "", time.Hour)
+					req := httptest.NewRequest(http.MethodPost, "/api/v1/orders", strings.NewReader(orderBody))
+					req.Header.Set("Authorization", "Bearer "+tok)
+					req.Header.Set("Content-Type", "application/json")
+					w := httptest.NewRecorder()
+					e.ServeHTTP(w, req)
+					if w.Code != http.StatusAccepted {
+						failed.Add(1)
+					}
+				}
+			})
+			b.StopTimer()
+			stop() // flushes: the exported bytes below include the last batch
+			if n := failed.Load(); n > 0 {
+				b.Fatalf("%d of %d orders not accepted", n, b.N)
+			}
+			b.ReportMetric(float64(exported.Load()-before)/float64(b.N), "otlp-B/op")
+		})
+	}
+}
