@@ -115,7 +115,7 @@ func MeasureHTTPFloor(ctx context.Context, w Workload, in config.Ingress, n int)
 		}
 	}()
 	s := w.Settings
-	atk := &Attack{Base: f.URL, ItemID: newItemID(), Plan: w.Plan, Tokens: w.Tokens, N: n,
+	atk := &Attack{Base: f.URL, ItemIDs: []int64{newItemID()}, Plan: w.Plan, Tokens: w.Tokens, N: n,
 		Rate: s.Rate, Concurrency: w.Concurrency, Duration: s.Duration, Timeout: s.RequestTimeout}
 	rec := NewRecorder(len(w.Plan.Attempts), nil)
 	if err := atk.Run(ctx, rec); err != nil {
@@ -123,8 +123,11 @@ func MeasureHTTPFloor(ctx context.Context, w Workload, in config.Ingress, n int)
 	}
 	counts, total := rec.Counts()
 	ph := rec.Phases()
-	fig := FloorFigure{Path: "http", Concurrency: w.Concurrency, Rate: atk.Rate, Count: ph.SoldOut, Seconds: ph.SoldOutSecs,
+	fig := FloorFigure{Path: "http", Concurrency: w.Concurrency, Count: ph.SoldOut, Seconds: ph.SoldOutSecs,
 		PerSec: ph.SoldOutPerSec, Failed: total - counts[OutSoldOut]}
+	if w.Concurrency == 0 {
+		fig.Rate = atk.Rate // open loop, as the sale
+	}
 	if fig.Count == 0 {
 		return fig, fmt.Errorf("bench: http floor: no 410 in %d answers (%v)", total, counts)
 	}
