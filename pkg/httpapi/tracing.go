@@ -42,16 +42,19 @@ func traceRequests(next echo.HandlerFunc) echo.HandlerFunc {
 			name += " " + route
 		}
 		ctx := httpTraceContext.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-		ctx, span := tracing.Tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer),
-			trace.WithAttributes(attribute.String("http.request.method", r.Method), attribute.String("http.route", route)))
+		ctx, span := tracing.Tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer))
 		defer span.End()
 		c.SetRequest(r.WithContext(ctx))
 		err := next(c)
 		if err != nil {
 			c.Error(err) // observe has answered already; this is a handler run without it
 		}
+		if !span.IsRecording() {
+			return nil // unsampled (99 in 100 at 1%): no attributes to build
+		}
 		status := c.Response().Status
-		span.SetAttributes(attribute.Int("http.response.status_code", status),
+		span.SetAttributes(attribute.String("http.request.method", r.Method), attribute.String("http.route", route),
+			attribute.Int("http.response.status_code", status),
 			attribute.String("flashsale.http_request_id", c.Response().Header().Get(echo.HeaderXRequestID)))
 		if status >= http.StatusInternalServerError {
 			span.SetStatus(codes.Error, http.StatusText(status))
