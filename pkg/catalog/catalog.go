@@ -107,7 +107,9 @@ func (c *Catalog) Patch(ctx context.Context, id int64, build func(cur store.Item
 func (c *Catalog) put(ctx context.Context, id int64, build func(cur store.Item, found bool) (store.Item, error)) (store.Item, error) {
 	var out store.Item
 	var full bool
-	err := store.RunInTx(ctx, c.db, sql.LevelDefault, func(tx *sql.Tx) error {
+	// A create's row lock is a gap lock that concurrent creates share, so
+	// their inserts can deadlock: the victim is run again.
+	err := store.RunInTxDeadlockRetry(ctx, c.db, sql.LevelDefault, func(tx *sql.Tx) error {
 		cur, err := store.GetItemForUpdate(ctx, tx, id)
 		found := err == nil
 		if err != nil && !errors.Is(err, store.ErrNotFound) {

@@ -14,6 +14,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -84,6 +85,7 @@ func RunInTx(ctx context.Context, db *sql.DB, iso sql.IsolationLevel, fn func(tx
 // MySQL error numbers flashsale reacts to.
 const (
 	erDupEntry      = 1062
+	erDeadlock      = 1213
 	erCheckViolated = 3819 // MySQL 8
 	erMariaCheck    = 4025 // MariaDB
 )
@@ -111,6 +113,38 @@ var permanentErrors = []uint16{
 	1146, // ER_NO_SUCH_TABLE
 	1149, // ER_SYNTAX_ERROR
 	1390, // ER_PS_MANY_PARAM: too many placeholders (a batch too big for one statement)
+}
+
+// IsDeadlock reports InnoDB's deadlock abort: the whole transaction was
+// rolled back as the victim, and running it again is the cure InnoDB's
+// manual prescribes.
+func IsDeadlock(err error) bool { return mysqlErr(err, erDeadlock) }
+
+// deadlockAttempts bounds RunInTxDeadlockRetry's tries of one transaction:
+// of n transactions deadlocked on one gap, one commits per round, so 16
+// creates at once need up to 16 rounds (TestConcurrentCreates).
+const deadlockAttempts = 20
+
+// RunInTxDeadlockRetry is RunInTx, run again (up to 20 tries in all, after
+// a random pause of up to 10 ms × the try) while InnoDB aborts it as a deadlock
+// victim. For transactions that take their locks in an order they cannot
+// fix: an admin PUT of a new item locks the id's gap (SELECT … FOR UPDATE of
+// a row that does not exist), which other creates in the same gap share,
+// and their inserts then deadlock. fn must be safe to run again: its effects
+// outside the transaction repeated whole.
+func RunInTxDeadlockRetry(ctx context.Context, db *sql.DB, iso sql.IsolationLevel, fn func(tx *sql.Tx) error) error {
+	for i := 1; ; i++ {
+		err := RunInTx(ctx, db, iso, fn)
+		if !IsDeadlock(err) || i == deadlockAttempts {
+			return err
+		}
+		pause := time.Duration(rand.Int64N(int64(i) * int64(10*time.Millisecond)))
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(pause):
+		}
+	}
 }
 
 // IsDuplicate reports a unique-key violation.
