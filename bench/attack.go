@@ -20,8 +20,10 @@ const attemptHeader = "X-Bench-Attempt"
 
 // Attack is one scenario's load: the plan, the tokens and where to send.
 type Attack struct {
-	Base        string
-	ItemID      int64
+	Base string
+	// ItemIDs are the sale's items; attempt i orders ItemIDs[itemOf(its
+	// buyer, len(ItemIDs))].
+	ItemIDs     []int64
 	Plan        Plan
 	Tokens      Tokens
 	N           int // attempts to send (a prefix of the plan)
@@ -44,6 +46,20 @@ func (a *Attack) header(i int) http.Header {
 	return h
 }
 
+// bodies are the order bodies of the sale's items, built once.
+func (a *Attack) bodies() [][]byte {
+	out := make([][]byte, len(a.ItemIDs))
+	for i, id := range a.ItemIDs {
+		out[i] = orderBody(id)
+	}
+	return out
+}
+
+// body is attempt i's order body: its buyer's item.
+func (a *Attack) body(bodies [][]byte, i int) []byte {
+	return bodies[itemOf(a.Plan.Attempts[i].Buyer, len(bodies))]
+}
+
 // Run sends the attack in the selected mode and records every answer. It
 // returns when every attempt was answered, the duration cap passed or ctx
 // was cancelled (the partial recording stays valid).
@@ -60,14 +76,14 @@ func (a *Attack) Run(ctx context.Context, rec *Recorder) error {
 // latency instead of silently lowering the load.
 func (a *Attack) openLoop(ctx context.Context, rec *Recorder) error {
 	var next atomic.Int64
-	body := orderBody(a.ItemID)
+	bodies := a.bodies()
 	url := a.Base + "/api/v1/orders"
 	targeter := func(t *vegeta.Target) error {
 		i := int(next.Add(1) - 1)
 		if i >= a.N {
 			return vegeta.ErrNoTargets
 		}
-		t.Method, t.URL, t.Body, t.Header = http.MethodPost, url, body, a.header(i)
+		t.Method, t.URL, t.Body, t.Header = http.MethodPost, url, a.body(bodies, i), a.header(i)
 		return nil
 	}
 	client := NewHTTPClient(1024, a.Timeout)
@@ -111,7 +127,7 @@ func (a *Attack) closedLoop(ctx context.Context, rec *Recorder) error {
 		defer cancel()
 	}
 	client := NewHTTPClient(a.Concurrency, a.Timeout)
-	body := orderBody(a.ItemID)
+	bodies := a.bodies()
 	url := a.Base + "/api/v1/orders"
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -124,7 +140,7 @@ func (a *Attack) closedLoop(ctx context.Context, rec *Recorder) error {
 				if i >= a.N {
 					return
 				}
-				rec.Add(a.send(ctx, client, url, body, i))
+				rec.Add(a.send(ctx, client, url, a.body(bodies, i), i))
 			}
 		}()
 	}

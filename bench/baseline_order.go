@@ -16,8 +16,8 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
-// BASELINES. Nothing in this file is part of flashsale: these are the two
-// designs flashsale is measured against, written the way tutorials write
+// BASELINES. Nothing in this file is part of flashsale: these are designs
+// flashsale is measured against (baseline (c) is baseline_optimistic.go), written the way tutorials write
 // them, correct but synchronous, so the comparison is honest.
 
 // verdict is a baseline's answer to one order attempt.
@@ -111,21 +111,12 @@ func (o RedisLockOrderer) Order(ctx context.Context, itemID, userID int64, qty i
 	return v, mapNoItem(err, &v)
 }
 
-// checkAndOrder is the part both baselines share once they hold their lock:
-// one order per buyer (a replay with the same key gets the first answer),
-// then stock, then decrement and insert.
+// checkAndOrder is the part baselines (a) and (b) share once they hold
+// their lock: one order per buyer (a replay with the same key gets the
+// first answer), then stock, then decrement and insert.
 func checkAndOrder(ctx context.Context, tx *sql.Tx, itemID, userID int64, qty int, idemKey string, stock int) (verdict, error) {
-	var rid string
-	var key sql.NullString
-	err := tx.QueryRowContext(ctx, "SELECT request_id, idem_key FROM baseline_orders WHERE user_id = ? AND item_id = ?", userID, itemID).Scan(&rid, &key)
-	switch {
-	case err == nil:
-		if idemKey != "" && key.Valid && key.String == idemKey {
-			return verdict{Code: http.StatusAccepted, RequestID: rid}, nil
-		}
-		return verdict{Code: http.StatusConflict, Error: "already_purchased"}, nil
-	case !errors.Is(err, sql.ErrNoRows):
-		return verdict{}, fmt.Errorf("baseline: buyer check: %w", err)
+	if v, done, err := buyerCheck(ctx, tx, itemID, userID, idemKey); done || err != nil {
+		return v, err
 	}
 	if stock < qty {
 		return verdict{Code: http.StatusGone, Error: "sold_out"}, nil
@@ -133,7 +124,30 @@ func checkAndOrder(ctx context.Context, tx *sql.Tx, itemID, userID int64, qty in
 	if _, err := tx.ExecContext(ctx, "UPDATE baseline_items SET stock = stock - ? WHERE id = ?", qty, itemID); err != nil {
 		return verdict{}, fmt.Errorf("baseline: decrement: %w", err)
 	}
-	rid = reqid.New(itemID, time.Now())
+	return insertOrder(ctx, tx, itemID, userID, qty, idemKey)
+}
+
+// buyerCheck answers a buyer who already holds an order (done): the first
+// answer again for a replay with the same key, else already_purchased.
+func buyerCheck(ctx context.Context, tx *sql.Tx, itemID, userID int64, idemKey string) (v verdict, done bool, err error) {
+	var rid string
+	var key sql.NullString
+	err = tx.QueryRowContext(ctx, "SELECT request_id, idem_key FROM baseline_orders WHERE user_id = ? AND item_id = ?", userID, itemID).Scan(&rid, &key)
+	switch {
+	case err == nil:
+		if idemKey != "" && key.Valid && key.String == idemKey {
+			return verdict{Code: http.StatusAccepted, RequestID: rid}, true, nil
+		}
+		return verdict{Code: http.StatusConflict, Error: "already_purchased"}, true, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return verdict{}, true, fmt.Errorf("baseline: buyer check: %w", err)
+	}
+	return verdict{}, false, nil
+}
+
+// insertOrder writes the order of a buyer whose stock was taken.
+func insertOrder(ctx context.Context, tx *sql.Tx, itemID, userID int64, qty int, idemKey string) (verdict, error) {
+	rid := reqid.New(itemID, time.Now())
 	var k any
 	if idemKey != "" {
 		k = idemKey

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -24,6 +25,7 @@ var baselineSchema = []string{
   total_stock    INT          NOT NULL,
   stock          INT          NOT NULL,
   per_user_limit INT          NOT NULL DEFAULT 1,
+  version        BIGINT       NOT NULL DEFAULT 0,
   PRIMARY KEY (id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
 	`CREATE TABLE IF NOT EXISTS baseline_orders (
@@ -72,5 +74,30 @@ func OpenBaselineDB(ctx context.Context, dsn, dbName string, maxOpen int) (*sql.
 			return nil, fmt.Errorf("bench: baseline schema: %w", err)
 		}
 	}
+	if err := addVersionColumn(ctx, db); err != nil {
+		db.Close()
+		return nil, err
+	}
 	return db, nil
+}
+
+// addVersionColumn gives a baseline database created before baseline (c)
+// its version column. MySQL 8 has no ADD COLUMN IF NOT EXISTS (MariaDB
+// has), so the column is looked up first; a second bench adding it at the
+// same moment gets 1060 (duplicate column), which is success too.
+func addVersionColumn(ctx context.Context, db *sql.DB) error {
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.COLUMNS
+ WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'baseline_items' AND COLUMN_NAME = 'version'`).Scan(&n); err != nil {
+		return fmt.Errorf("bench: baseline schema: look up version column: %w", err)
+	}
+	if n > 0 {
+		return nil
+	}
+	_, err := db.ExecContext(ctx, "ALTER TABLE baseline_items ADD COLUMN version BIGINT NOT NULL DEFAULT 0")
+	var me *mysql.MySQLError
+	if err != nil && !(errors.As(err, &me) && me.Number == 1060) {
+		return fmt.Errorf("bench: baseline schema: add version column: %w", err)
+	}
+	return nil
 }

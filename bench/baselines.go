@@ -13,6 +13,7 @@ var baselineLetters = []struct {
 }{
 	{"a", BaselineA},
 	{"b", BaselineB},
+	{"c", BaselineC},
 }
 
 // parseBaselines reads -baselines ("a", "b", "a,b"; spaces and repeats are

@@ -29,9 +29,11 @@ func TestBaselinesFlag(t *testing.T) {
 		{args: []string{"-baselines", "b"}, want: []string{BaselineB}},
 		{args: []string{"-baselines", "b,a"}, want: []string{BaselineA, BaselineB}},
 		{args: []string{"-baselines", " A , b,a"}, want: []string{BaselineA, BaselineB}},
+		{args: []string{"-baselines", "c,a"}, want: []string{BaselineA, BaselineC}},
+		{args: []string{"-baselines", "c"}, want: []string{BaselineC}},
 		{env: "a", want: []string{BaselineA}},
 		{args: []string{"-baselines", "b"}, env: "a", want: []string{BaselineB}},
-		{args: []string{"-baselines", "c"}, wantErr: `-baselines (FLASHSALE_BASELINES): "c": unknown baseline "c"`},
+		{args: []string{"-baselines", "d"}, wantErr: `-baselines (FLASHSALE_BASELINES): "d": unknown baseline "d"`},
 		{args: []string{"-baselines", "a,x"}, wantErr: `unknown baseline "x"`},
 		{args: []string{"-baselines", "ab"}, wantErr: `unknown baseline "ab"`},
 		{args: []string{"-baselines", ""}, wantErr: `-baselines (FLASHSALE_BASELINES): "": no baseline named`},
@@ -92,8 +94,8 @@ func TestCompareBaselineA(t *testing.T) {
 	if len(out.Ratios) != 1 || out.Ratios[0].Baseline != BaselineA || out.Ratios[0].Throughput <= 0 {
 		t.Errorf("ratios %+v, want one to %s", out.Ratios, BaselineA)
 	}
-	if !slices.Equal(out.SkippedBaselines, []string{BaselineB}) {
-		t.Errorf("skipped %v, want [%s]", out.SkippedBaselines, BaselineB)
+	if !slices.Equal(out.SkippedBaselines, []string{BaselineB, BaselineC}) {
+		t.Errorf("skipped %v, want [%s %s]", out.SkippedBaselines, BaselineB, BaselineC)
 	}
 	for _, r := range out.Runs {
 		assertSane(t, r, len(plan.Attempts))

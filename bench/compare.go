@@ -16,6 +16,7 @@ import (
 const (
 	BaselineA = "baseline-a mysql-select-for-update"
 	BaselineB = "baseline-b redis-setnx-lock"
+	BaselineC = "baseline-c mysql-optimistic-version"
 )
 
 // defaultCompareConcurrency is used by -compare when -concurrency is unset:
@@ -23,8 +24,8 @@ const (
 // of requests in flight.
 const defaultCompareConcurrency = 64
 
-// RunCompare runs the baselines -baselines names (a, b or both, in that
-// order) and then flashsale, one after the other with the same plan, the
+// RunCompare runs the baselines -baselines names (any of a, b and c, in
+// that order) and then flashsale, one after the other with the same plan, the
 // same concurrency, on the same MariaDB and Redis, and computes the ratios
 // to the baselines that ran (a baseline left out has no ratio and is listed
 // as skipped). A scenario that cannot start is reported as failed; the
@@ -48,6 +49,7 @@ func RunCompare(ctx context.Context, c config.Common, w Workload) (Output, error
 	orderers := map[string]Orderer{
 		BaselineA: ForUpdateOrderer{DB: db},
 		BaselineB: RedisLockOrderer{DB: db, Redis: rdb, TTL: 5 * time.Second, Wait: w.Settings.RequestTimeout / 2},
+		BaselineC: NewOptimisticOrderer(db, w.Settings.OptimisticRetries),
 	}
 	out := Output{SkippedBaselines: skippedBaselines(names)}
 	for _, name := range names {
@@ -57,6 +59,9 @@ func RunCompare(ctx context.Context, c config.Common, w Workload) (Output, error
 		rep, err := runBaseline(ctx, w, name, db, orderers[name])
 		if err != nil {
 			return out, err
+		}
+		if o, ok := orderers[name].(*OptimisticOrderer); ok {
+			rep.Retries = o.Retries()
 		}
 		out.Runs = append(out.Runs, rep)
 	}

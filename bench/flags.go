@@ -66,6 +66,13 @@ type Settings struct {
 	// Seed makes the workload (who duplicates, replays, pays; the order of
 	// arrival) reproducible.
 	Seed int64
+	// OptimisticRetries bounds baseline (c)'s retries of one order after a
+	// failed compare-and-set (then 503).
+	OptimisticRetries int
+	// Items spreads the sale over that many items (buyer b orders item
+	// b mod Items; the units are split evenly): 1 is one hot item, many
+	// items are the low-conflict sale.
+	Items int
 	// BaselineDB is the MySQL database the baselines create their tables in,
 	// never flashsale's own.
 	BaselineDB string
@@ -119,7 +126,9 @@ func (s *Settings) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&s.JSON, "json", false, "print the report as JSON on stdout")
 	fs.BoolVar(&s.Compare, "compare", false, "run baseline (a) SELECT FOR UPDATE, baseline (b) Redis lock, then flashsale, same workload")
 	fs.BoolVar(&s.Floor, "floor", false, "after the sale, measure the HTTP floor (net/http + JWT check answering 410) and the pipeline floor (admission script + Kafka produce, no HTTP) at the same concurrency and report flashsale's per-phase rates over them (closed loop, -concurrency defaults to 64); -compare includes it")
-	fs.StringVar(&s.Baselines, "baselines", "a,b", "baselines -compare runs before flashsale: a (SELECT FOR UPDATE), b (Redis lock) or a,b")
+	fs.StringVar(&s.Baselines, "baselines", "a,b", "baselines -compare runs before flashsale, any of a (SELECT FOR UPDATE), b (Redis lock), c (optimistic version compare-and-set), comma-separated")
+	fs.IntVar(&s.OptimisticRetries, "optimistic-retries", 10, "baseline (c): retries of one order after a failed compare-and-set, then 503")
+	fs.IntVar(&s.Items, "items", 1, "items the sale is spread over (buyer b orders item b mod items; units split evenly), 1 = one hot item")
 	fs.StringVar(&s.JWTSecret, "jwt-secret", "", "HS256 secret the ingress verifies tokens with")
 	fs.DurationVar(&s.PollTimeout, "poll-timeout", 60*time.Second, "how long accepted requests are polled to a terminal status after the attack")
 	fs.DurationVar(&s.PollInterval, "poll-interval", 250*time.Millisecond, "pause between polling rounds")
@@ -171,6 +180,10 @@ func (s *Settings) Validate() error {
 		return fmt.Errorf("FLASHSALE_POLL_WAIT: %v (expected 0 for plain polling, or up to 2m)", s.PollWait)
 	case s.ItemID < 0:
 		return fmt.Errorf("FLASHSALE_ITEM: %d (expected 0 or a positive id)", s.ItemID)
+	case s.Items < 1 || s.Items > 100_000 || (s.Items > 1 && s.Units < s.Items):
+		return fmt.Errorf("FLASHSALE_ITEMS: %d (expected 1 to 100000 items, at most one per unit)", s.Items)
+	case s.OptimisticRetries < 0:
+		return fmt.Errorf("FLASHSALE_OPTIMISTIC_RETRIES: %d (expected 0 or more)", s.OptimisticRetries)
 	case s.Drain < 0 || s.DrainSample < 0 || (s.Drain > 0 && (s.DrainItems < 1 || s.DrainItems > s.Drain)):
 		return fmt.Errorf("FLASHSALE_DRAIN, FLASHSALE_DRAIN_ITEMS, FLASHSALE_DRAIN_SAMPLE: expected 0 or more orders over 1 to that many items")
 	case s.Drain > 0 && (s.DrainBuckets < 0 || s.DrainBuckets > maxDrainBuckets || s.DrainReplicas < 0 || s.DrainReplicas > maxDrainReplicas || s.DrainPartitions < 0):
@@ -185,7 +198,7 @@ func (s *Settings) Validate() error {
 		return fmt.Errorf("FLASHSALE_INGRESS_METRICS: %q (expected the ingress's metrics URL such as http://127.0.0.1:9103/metrics, or empty)", s.IngressMetrics)
 	}
 	if _, err := parseBaselines(s.Baselines); err != nil {
-		return fmt.Errorf("-baselines (FLASHSALE_BASELINES): %q: %v (expected a, b or a,b)", s.Baselines, err)
+		return fmt.Errorf("-baselines (FLASHSALE_BASELINES): %q: %v (expected any of a, b, c, comma-separated)", s.Baselines, err)
 	}
 	return nil
 }

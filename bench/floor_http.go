@@ -115,7 +115,7 @@ func MeasureHTTPFloor(ctx context.Context, w Workload, in config.Ingress, n int)
 		}
 	}()
 	s := w.Settings
-	atk := &Attack{Base: f.URL, ItemID: newItemID(), Plan: w.Plan, Tokens: w.Tokens, N: n,
+	atk := &Attack{Base: f.URL, ItemIDs: []int64{newItemID()}, Plan: w.Plan, Tokens: w.Tokens, N: n,
 		Rate: s.Rate, Concurrency: w.Concurrency, Duration: s.Duration, Timeout: s.RequestTimeout}
 	rec := NewRecorder(len(w.Plan.Attempts), nil)
 	if err := atk.Run(ctx, rec); err != nil {

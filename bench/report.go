@@ -25,10 +25,13 @@ type OutcomeStats struct {
 // Report is one scenario's result.
 type Report struct {
 	// Scenario is "flashsale" or a baseline's name ("baseline-a ...").
-	Scenario    string  `json:"scenario"`
-	Baseline    bool    `json:"baseline"`
-	Target      string  `json:"target"`
-	ItemID      int64   `json:"item_id"`
+	Scenario string `json:"scenario"`
+	Baseline bool   `json:"baseline"`
+	Target   string `json:"target"`
+	ItemID   int64  `json:"item_id"`
+	// Items is how many items the sale was spread over (-items); ItemID is
+	// the first, and Audit sums them all.
+	Items       int     `json:"items,omitempty"`
 	Mode        string  `json:"mode"` // "rate" or "concurrency"
 	Rate        int     `json:"rate,omitempty"`
 	Concurrency int     `json:"concurrency,omitempty"`
@@ -37,6 +40,8 @@ type Report struct {
 	Planned     int     `json:"planned"`
 	Sent        int     `json:"sent"`
 	AttackSecs  float64 `json:"attack_seconds"`
+	// Retries are baseline (c)'s compare-and-set retries per accepted order.
+	Retries *RetryStats `json:"retries,omitempty"`
 	// Phases are the rates of the order phase and the sold-out phase.
 	Phases Phases `json:"phases"`
 	// Outcomes has one row per outcome (202, 409 already_purchased, 410
@@ -176,7 +181,11 @@ func writeRun(b *bytes.Buffer, r *Report) {
 	if r.Mode == "concurrency" {
 		load = fmt.Sprintf("closed loop, %d workers", r.Concurrency)
 	}
-	fmt.Fprintf(b, "target %s  item %d  %d buyers for %d units  %s\n", r.Target, r.ItemID, r.Buyers, r.Units, load)
+	items := fmt.Sprintf("item %d", r.ItemID)
+	if r.Items > 1 {
+		items = fmt.Sprintf("%d items from %d", r.Items, r.ItemID)
+	}
+	fmt.Fprintf(b, "target %s  %s  %d buyers for %d units  %s\n", r.Target, items, r.Buyers, r.Units, load)
 	if r.Interrupted {
 		fmt.Fprintf(b, "INTERRUPTED: partial report\n")
 	}
@@ -187,6 +196,10 @@ func writeRun(b *bytes.Buffer, r *Report) {
 		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t\n", s.Outcome, s.Count, s.PerSec, s.P50ms, s.P90ms, s.P99ms, s.Maxms)
 	}
 	tw.Flush()
+	if x := r.Retries; x != nil {
+		fmt.Fprintf(b, "optimistic retries per 202: mean %.2f  p50 %d  p99 %d  max %d (%d retries for %d orders); %d orders gave up (503)\n",
+			x.Mean, x.P50, x.P99, x.Max, x.Retries, x.Accepted, x.GaveUp)
+	}
 	if p := r.Phases; p.Accepted > 0 || p.SoldOut > 0 {
 		fmt.Fprintf(b, "per phase: 202 %.0f/s (%d up to the last 202, %.2fs); 410 %.0f/s (%d after it, %.2fs)\n",
 			p.AcceptedPerSec, p.Accepted, p.OrderSecs, p.SoldOutPerSec, p.SoldOut, p.SoldOutSecs)

@@ -56,28 +56,27 @@ const timelineInterval = time.Second
 // buyers or orders.
 func newItemID() int64 { return 1_000_000_000 + rand.Int64N(1<<40) }
 
-// RunScenario creates the item, attacks, settles, pays, waits for the reaper,
+// RunScenario creates the item (or -items items), attacks, settles, pays, waits for the reaper,
 // audits and returns the report. A cancelled ctx (SIGINT) stops the attack
 // and the polling but still audits and reports what happened so far; only a
 // failure to create the item is an error.
 func RunScenario(ctx context.Context, w Workload, sc Scenario) (Report, error) {
 	s := w.Settings
-	itemID := s.ItemID
-	if itemID == 0 {
-		itemID = newItemID()
-	}
+	ids := saleItems(s.ItemID, max(1, s.Items))
+	itemID := ids[0]
 	// A long poll may take its whole wait before the request's own timeout.
 	api := &API{Base: sc.Base, Client: NewHTTPClient(64, s.RequestTimeout+s.PollWait), Admin: w.Tokens.Admin}
-	if err := api.CreateItem(ctx, itemID, s.Units, s.Buckets); err != nil {
-		return Report{}, fmt.Errorf("bench: %s: create item %d: %w", sc.Name, itemID, err)
+	if err := createItems(ctx, api, ids, splitUnits(s.Units, len(ids)), s.Buckets); err != nil {
+		return Report{}, fmt.Errorf("bench: %s: %w", sc.Name, err)
 	}
+	audit := func(ctx context.Context) (Audit, error) { return auditItems(ctx, api, ids) }
 	n := len(w.Plan.Attempts)
 	if s.Requests > 0 {
 		n = min(n, s.Requests)
 	}
-	rep := Report{Scenario: sc.Name, Baseline: sc.Baseline, Target: sc.Base, ItemID: itemID,
+	rep := Report{Scenario: sc.Name, Baseline: sc.Baseline, Target: sc.Base, ItemID: itemID, Items: len(ids),
 		Buyers: s.Buyers, Units: s.Units, Planned: n, Checks: []string{}}
-	atk := &Attack{Base: sc.Base, ItemID: itemID, Plan: w.Plan, Tokens: w.Tokens, N: n,
+	atk := &Attack{Base: sc.Base, ItemIDs: ids, Plan: w.Plan, Tokens: w.Tokens, N: n,
 		Rate: s.Rate, Concurrency: w.Concurrency, Duration: s.Duration, Timeout: s.RequestTimeout}
 	if atk.Concurrency > 0 {
 		rep.Mode, rep.Concurrency = "concurrency", atk.Concurrency
@@ -116,7 +115,7 @@ func RunScenario(ctx context.Context, w Workload, sc Scenario) (Report, error) {
 	var sampler *Sampler
 	if w.Timeline {
 		src := TimelineSources{Recorder: rec, Unsettled: settler.Pending,
-			Audit: func(ctx context.Context) (Audit, error) { return api.Audit(ctx, itemID) }}
+			Audit: audit}
 		if lag != nil {
 			src.Lag = lag
 		}
@@ -147,7 +146,7 @@ func RunScenario(ctx context.Context, w Workload, sc Scenario) (Report, error) {
 	rep.Interrupted = ctx.Err() != nil
 
 	if lag != nil && !rep.Interrupted && !sc.Baseline && sc.ReapWait > 0 {
-		waitForReaper(ctx, api, itemID, sc.ReapWait)
+		waitForReaper(ctx, audit, sc.ReapWait)
 	}
 	stopBG()
 	wg.Wait()
@@ -175,7 +174,7 @@ func RunScenario(ctx context.Context, w Workload, sc Scenario) (Report, error) {
 	// the books balance.
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
 	defer cancel()
-	au, aerr := auditSettled(actx, api, itemID)
+	au, aerr := auditSettled(actx, audit)
 	if aerr != nil {
 		rep.AuditErr = aerr.Error()
 	} else {
@@ -192,11 +191,11 @@ func RunScenario(ctx context.Context, w Workload, sc Scenario) (Report, error) {
 
 // waitForReaper waits, bounded, until the item has no UNPAID orders, so the
 // reaper's cancellations and stock restores show in the audit.
-func waitForReaper(ctx context.Context, api *API, itemID int64, limit time.Duration) {
+func waitForReaper(ctx context.Context, audit func(context.Context) (Audit, error), limit time.Duration) {
 	deadline := time.Now().Add(limit)
 	logged := false
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		au, err := api.Audit(ctx, itemID)
+		au, err := audit(ctx)
 		if err == nil && au.Unpaid == 0 && au.Pending == 0 {
 			return
 		}
@@ -214,11 +213,11 @@ func waitForReaper(ctx context.Context, api *API, itemID int64, limit time.Durat
 // auditSettled reads the audit until it passes or ctx ends. The audit reads
 // two stores without one snapshot, so a run that just ended can show drift
 // for a moment; a real violation persists and is reported as read last.
-func auditSettled(ctx context.Context, api *API, itemID int64) (Audit, error) {
+func auditSettled(ctx context.Context, audit func(context.Context) (Audit, error)) (Audit, error) {
 	var last Audit
 	var lastErr error
 	for i := 0; ; i++ {
-		last, lastErr = api.Audit(ctx, itemID)
+		last, lastErr = audit(ctx)
 		if lastErr == nil && last.OK {
 			return last, nil
 		}
