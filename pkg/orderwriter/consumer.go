@@ -286,7 +286,7 @@ func (c *Consumer) writeGroupSince(ctx context.Context, item int64, es []*entry,
 		if err == nil {
 			c.record(res)
 			if n := res.New[[2]string{string(store.Rejected), store.ReasonUnknownItem}]; n > 0 {
-				c.log.Warn("rejected requests of an item MySQL does not have", "item", item, "requests", n)
+				c.log.WarnContext(ctx, "rejected requests of an item MySQL does not have", "item", item, "requests", n)
 			}
 			if c.applyAfterCommit(ctx, res) == nil {
 				c.tr.markDone(es...)
@@ -308,7 +308,7 @@ func (c *Consumer) writeGroupSince(ctx context.Context, item int64, es []*entry,
 			}
 			if failing := time.Since(failingSince); failing >= c.cfg.GiveUpAfter {
 				if len(es) > 1 {
-					c.log.Warn("item batch keeps failing; writing its messages one by one", "item", item, "messages", len(es), "failing", failing, "err", err)
+					c.log.WarnContext(ctx, "item batch keeps failing; writing its messages one by one", "item", item, "messages", len(es), "failing", failing, "err", err)
 					for _, e := range es {
 						if ctx.Err() != nil {
 							return
@@ -326,7 +326,7 @@ func (c *Consumer) writeGroupSince(ctx context.Context, item int64, es []*entry,
 		if kind == "race" {
 			d = min(d, c.cfg.MinBackoff) // the winner has committed: retry soon
 		}
-		c.log.Warn("write item failed; retrying", "item", item, "messages", len(es), "kind", kind, "in", d, "err", err)
+		c.log.WarnContext(ctx, "write item failed; retrying", "item", item, "messages", len(es), "kind", kind, "in", d, "err", err)
 		if !sleep(ctx, d) {
 			return
 		}
@@ -358,7 +358,13 @@ func (c *Consumer) deadLetter(ctx context.Context, letters []deadLetter) error {
 	}
 	c.m.DLQ.Add(float64(len(letters)))
 	for _, l := range letters {
-		c.log.Error("dead-lettered message", "partition", l.msg.Partition, "offset", l.msg.Offset, "cause", l.cause)
+		// The line carries the order's trace id (its message's
+		// traceparent), so the letter leads to the POST that admitted it.
+		lctx := ctx
+		if sc := queue.TraceOf(l.msg); sc.IsValid() {
+			lctx = trace.ContextWithRemoteSpanContext(ctx, sc)
+		}
+		c.log.ErrorContext(lctx, "dead-lettered message", "partition", l.msg.Partition, "offset", l.msg.Offset, "cause", l.cause)
 	}
 	return nil
 }
@@ -377,7 +383,7 @@ func (c *Consumer) retry(ctx context.Context, kind, what string, attrs []any, op
 		}
 		c.m.Retries.WithLabelValues(kind).Inc()
 		d := bo.next()
-		c.log.Warn(what+" failed; retrying", append(attrs, "in", d, "err", err)...)
+		c.log.WarnContext(ctx, what+" failed; retrying", append(attrs, "in", d, "err", err)...)
 		if !sleep(ctx, d) {
 			return err
 		}

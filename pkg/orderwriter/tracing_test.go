@@ -1,0 +1,69 @@
+package orderwriter_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
+	"github.com/flashsale-dev/flashsale/pkg/tracing"
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// The log line of a dead-lettered message carries the trace id its
+// traceparent header names (the POST that admitted it), even with tracing
+// off in the consumer: an operator reading the letter's line finds the
+// order's trace and its ingress lines.
+func TestDeadLetterLineCarriesTheOrdersTraceID(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 1, 10, 10)
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	w := &kafka.Writer{Addr: kafka.TCP(e.brokers...), Topic: e.topic, RequiredAcks: kafka.RequireAll, BatchTimeout: 5 * time.Millisecond}
+	defer w.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := w.WriteMessages(ctx, kafka.Message{Key: []byte("k"), Value: []byte("{not json"),
+		Headers: []kafka.Header{{Key: "traceparent", Value: []byte("00-" + traceID + "-00f067aa0ba902b7-01")}}}); err != nil {
+		t.Fatal(err)
+	}
+	var buf syncBuffer
+	log := tracing.Logger(slog.New(slog.NewJSONHandler(&buf, nil)))
+	c, err := orderwriter.New(e.config(), orderwriter.Deps{DB: e.db, Stock: e.st}, orderwriter.NewMetrics(prometheus.NewRegistry()), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(rctx) }()
+	defer func() { stop(); <-done }()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(buf.String(), "dead-lettered message") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no dead-letter line within 30 s; log:\n%s", buf.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, line := range strings.Split(buf.String(), "\n") {
+		if strings.Contains(line, "dead-lettered message") && !strings.Contains(line, `"trace_id":"`+traceID+`"`) {
+			t.Fatalf("dead-letter line without the order's trace id: %s", line)
+		}
+	}
+}
