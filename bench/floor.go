@@ -86,7 +86,7 @@ func MeasureFloors(ctx context.Context, c config.Common, w Workload, sale Report
 	}
 	if ctx.Err() == nil {
 		orders := max(sale.Phases.Accepted, w.Settings.Units)
-		if p, err := MeasurePipelineFloor(ctx, c, in, conc, orders, w.Settings.Buckets); err != nil {
+		if p, err := MeasurePipelineFloor(ctx, c, in, conc, orders, w.Settings.Buckets, w.Settings.Items); err != nil {
 			slog.Warn("pipeline floor", "err", err)
 			f.Notes = append(f.Notes, "pipeline floor: "+err.Error())
 		} else {

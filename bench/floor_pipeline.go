@@ -27,14 +27,15 @@ const floorPartitions = 12
 // FLASHSALE_REDIS_BATCH_MAX > 0) and then the durable Kafka produce of the
 // same message (queue.OrderMessage, acks from all in-sync replicas, the
 // ingress's Publisher and batching), for orders distinct buyers with an
-// Idempotency-Key each, as the sale's first attempts carry. The item is a
-// throwaway with exactly orders units over buckets stock buckets; the topic
-// is created for the run and deleted after it, as are the item's keys (the
+// Idempotency-Key each, as the sale's first attempts carry. Order i goes to
+// throwaway item i mod items (the sale's -items spread, itemOf), each item
+// with stock for every order over buckets stock buckets; the topic is
+// created for the run and deleted after it, as are the items' keys (the
 // Idempotency-Keys expire with FLASHSALE_IDEMPOTENCY_TTL). What it leaves
 // out of the ingress's order path: HTTP, the token check, the sold-out
 // memory, the per-request Ack of the Idempotency-Key after the publish.
-func MeasurePipelineFloor(ctx context.Context, c config.Common, in config.Ingress, concurrency, orders, buckets int) (FloorFigure, error) {
-	buckets = max(buckets, 1)
+func MeasurePipelineFloor(ctx context.Context, c config.Common, in config.Ingress, concurrency, orders, buckets, items int) (FloorFigure, error) {
+	buckets, items = max(buckets, 1), max(items, 1)
 	fig := FloorFigure{Path: "pipeline", Concurrency: concurrency}
 	if orders <= 0 || concurrency <= 0 {
 		return fig, fmt.Errorf("bench: pipeline floor: %d orders at concurrency %d", orders, concurrency)
@@ -47,21 +48,23 @@ func MeasurePipelineFloor(ctx context.Context, c config.Common, in config.Ingres
 		defer co.Close() // before rdb.Close
 		st = st.WithCoalescer(co)
 	}
-	item := newItemID()
+	ids := saleItems(0, items)
+	defer cleanRedis(rdb, ids, buckets)
 	now := time.Now()
-	snap := stock.Snapshot{ItemID: item, Stock: int64(orders), StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), PerUserLimit: 1}
-	if buckets > 1 {
-		// Each bucket could take every order: buyers' home buckets are
-		// uneven, and the floor must not turn into a refill.
-		snap.Stock, snap.BucketStock = 0, make([]int64, buckets)
-		for i := range snap.BucketStock {
-			snap.BucketStock[i] = int64(orders)
+	for _, id := range ids {
+		snap := stock.Snapshot{ItemID: id, Stock: int64(orders), StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), PerUserLimit: 1}
+		if buckets > 1 {
+			// Each bucket could take every order: buyers' home buckets
+			// are uneven, and the floor must not turn into a refill.
+			snap.Stock, snap.BucketStock = 0, make([]int64, buckets)
+			for i := range snap.BucketStock {
+				snap.BucketStock[i] = int64(orders)
+			}
+		}
+		if err := st.Warm(ctx, snap); err != nil {
+			return fig, fmt.Errorf("bench: pipeline floor warm: %w", err)
 		}
 	}
-	if err := st.Warm(ctx, snap); err != nil {
-		return fig, fmt.Errorf("bench: pipeline floor warm: %w", err)
-	}
-	defer cleanRedis(rdb, []int64{item}, buckets)
 
 	suffix := strconv.FormatInt(time.Now().UnixNano(), 10)
 	topic, dlq := "flashsale.floor."+suffix, "flashsale.floor.dlq."+suffix
@@ -101,7 +104,7 @@ func MeasurePipelineFloor(ctx context.Context, c config.Common, in config.Ingres
 				if i >= orders {
 					return
 				}
-				if err := floorOrder(ctx, st, pub, in, c.StoreTimeout, item, buckets, i); err != nil {
+				if err := floorOrder(ctx, st, pub, in, c.StoreTimeout, ids[itemOf(i, items)], buckets, i); err != nil {
 					failed.Add(1)
 					firstErr.CompareAndSwap(nil, err)
 					continue

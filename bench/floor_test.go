@@ -72,6 +72,14 @@ func TestFloors(t *testing.T) {
 			t.Errorf("%s: ratio %v, the counts give %v", name, r[0], r[1])
 		}
 	}
+	// A many-item sale (-items) gets a floor over as many items.
+	in, err := ingressSettings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q, err := MeasurePipelineFloor(ctx, p.Common, in, s.Concurrency, 40, 1, 4); err != nil || q.Count != 40 || q.Failed != 0 {
+		t.Errorf("pipeline floor over 4 items: %+v, %v", q, err)
+	}
 	var txt strings.Builder
 	if err := WriteText(&txt, out); err != nil || !strings.Contains(txt.String(), "HTTP floor") || !strings.Contains(txt.String(), "pipeline floor") {
 		t.Errorf("text report lacks the floors (err %v)", err)
