@@ -35,11 +35,15 @@ type pipeline struct {
 	url    string
 	count  func(t *testing.T, q string, args ...any) int64
 	client *http.Client
+	// What a second ingress on the same stores needs.
+	dsn     string
+	st      *stock.Store
+	ingress config.Ingress
 }
 
 func startPipeline(t *testing.T) *pipeline {
 	t.Helper()
-	db, _ := testenv.MySQL(t)
+	db, dsn := testenv.MySQL(t)
 	rdb := testenv.Redis(t)
 	brokers := testenv.Kafka(t)
 	topic, dlq, group := testenv.Topics(t, 2)
@@ -78,7 +82,7 @@ func startPipeline(t *testing.T) *pipeline {
 		}
 	})
 	p := &pipeline{url: hs.URL, client: &http.Client{Timeout: 10 * time.Second,
-		Transport: &http.Transport{MaxIdleConnsPerHost: 32}}}
+		Transport: &http.Transport{MaxIdleConnsPerHost: 32}}, dsn: dsn, st: st, ingress: in}
 	p.count = func(t *testing.T, q string, args ...any) int64 {
 		t.Helper()
 		var n int64
