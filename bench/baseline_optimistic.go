@@ -166,3 +166,9 @@ func summarizeRetries(per map[int]int64, gaveUp int64) *RetryStats {
 	r.P50, r.P99 = rank(0.5), rank(0.99)
 	return r
 }
+
+// retriesLine is the retry figures as the text and HTML reports print them.
+func retriesLine(x *RetryStats) string {
+	return fmt.Sprintf("optimistic retries per 202: mean %.2f  p50 %d  p99 %d  max %d (%d retries for %d orders); %d orders gave up (503)",
+		x.Mean, x.P50, x.P99, x.Max, x.Retries, x.Accepted, x.GaveUp)
+}

@@ -48,13 +48,18 @@ func TestCompareOptimisticManyItems(t *testing.T) {
 	if c.Retries.Accepted != int64(c.Settle.Tracked) || c.Retries.GaveUp != 0 {
 		t.Errorf("retries %+v for %d accepted requests", *c.Retries, c.Settle.Tracked)
 	}
-	var txt bytes.Buffer
+	var txt, page bytes.Buffer
 	if err := WriteText(&txt, out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"4 items from", "optimistic retries per 202: mean"} {
-		if !strings.Contains(txt.String(), want) {
-			t.Errorf("text report lacks %q", want)
+	if err := WriteHTML(&page, out, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	for what, body := range map[string]string{"text": txt.String(), "html": page.String()} {
+		for _, want := range []string{"4 items from", retriesLine(c.Retries)} {
+			if !strings.Contains(body, want) {
+				t.Errorf("%s report lacks %q", what, want)
+			}
 		}
 	}
 }

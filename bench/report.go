@@ -74,6 +74,14 @@ type Report struct {
 	Timeline *Timeline `json:"timeline,omitempty"`
 }
 
+// itemsLabel names the sale's item, or its items (-items).
+func (r *Report) itemsLabel() string {
+	if r.Items > 1 {
+		return fmt.Sprintf("%d items from %d", r.Items, r.ItemID)
+	}
+	return fmt.Sprintf("item %d", r.ItemID)
+}
+
 // Outcome returns the row of one outcome.
 func (r *Report) Outcome(o string) OutcomeStats {
 	for _, s := range r.Outcomes {
@@ -181,11 +189,7 @@ func writeRun(b *bytes.Buffer, r *Report) {
 	if r.Mode == "concurrency" {
 		load = fmt.Sprintf("closed loop, %d workers", r.Concurrency)
 	}
-	items := fmt.Sprintf("item %d", r.ItemID)
-	if r.Items > 1 {
-		items = fmt.Sprintf("%d items from %d", r.Items, r.ItemID)
-	}
-	fmt.Fprintf(b, "target %s  %s  %d buyers for %d units  %s\n", r.Target, items, r.Buyers, r.Units, load)
+	fmt.Fprintf(b, "target %s  %s  %d buyers for %d units  %s\n", r.Target, r.itemsLabel(), r.Buyers, r.Units, load)
 	if r.Interrupted {
 		fmt.Fprintf(b, "INTERRUPTED: partial report\n")
 	}
@@ -196,9 +200,8 @@ func writeRun(b *bytes.Buffer, r *Report) {
 		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t\n", s.Outcome, s.Count, s.PerSec, s.P50ms, s.P90ms, s.P99ms, s.Maxms)
 	}
 	tw.Flush()
-	if x := r.Retries; x != nil {
-		fmt.Fprintf(b, "optimistic retries per 202: mean %.2f  p50 %d  p99 %d  max %d (%d retries for %d orders); %d orders gave up (503)\n",
-			x.Mean, x.P50, x.P99, x.Max, x.Retries, x.Accepted, x.GaveUp)
+	if r.Retries != nil {
+		fmt.Fprintln(b, retriesLine(r.Retries))
 	}
 	if p := r.Phases; p.Accepted > 0 || p.SoldOut > 0 {
 		fmt.Fprintf(b, "per phase: 202 %.0f/s (%d up to the last 202, %.2fs); 410 %.0f/s (%d after it, %.2fs)\n",

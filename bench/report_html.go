@@ -126,12 +126,15 @@ func headline(r *Report) []string {
 		load = fmt.Sprintf("closed loop, %d workers", r.Concurrency)
 	}
 	lines := []string{
-		fmt.Sprintf("%d buyers for %d units, %s; item %d at %s", r.Buyers, r.Units, load, r.ItemID, r.Target),
+		fmt.Sprintf("%d buyers for %d units, %s; %s at %s", r.Buyers, r.Units, load, r.itemsLabel(), r.Target),
 		fmt.Sprintf("sent %d of %d attempts in %.1f s: %.0f answers/s, p50 %.1f ms, p99 %.1f ms; %d accepted (202), %d sold out (410)",
 			r.Sent, r.Planned, r.AttackSecs, r.All.PerSec, r.All.P50ms, r.All.P99ms, r.Outcome(OutAccepted).Count, r.Outcome(OutSoldOut).Count),
 	}
 	if r.Publish != nil {
 		lines = append(lines, publishLine(r.Publish))
+	}
+	if r.Retries != nil {
+		lines = append(lines, retriesLine(r.Retries))
 	}
 	if a := r.Audit; a != nil {
 		lines = append(lines, fmt.Sprintf("audit %s: total %d, MySQL stock %d, Redis stock %d, pending %d, unpaid %d, paid %d, cancelled %d, rejected %d",

@@ -172,7 +172,9 @@ func RunScenario(ctx context.Context, w Workload, sc Scenario) (Report, error) {
 	}
 	// The audit runs even after SIGINT: a partial run must still say whether
 	// the books balance.
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
+	// 20 s, and 100 ms more per item: a 1,000-item sale's audit is 1,000
+	// reads, eight at a time, and the bench reads it again until it passes.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second+time.Duration(len(ids))*100*time.Millisecond)
 	defer cancel()
 	au, aerr := auditSettled(actx, audit)
 	if aerr != nil {
