@@ -121,6 +121,19 @@ func exceptionText(d *runtime.ExceptionDetails) string {
 	return fmt.Sprintf("%s (line %d)", s, d.LineNumber)
 }
 
+// requests counts the requests whose URL contains part, in every tab.
+func (b *browser) requests(part string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, u := range b.urls {
+		if strings.Contains(u, part) {
+			n++
+		}
+	}
+	return n
+}
+
 // check fails t if a tab threw, logged an error (a CSP refusal is one), or
 // asked for anything but origin.
 func (b *browser) check(t *testing.T, origin string) {

@@ -24,7 +24,7 @@ import (
 // the sale, its audit and its answers (counted by the first ingress, read
 // from Redis), "unavailable" for the lag and the DLQ, and names kafka; with
 // its MySQL cut as well, the item and the audit go unavailable too and the
-// answers stay.
+// answers stay. Pressing Watch again does not start a second refresh loop.
 func TestConsoleShowsWhatIsUnavailable(t *testing.T) {
 	p := startPipeline(t)
 	admin := token(t, 1, true)
@@ -71,6 +71,18 @@ func TestConsoleShowsWhatIsUnavailable(t *testing.T) {
 	}
 	if eval[bool](t, b.ctx, `document.getElementById("live-unavailable").hidden`) {
 		t.Error("Kafka silent: the unavailable line is hidden")
+	}
+
+	// Watch pressed again, twice, while a read is under way (each takes the
+	// store timeout, 500 ms, here): still one read at a time, about one a
+	// second plus the read's time, not one loop per press.
+	do(t, b.ctx, "watch it twice more", chromedp.Click(chromedp.CSS(row+" button.watch")), chromedp.Click(chromedp.CSS(row+" button.watch")))
+	before := b.requests("/live")
+	time.Sleep(6 * time.Second)
+	if n := b.requests("/live") - before; n > 5 {
+		t.Errorf("%d reads of /live in 6 s after Watch was pressed again: more than one refresh loop", n)
+	} else {
+		t.Logf("%d reads of /live in 6 s after Watch was pressed twice more", n)
 	}
 
 	fd.Cut()

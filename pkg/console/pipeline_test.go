@@ -140,10 +140,21 @@ func (p *pipeline) mustCall(t *testing.T, method, path, tok, body string, want i
 // already) and lasts an hour from now or from its start, whichever is later.
 func (p *pipeline) putItem(t *testing.T, admin string, id int64, name string, stockQty int64, buckets int, startsIn time.Duration) {
 	t.Helper()
+	if err := p.tryPutItem(admin, id, name, stockQty, buckets, startsIn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tryPutItem is putItem for another goroutine than the test's.
+func (p *pipeline) tryPutItem(admin string, id int64, name string, stockQty int64, buckets int, startsIn time.Duration) error {
 	now := time.Now().UTC()
 	body := fmt.Sprintf(`{"name":%q,"price_cents":1299,"stock":%d,"per_user_limit":1,"starts_at":%q,"ends_at":%q,"buckets":%d}`,
 		name, stockQty, now.Add(startsIn).Format(time.RFC3339), now.Add(max(startsIn, 0)+time.Hour).Format(time.RFC3339), buckets)
-	p.mustCall(t, http.MethodPut, fmt.Sprintf("/api/v1/admin/items/%d", id), admin, body, http.StatusOK)
+	code, b, err := p.call(http.MethodPut, fmt.Sprintf("/api/v1/admin/items/%d", id), admin, body)
+	if err != nil || code != http.StatusOK {
+		return fmt.Errorf("PUT item %d: %d %s %v, want 200", id, code, b, err)
+	}
+	return nil
 }
 
 // live is the parts of a /live read the test compares with the page.

@@ -106,6 +106,7 @@
   let chosen = null; // the sale being watched
   let prev = null;   // its previous /live read
   let timer = null;
+  let chain = 0;     // the refresh loop running; a restart ends the older one
   let notOK = 0;     // consecutive reads whose audit was not ok
 
   async function api(method, path) {
@@ -138,6 +139,7 @@
   function wipe() {
     clearTimeout(timer);
     timer = null;
+    chain++;
     chosen = null;
     prev = null;
     notOK = 0;
@@ -222,8 +224,16 @@
       : "no sales" + (after ? " after item " + after : "");
   }
 
-  function watch(id) {
+  // refresh reads the watched sale now and then every REFRESH_MS, ending
+  // any loop already running (one could be waiting on its read), so a
+  // second Watch click or an end never leaves two loops reading at once.
+  function refresh() {
     clearTimeout(timer);
+    chain++;
+    tick(chain);
+  }
+
+  function watch(id) {
     chosen = id;
     prev = null;
     notOK = 0;
@@ -232,17 +242,17 @@
     $("end-result").textContent = "";
     $("end").disabled = false;
     set("end.id", id);
-    tick();
+    refresh();
   }
 
-  async function tick() {
+  async function tick(c) {
     const g = gen, id = chosen;
-    if (id === null) return;
+    if (id === null || c !== chain) return;
     let cur;
     try {
       cur = await api("GET", "/api/v1/admin/items/" + id + "/live");
     } catch (err) {
-      if (g !== gen || id !== chosen) return;
+      if (g !== gen || c !== chain) return;
       if (err.status === 401 || err.status === 403) return refused(err);
       if (err.status === 404) {
         $("live").hidden = true;
@@ -252,14 +262,14 @@
       const stale = $("live-stale");
       stale.textContent = "The last read failed (" + (err.message || err) + "); the figures are from the read above.";
       stale.hidden = false;
-      timer = setTimeout(tick, REFRESH_MS);
+      timer = setTimeout(tick, REFRESH_MS, c);
       return;
     }
-    if (g !== gen || id !== chosen) return;
+    if (g !== gen || c !== chain) return;
     $("live-stale").hidden = true;
     render(compute(prev, cur), cur);
     prev = cur;
-    timer = setTimeout(tick, REFRESH_MS);
+    timer = setTimeout(tick, REFRESH_MS, c);
   }
 
   function render(v, cur) {
@@ -355,10 +365,7 @@
     }
     $("end").disabled = false;
     loadSales();
-    if (id === chosen) {
-      clearTimeout(timer);
-      tick();
-    }
+    if (id === chosen) refresh();
   }
 
   function start() {
