@@ -263,7 +263,11 @@ func (s *Service) answer(ctx context.Context, r Request, rid string, now time.Ti
 		return s.replay(ctx, r, ar.RequestID, false)
 	case stock.SoldOut:
 		if ar.StockLeft <= 0 && s.soldOut.NeedsMark(r.ItemID, now) {
-			s.soldOut.Mark(r.ItemID, now, s.holderBits(ctx, r.ItemID, r.buckets))
+			if s.soldOut.WantsBits(r.ItemID) {
+				s.soldOut.Mark(r.ItemID, now, s.holderBits(ctx, r.ItemID, r.buckets))
+			} else {
+				s.soldOut.MarkCounting(r.ItemID, now)
+			}
 		}
 		return Result{Outcome: SoldOut}
 	case stockMoving:

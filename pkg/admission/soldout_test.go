@@ -108,3 +108,62 @@ func TestSoldOutFlagBounded(t *testing.T) {
 		t.Fatalf("%d entries kept for items flagged 1 ms apart over 10 s with a 100 ms TTL, want only the fresh ones", n)
 	}
 }
+
+// The holder bitmap is read only for an item whose previous flag saw at
+// least BitsWorthAt requests: a quiet item's flags only count, and answer
+// nothing from memory (so a holder's unkeyed request still reaches Redis
+// and is told 409); a busy item's flags keep the snapshot; a counting flag
+// that turns busy ends at once.
+func TestSoldOutFlagReadsBitsOnlyWhenBusy(t *testing.T) {
+	c := newSoldOutCache(time.Second)
+	now := time.Unix(1000, 0)
+	period := func(keyed, unkeyed int) {
+		for i := range keyed {
+			c.Hit(1, int64(100+i), true, now.Add(time.Millisecond))
+		}
+		for i := range unkeyed {
+			c.Hit(1, int64(100+i), false, now.Add(time.Millisecond))
+		}
+		now = now.Add(time.Second) // the flag expires
+	}
+	mark := func(want bool, why string) {
+		t.Helper()
+		if !c.NeedsMark(1, now) {
+			t.Fatalf("%s: an expired flag must be marked again", why)
+		}
+		if got := c.WantsBits(1); got != want {
+			t.Fatalf("%s: wants bits %v, want %v", why, got, want)
+		}
+		if want {
+			c.Mark(1, now, bitmapOf(7))
+		} else {
+			c.MarkCounting(1, now)
+		}
+	}
+	mark(false, "first sell-out (no history)")
+	if c.Hit(1, 8, false, now.Add(time.Millisecond)) || c.Hit(1, 8, true, now.Add(time.Millisecond)) {
+		t.Fatal("a counting flag answered from memory: a holder's unkeyed request would be told 410")
+	}
+	// It ends as soon as it has seen BitsWorthAt requests (2 above).
+	for i := 2; i < BitsWorthAt; i++ {
+		if c.NeedsMark(1, now.Add(time.Millisecond)) {
+			t.Fatalf("flag ended after %d requests, want %d", i, BitsWorthAt)
+		}
+		c.Hit(1, int64(100+i), i%2 == 0, now.Add(time.Millisecond))
+	}
+	if !c.NeedsMark(1, now.Add(2*time.Millisecond)) || !c.WantsBits(1) {
+		t.Fatal("a busy counting flag must be marked again at once, with the snapshot")
+	}
+	c.MarkCounting(1, now) // as if it were marked counting again: starts afresh
+	period(BitsWorthAt/2-1, BitsWorthAt/2)
+	mark(false, "a quiet flag (63 requests)")
+	period(BitsWorthAt/2, BitsWorthAt/2)
+	mark(true, "a busy flag")
+	if !c.Hit(1, 8, true, now.Add(time.Millisecond)) || !c.Hit(1, 8, false, now.Add(time.Millisecond)) || c.Hit(1, 7, false, now.Add(time.Millisecond)) {
+		t.Fatal("with the snapshot non-holders are answered from memory, the holder is not")
+	}
+	period(BitsWorthAt, 0)
+	mark(true, "still busy with the snapshot: its answers count too")
+	c.Forget(1)
+	mark(false, "forgotten (stock came back): no history")
+}

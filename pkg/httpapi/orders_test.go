@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/admission"
 	"github.com/flashsale-dev/flashsale/pkg/config"
 )
 
@@ -200,10 +201,12 @@ func TestIdempotentReplayAfterAnswer(t *testing.T) {
 	}
 }
 
-// TestSoldOutFlagKeepsReplays: once an item is sold out, unkeyed requests
-// and keyed requests of users whose holder bit is clear are answered from
-// memory, but a buyer's replay of an admitted Idempotency-Key still gets its
-// first answer (the 202), not "sold out".
+// TestSoldOutFlagKeepsReplays: an item's first sold-out flag only counts:
+// every request goes to Redis, so a holder is told 409 already_purchased
+// (never 410) and a replay gets its 202. Once it has seen
+// admission.BitsWorthAt requests it is marked again with the holder bitmap
+// snapshot: unkeyed requests and keyed ones of users whose holder bit is
+// clear are answered from memory, a holder's requests still go to Redis.
 func TestSoldOutFlagKeepsReplays(t *testing.T) {
 	h := newHarness(t, harnessOpts{partitions: 1, ingress: func(in *config.Ingress) { in.SoldOutTTL = 5 * time.Second }})
 	item := testenv.ItemID()
@@ -216,21 +219,46 @@ func TestSoldOutFlagKeepsReplays(t *testing.T) {
 		t.Fatalf("second buyer: %d %s", r.Code, r.Body)
 	}
 	hits := testenv.Metric(t, h.reg, "flashsale_soldout_cache_hits_total")
-	if r := h.order(9, item, 1, ""); r.Code != http.StatusGone {
-		t.Fatalf("unkeyed: %d %s", r.Code, r.Body)
+	holder := func(when string) {
+		t.Helper()
+		if r := h.order(7, item, 1, ""); r.Code != http.StatusConflict || r.json(t)["request_id"] != first.json(t)["request_id"] {
+			t.Fatalf("%s: the holder's unkeyed request: %d %s, want 409 already_purchased naming its request", when, r.Code, r.Body)
+		}
+		if again := h.order(7, item, 1, "k7"); again.Code != http.StatusAccepted || again.json(t)["request_id"] != first.json(t)["request_id"] {
+			t.Fatalf("%s: the holder's replay: %d %s, want the first 202", when, again.Code, again.Body)
+		}
 	}
-	if r := h.order(9, item, 1, "k9"); r.Code != http.StatusGone {
+	holder("first flag")
+	for u := int64(100); u < 100+admission.BitsWorthAt-2; u++ { // the holder's two made 2
+		key := ""
+		if u%2 == 0 {
+			key = fmt.Sprintf("k%d", u)
+		}
+		if r := h.order(u, item, 1, key); r.Code != http.StatusGone {
+			t.Fatalf("non-buyer %d: %d %s", u, r.Code, r.Body)
+		}
+	}
+	if got := testenv.Metric(t, h.reg, "flashsale_soldout_cache_hits_total"); got != hits {
+		t.Fatalf("the first flag answered from memory (hits %v -> %v), want every request sent to Redis", hits, got)
+	}
+	// The flag has seen BitsWorthAt requests and ended: the next sold-out
+	// answer from Redis marks it again, with the snapshot.
+	if r := h.order(200, item, 1, "k200"); r.Code != http.StatusGone {
+		t.Fatalf("non-buyer marking the flag: %d %s", r.Code, r.Body)
+	}
+	hits = testenv.Metric(t, h.reg, "flashsale_soldout_cache_hits_total")
+	if r := h.order(201, item, 1, "k201"); r.Code != http.StatusGone {
 		t.Fatalf("keyed non-buyer: %d %s", r.Code, r.Body)
 	}
-	if got := testenv.Metric(t, h.reg, "flashsale_soldout_cache_hits_total"); got != hits+2 {
-		t.Fatalf("unkeyed and keyed non-buyer requests were not both answered from memory (hits %v -> %v)", hits, got)
-	}
-	again := h.order(7, item, 1, "k7")
-	if again.Code != http.StatusAccepted || again.json(t)["request_id"] != first.json(t)["request_id"] {
-		t.Fatalf("a buyer's replay while sold out: %d %s, want the first 202", again.Code, again.Body)
+	if r := h.order(202, item, 1, ""); r.Code != http.StatusGone {
+		t.Fatalf("unkeyed non-buyer: %d %s", r.Code, r.Body)
 	}
 	if got := testenv.Metric(t, h.reg, "flashsale_soldout_cache_hits_total"); got != hits+2 {
-		t.Fatalf("the holder's replay was answered from memory (hits %v -> %v)", hits, got)
+		t.Fatalf("with the snapshot non-buyers were not answered from memory (hits %v -> %v)", hits, got)
+	}
+	holder("with the snapshot")
+	if got := testenv.Metric(t, h.reg, "flashsale_soldout_cache_hits_total"); got != hits+2 {
+		t.Fatalf("the holder's requests were answered from memory (hits %v -> %v)", hits, got)
 	}
 }
 
