@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"flag"
 	"io"
 	"os"
@@ -75,19 +74,7 @@ func TestCompareBaselineA(t *testing.T) {
 	p := startPipeline(t, time.Minute)
 	s := testSettings(p.URL)
 	s.Compare, s.Concurrency, s.ReapWait, s.Baselines, s.IngressMetrics = true, 8, 0, "a", p.MetricsURL
-	t.Cleanup(func() { dropDB(t, s.BaselineDB) })
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	plan := NewPlan(s.Buyers, s.DupFraction, s.ReplayFraction, s.PayFraction, s.Seed)
-	tokens, err := MintTokens(s.JWTSecret, s.Buyers, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := RunCompare(ctx, p.Common, Workload{Settings: s, Plan: plan, Tokens: tokens, Concurrency: s.Concurrency, LagGroup: p.Group, LagTopic: p.Topic})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out = roundTrip(t, out)
+	out, plan := runCompareTest(t, p, s)
 	if len(out.Runs) != 2 || out.Runs[0].Scenario != BaselineA || out.Runs[1].Scenario != "flashsale" {
 		t.Fatalf("runs %v, want %s then flashsale", scenarios(out.Runs), BaselineA)
 	}

@@ -101,19 +101,7 @@ func TestCompare(t *testing.T) {
 	p := startPipeline(t, time.Minute)
 	s := testSettings(p.URL)
 	s.Compare, s.Concurrency, s.ReapWait = true, 8, 0
-	t.Cleanup(func() { dropDB(t, s.BaselineDB) })
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	plan := NewPlan(s.Buyers, s.DupFraction, s.ReplayFraction, s.PayFraction, s.Seed)
-	tokens, err := MintTokens(s.JWTSecret, s.Buyers, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := RunCompare(ctx, p.Common, Workload{Settings: s, Plan: plan, Tokens: tokens, Concurrency: s.Concurrency, LagGroup: p.Group, LagTopic: p.Topic})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out = roundTrip(t, out)
+	out, plan := runCompareTest(t, p, s)
 	if len(out.Runs) != 3 || len(out.Ratios) != 2 {
 		t.Fatalf("want 3 runs and 2 ratios, got %d and %d", len(out.Runs), len(out.Ratios))
 	}
@@ -163,6 +151,26 @@ func assertSane(t *testing.T, r Report, planned int) {
 	if !r.Pass || len(r.Checks) != 0 {
 		t.Errorf("%s: pass=%v checks %v", r.Scenario, r.Pass, r.Checks)
 	}
+}
+
+// runCompareTest runs -compare (RunCompare) against p with s at the
+// tests' small N, drops the baselines' database at the end, and returns the
+// output as read back from its JSON, and the plan it ran.
+func runCompareTest(t *testing.T, p pipeline, s Settings) (Output, Plan) {
+	t.Helper()
+	t.Cleanup(func() { dropDB(t, s.BaselineDB) })
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	plan := NewPlan(s.Buyers, s.DupFraction, s.ReplayFraction, s.PayFraction, s.Seed)
+	tokens, err := MintTokens(s.JWTSecret, s.Buyers, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := RunCompare(ctx, p.Common, Workload{Settings: s, Plan: plan, Tokens: tokens, Concurrency: s.Concurrency, LagGroup: p.Group, LagTopic: p.Topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return roundTrip(t, out), plan
 }
 
 // roundTrip prints the report as JSON and as text and reads the JSON back.

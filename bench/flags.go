@@ -70,8 +70,8 @@ type Settings struct {
 	// failed compare-and-set (then 503).
 	OptimisticRetries int
 	// Items spreads the sale over that many items (buyer b orders item
-	// b mod Items; the units are split evenly): 1 is one hot item, many
-	// items are the low-conflict sale.
+	// b mod Items; the units are split evenly): 1 (or 0, Settings built in
+	// code) is one hot item, many items are the low-conflict sale.
 	Items int
 	// BaselineDB is the MySQL database the baselines create their tables in,
 	// never flashsale's own.
@@ -180,8 +180,8 @@ func (s *Settings) Validate() error {
 		return fmt.Errorf("FLASHSALE_POLL_WAIT: %v (expected 0 for plain polling, or up to 2m)", s.PollWait)
 	case s.ItemID < 0:
 		return fmt.Errorf("FLASHSALE_ITEM: %d (expected 0 or a positive id)", s.ItemID)
-	case s.Items < 1 || s.Items > 100_000 || (s.Items > 1 && s.Units < s.Items):
-		return fmt.Errorf("FLASHSALE_ITEMS: %d (expected 1 to 100000 items, at most one per unit)", s.Items)
+	case s.Items < 0 || s.Items > 100_000 || (s.Items > 1 && s.Units < s.Items):
+		return fmt.Errorf("FLASHSALE_ITEMS: %d (expected 1 to 100000 items, at most one per unit; 0 is 1)", s.Items)
 	case s.OptimisticRetries < 0:
 		return fmt.Errorf("FLASHSALE_OPTIMISTIC_RETRIES: %d (expected 0 or more)", s.OptimisticRetries)
 	case s.Drain < 0 || s.DrainSample < 0 || (s.Drain > 0 && (s.DrainItems < 1 || s.DrainItems > s.Drain)):
