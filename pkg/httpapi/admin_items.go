@@ -92,9 +92,7 @@ func (s *Server) getAdminItem(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(c.Request().Context(), s.cfg.StoreTimeout)
-	defer cancel()
-	it, err := store.GetItem(ctx, s.db, id)
+	d, _, err := s.adminDetail(c.Request().Context(), id)
 	if errors.Is(err, store.ErrNotFound) {
 		return notFound("no such item")
 	}
@@ -102,14 +100,29 @@ func (s *Server) getAdminItem(c echo.Context) error {
 		s.log.WarnContext(c.Request().Context(), "admin: get item", "err", err)
 		return unavailable("mysql unavailable")
 	}
-	d := adminItemDetail{adminItem: toAdminItem(it)}
-	if left, warmed, err := s.st.Stock(ctx, id); err == nil {
-		d.RedisWarmed = &warmed
-		if warmed {
-			d.RedisStock = &left
-		}
-	}
 	return c.JSON(http.StatusOK, d)
+}
+
+// adminDetail reads item id as the admin get shows it: the row from MySQL
+// (its error, store.ErrNotFound included, is the call's), and Redis' stock
+// when Redis answers (redisOK false, and the Redis fields absent, when not).
+func (s *Server) adminDetail(ctx context.Context, id int64) (d adminItemDetail, redisOK bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
+	defer cancel()
+	it, err := store.GetItem(ctx, s.db, id)
+	if err != nil {
+		return adminItemDetail{}, false, err
+	}
+	d = adminItemDetail{adminItem: toAdminItem(it)}
+	left, warmed, err := s.st.Stock(ctx, id)
+	if err != nil {
+		return d, false, nil
+	}
+	d.RedisWarmed = &warmed
+	if warmed {
+		d.RedisStock = &left
+	}
+	return d, true, nil
 }
 
 // patchItem is PATCH /api/v1/admin/items/{id}: a JSON merge patch (RFC

@@ -103,9 +103,7 @@ func (s *Server) liveItem(c echo.Context) error {
 // liveItemAndAudit fills the item (as GET /admin/items/{id} shows it) and
 // its audit, and reports whether MySQL said the item does not exist.
 func (s *Server) liveItemAndAudit(ctx context.Context, id int64, v *liveView) (missing bool) {
-	ictx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
-	defer cancel()
-	it, err := store.GetItem(ictx, s.db, id)
+	d, redisOK, err := s.adminDetail(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return true
 	}
@@ -114,13 +112,7 @@ func (s *Server) liveItemAndAudit(ctx context.Context, id int64, v *liveView) (m
 		v.unavailable("mysql")
 		return false
 	}
-	d := adminItemDetail{adminItem: toAdminItem(it)}
-	if left, warmed, err := s.st.Stock(ictx, id); err == nil {
-		d.RedisWarmed = &warmed
-		if warmed {
-			d.RedisStock = &left
-		}
-	} else {
+	if !redisOK {
 		v.unavailable("redis")
 	}
 	v.Item = &d
