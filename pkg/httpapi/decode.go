@@ -61,7 +61,14 @@ func readBody(c echo.Context, types ...string) ([]byte, error) {
 }
 
 // decodeStrictBytes is decodeStrict's decoding of a body already read.
+//
+// Every body here is an object: a bare null (which the decoder would take as
+// "leave dst alone"), array, string or number is refused before decoding, so
+// no body that is not an object can reach a handler as an empty one.
 func decodeStrictBytes(raw []byte, dst any) error {
+	if body := bytes.TrimLeft(raw, " \t\r\n"); len(body) > 0 && body[0] != '{' {
+		return badRequest("invalid_json", "the request body must be a JSON object")
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
