@@ -84,7 +84,7 @@ func MeasurePipelineFloor(ctx context.Context, c config.Common, in config.Ingres
 		}
 	}()
 	wctx, cancel := context.WithTimeout(ctx, in.PublishTimeout)
-	if err := queue.Warm(wctx, pub.Writer()); err != nil {
+	if err := pub.Warm(wctx); err != nil {
 		slog.Warn("pipeline floor: kafka writer not warmed", "err", err)
 	}
 	cancel()

@@ -84,13 +84,15 @@ func run(ctx context.Context, c config.Common, in config.Ingress, log *slog.Logg
 	if err := kafkaSec.StartupCheck(ctx, c.Brokers(), c.StoreTimeout); err != nil {
 		return err
 	}
-	// A Publisher: a key's publishes gather while its produce is in flight,
-	// so a slow link to the brokers does not cap a hot item's partition at
-	// one small batch per round trip (pkg/queue/publisher.go).
+	// A Publisher: a partition's publishes gather while its produce is in
+	// flight, so a slow link to the brokers does not cap a hot item's
+	// partition at one small batch per round trip, and the many items of one
+	// partition leave in one call (pkg/queue/publisher.go); Warm learns the
+	// partitions.
 	writer := kafkaSec.NewPublisher(c.Brokers(), c.OrdersTopic, in.PublishTimeout, queue.Batching{
 		Size: in.PublishBatchSize, Bytes: int64(in.PublishBatchBytes), Timeout: in.PublishBatchTimeout, Compression: codec})
 	wctx, wcancel := context.WithTimeout(ctx, in.PublishTimeout)
-	if err := queue.Warm(wctx, writer.Writer()); err != nil {
+	if err := writer.Warm(wctx); err != nil {
 		log.Warn("kafka writer not warmed; the first publishes will be slower", "err", err)
 	}
 	wcancel()

@@ -41,9 +41,21 @@ type MessageWriter interface {
 // keeps filling for as long as the previous one is in flight, so a batch
 // carries a whole round trip's messages.
 //
-// A key is the unit because the StockBalancer maps every key to one
-// partition; two keys that share a partition have a call in flight each,
-// which kafka-go sends one after the other.
+// A lane is a partition once the Publisher knows the topic's partitions
+// (UsePartitions; Warm learns them and keeps them fresh), and a key until
+// then. kafka-go sends a partition's batches one at a time, so with a lane
+// per key the 83 keys a 1,000-item sale puts on each of 12 partitions each
+// had a call in flight that kafka-go queued as a batch of about one
+// message: BenchmarkManyKeyPublish (64 publishers, 12 partitions, medians
+// of 3), 1,000 keys took 247 µs per publish (p99 31 ms) with lanes by key
+// and take 172 µs (p99 19 ms) with lanes by partition; one hot key, in the
+// same runs, 191 and 181 µs. A lane by partition gathers all of that
+// partition's keys into one call, and a partition whose leader is slow
+// holds only its own keys. The partition is the one the writer's balancer
+// picks (the same Balancer, the same sorted partition ids), so the lane and
+// kafka-go agree; should they not (partitions added since the last
+// refresh), the cost is batching, never a message: each message still gets
+// its own result.
 //
 // Linger (Batching.Timeout) is how long a batch waits for company when
 // nothing is in flight; Size and Bytes cap a batch (a fuller open batch
@@ -57,15 +69,25 @@ type Publisher struct {
 	bytes  int64
 	linger time.Duration
 
-	mu     sync.Mutex
-	lanes  map[string]*lane
-	closed bool
-	live   sync.WaitGroup // one per lane
+	mu       sync.Mutex
+	lanes    map[laneID]*lane
+	balancer kafka.Balancer // with parts: lanes by partition
+	parts    []int
+	closed   bool
+	live     sync.WaitGroup // one per lane
+	refresh  refresher      // Warm's partition refresh
+}
+
+// laneID names a lane: a partition (key empty) once the partitions are
+// known, else a key (partition -1).
+type laneID struct {
+	partition int
+	key       string
 }
 
 // lane is one key's open batch and its call in flight.
 type lane struct {
-	key      string
+	id       laneID
 	pending  []*publish
 	inflight bool
 	timer    *time.Timer
@@ -99,7 +121,7 @@ const handOffTimeout = time.Microsecond
 
 // NewPublisher returns a Publisher over w with b's linger and caps.
 func NewPublisher(w MessageWriter, b Batching) *Publisher {
-	return &Publisher{w: w, size: max(1, b.Size), bytes: b.Bytes, linger: b.Timeout, lanes: map[string]*lane{}}
+	return &Publisher{w: w, size: max(1, b.Size), bytes: b.Bytes, linger: b.Timeout, lanes: map[laneID]*lane{}}
 }
 
 // NewPublisher is the ingress's publish path: a durable writer
@@ -199,13 +221,37 @@ func messageBytes(m kafka.Message) int64 {
 	return int64(n)
 }
 
-// enqueue adds pb to its key's open batch; the caller kicks the lane.
+// UsePartitions makes the lanes partitions: b (the balancer of the
+// kafka.Writer under p) picks a message's partition among partitions (the
+// topic's partition ids). A nil b or no partitions makes them keys again.
+// Lanes already open keep their messages; new messages take the new lanes.
+func (p *Publisher) UsePartitions(b kafka.Balancer, partitions []int) {
+	parts := slices.Sorted(slices.Values(partitions)) // kafka-go balances over sorted ids
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if b == nil || len(parts) == 0 {
+		p.balancer, p.parts = nil, nil
+		return
+	}
+	p.balancer, p.parts = b, parts
+}
+
+// laneKey is m's lane: its partition when the partitions are known, else
+// its key. p.mu is held (or no UsePartitions runs at the same time).
+func (p *Publisher) laneKey(m kafka.Message) laneID {
+	if p.balancer == nil {
+		return laneID{partition: -1, key: string(m.Key)}
+	}
+	return laneID{partition: p.balancer.Balance(m, p.parts...)}
+}
+
+// enqueue adds pb to its lane's open batch; the caller kicks the lane.
 // p.mu is held.
 func (p *Publisher) enqueue(pb *publish) {
-	k := string(pb.msg.Key)
+	k := p.laneKey(pb.msg)
 	l := p.lanes[k]
 	if l == nil {
-		l = &lane{key: k}
+		l = &lane{id: k}
 		p.lanes[k] = l
 		p.live.Add(1)
 	}
@@ -238,7 +284,7 @@ func (p *Publisher) kick(l *lane) {
 			l.timer.Stop()
 		}
 		l.retired = true
-		delete(p.lanes, l.key)
+		delete(p.lanes, l.id)
 		p.live.Done()
 		return
 	}
@@ -327,6 +373,7 @@ func (p *Publisher) Close() error {
 	p.mu.Lock()
 	p.closed = true
 	p.mu.Unlock()
+	p.stopRefresh()
 	p.live.Wait()
 	if p.kw != nil {
 		return p.kw.Close()

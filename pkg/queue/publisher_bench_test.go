@@ -75,3 +75,61 @@ func BenchmarkHotKeyPublish(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkManyKeyPublish: the same synchronous publishes through the
+// Publisher over a 12-partition topic (setup's default), as one hot item
+// and spread over 1,000 items (keys), as a many-item sale makes them.
+// 1,000 keys share 12 partitions, about 83 keys each, and kafka-go sends a
+// partition's batches one at a time: the Publisher's lanes are partitions
+// (Warm learns them) so that those keys leave in one call per round trip.
+func BenchmarkManyKeyPublish(b *testing.B) {
+	brokers := testenv.Kafka(b)
+	topic, _, _ := testenv.Topics(b, 12)
+	sec := testenv.KafkaSecurity(b)
+	val := []byte(`{"request_id":"bench","item_id":42,"user_id":1,"qty":1}`)
+	for _, keys := range []int{1, 1000} {
+		b.Run(strconv.Itoa(keys)+"keys", func(b *testing.B) {
+			p := sec.NewPublisher(brokers, topic, 3*time.Second, queue.DefaultBatching())
+			defer p.Close()
+			ctx := context.Background()
+			if err := p.Warm(ctx); err != nil {
+				b.Fatal(err)
+			}
+			if got := len(p.Partitions()); got != 12 {
+				b.Fatalf("lanes follow %d partitions, want 12", got)
+			}
+			var mu sync.Mutex
+			var lat []time.Duration
+			var next int
+			b.SetParallelism(32) // 64 handlers on 2 cores, as -concurrency 64
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				var mine []time.Duration
+				for pb.Next() {
+					mu.Lock()
+					key := strconv.Itoa(next % keys)
+					next++
+					mu.Unlock()
+					start := time.Now()
+					pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+					err := p.WriteMessages(pctx, kafka.Message{Key: []byte(key), Value: val})
+					cancel()
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					mine = append(mine, time.Since(start))
+				}
+				mu.Lock()
+				lat = append(lat, mine...)
+				mu.Unlock()
+			})
+			b.StopTimer()
+			slices.Sort(lat)
+			if n := len(lat); n > 0 {
+				b.ReportMetric(float64(lat[n/2].Microseconds())/1000, "p50-ms")
+				b.ReportMetric(float64(lat[min(n-1, n*99/100)].Microseconds())/1000, "p99-ms")
+			}
+		})
+	}
+}

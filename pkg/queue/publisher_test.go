@@ -58,10 +58,11 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// pendingOf is the number of messages waiting in the lane of key's messages.
 func (p *Publisher) pendingOf(key string) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if l := p.lanes[key]; l != nil {
+	if l := p.lanes[p.laneKey(msg(key, ""))]; l != nil {
 		return len(l.pending)
 	}
 	return 0

@@ -124,19 +124,43 @@ func ParseCompression(name string) (kafka.Compression, error) {
 // every partition is routed to each partition's leader, which opens the
 // connections the produce requests will use.
 func Warm(ctx context.Context, w *kafka.Writer) error {
+	_, err := warm(ctx, w)
+	return err
+}
+
+// warm is Warm, returning the topic's partition ids (known once the
+// metadata answered, even if the ListOffsets then failed).
+func warm(ctx context.Context, w *kafka.Writer) ([]int, error) {
+	parts, err := partitionsOf(ctx, w)
+	if err != nil {
+		return nil, fmt.Errorf("queue: warm writer for %s: %w", w.Topic, err)
+	}
+	reqs := make([]kafka.OffsetRequest, 0, len(parts))
+	for _, id := range parts {
+		reqs = append(reqs, kafka.LastOffsetOf(id))
+	}
+	c := &kafka.Client{Addr: w.Addr, Transport: w.Transport}
+	if _, err := c.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{w.Topic: reqs}}); err != nil {
+		return parts, fmt.Errorf("queue: warm writer for %s: %w", w.Topic, err)
+	}
+	return parts, nil
+}
+
+// partitionsOf asks the brokers for the partition ids of w's topic.
+func partitionsOf(ctx context.Context, w *kafka.Writer) ([]int, error) {
 	c := &kafka.Client{Addr: w.Addr, Transport: w.Transport}
 	meta, err := c.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{w.Topic}})
 	if err != nil {
-		return fmt.Errorf("queue: warm writer for %s: %w", w.Topic, err)
+		return nil, err
 	}
-	var reqs []kafka.OffsetRequest
+	var parts []int
 	for _, t := range meta.Topics {
+		if t.Error != nil {
+			return nil, t.Error
+		}
 		for _, p := range t.Partitions {
-			reqs = append(reqs, kafka.LastOffsetOf(p.ID))
+			parts = append(parts, p.ID)
 		}
 	}
-	if _, err := c.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{w.Topic: reqs}}); err != nil {
-		return fmt.Errorf("queue: warm writer for %s: %w", w.Topic, err)
-	}
-	return nil
+	return parts, nil
 }
