@@ -154,6 +154,15 @@ func (e *env) newReaper(cfg reap.Config) (*reap.Reaper, *prometheus.Registry) {
 	if cfg.StoreTimeout == 0 {
 		cfg.StoreTimeout = 5 * time.Second
 	}
+	// The tests age reservations and expect the next pass to see them: the
+	// sweep runs every pass unless a test sets its cadence (-1: the
+	// deployable's default, a tenth of the grace).
+	switch cfg.OrphanSweepEvery {
+	case 0:
+		cfg.OrphanSweepEvery = time.Nanosecond
+	case -1:
+		cfg.OrphanSweepEvery = 0
+	}
 	reg := prometheus.NewRegistry()
 	return reap.New(cfg, reap.Deps{DB: e.db, Stock: e.st}, reap.NewMetrics(reg), testLogger(e.t)), reg
 }
