@@ -69,22 +69,14 @@ func procCPU(match func(comm, cmdline string) bool) float64 {
 		if err != nil {
 			continue
 		}
-		s := string(b)
-		open, closing := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || closing < open {
+		comm, cpu := statCPU(string(b))
+		if comm == "" {
 			continue
 		}
 		cmd, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "cmdline"))
-		if !match(s[open+1:closing], string(cmd)) {
-			continue
+		if match(comm, string(cmd)) {
+			sum += cpu
 		}
-		f := strings.Fields(s[closing+1:])
-		if len(f) < 13 {
-			continue
-		}
-		u, _ := strconv.ParseFloat(f[11], 64)
-		st, _ := strconv.ParseFloat(f[12], 64)
-		sum += (u + st) / 100 // USER_HZ is 100 on Linux
 	}
 	return sum
 }

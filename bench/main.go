@@ -31,8 +31,9 @@ func run(args []string) int {
 	var c config.Common
 	var s Settings
 	var cc config.Consumer // the drain mode's consumer
+	var cs CapacitySettings
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	if err := config.Parse(fs, args, &c, &s, &cc); err != nil {
+	if err := config.Parse(fs, args, &c, &s, &cc, &cs); err != nil {
 		return config.Exit(fs, err)
 	}
 	if err := setKafkaSecurity(c); err != nil {
@@ -55,6 +56,17 @@ func run(args []string) int {
 	// audit) is still printed.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if cs.Capacity {
+		rep, err := RunCapacity(ctx, c, s, cs)
+		if err == nil {
+			err = WriteCapacity(os.Stdout, rep, s.JSON)
+		}
+		if err != nil {
+			slog.Error("bench", "err", err)
+			return 1
+		}
+		return 0
+	}
 	if s.Drain > 0 {
 		if err := runDrain(ctx, c, cc, s, os.Stdout); err != nil {
 			slog.Error("bench", "err", err)

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// WriteCapacity prints the capacity report: the measured costs, the
+// sizing with its assumptions, and the check on this machine.
+func WriteCapacity(w io.Writer, r CapacityReport, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(r); err != nil {
+			return fmt.Errorf("bench: write capacity report: %w", err)
+		}
+		return nil
+	}
+	fmt.Fprintf(w, "capacity model (%d cores, everything co-located)\n\n", r.Cores)
+	fmt.Fprintln(w, "CPU per answer (µs of one core; a 202 includes its status polls, Kafka record, consumer write and MySQL):")
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "component\tper 410\tper 202\tsource\t")
+	for _, c := range r.Costs {
+		if !c.Measured {
+			fmt.Fprintf(tw, "%s\t-\t-\tnot measured\t\n", c.Name)
+			continue
+		}
+		name := c.Name
+		if c.CoLocatedOnly {
+			name += " (load generator)"
+		}
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%s\t\n", name, c.SoldOut, c.Order, c.Source)
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(w, "Kafka: %.0f bytes per order record (key + value); polls per order %.2f\n\n", r.BytesPerMessage, r.PollsPerOrder)
+
+	z := r.Sizing
+	fmt.Fprintf(w, "sizing for %.0f buyers/s, %.0f units, %d items, headroom %.2g:\n", z.Target.BuyersPerSec, z.Target.Units, z.Target.Items, z.Target.Headroom)
+	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "component\torder phase cores\tsold-out phase cores\tcores\tinstances\t")
+	for _, c := range z.Components {
+		if !c.Measured {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t %s\n", c.Name, c.Note)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%d\t %s\n", c.Name, c.OrderPhaseCores, c.SoldOutPhaseCores, c.Cores, c.Instances, c.Note)
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(w, "single-thread limits: %.0f orders/s per item → %d stock buckets per item; %d partitions (≥ consumer replicas); Kafka %.1f MB/s written (replicas included)\n",
+		z.OrdersPerItemPerSec, z.BucketsPerItem, z.Partitions, z.KafkaMBPerSec)
+	fmt.Fprintln(w, "assumptions:")
+	for _, a := range z.Assumptions {
+		fmt.Fprintln(w, "  -", a)
+	}
+
+	fmt.Fprintln(w, "\ncheck on this machine: predicted answers/s = cores ÷ Σ CPU per answer of every co-located component (bench included):")
+	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "sale\tunits\t202\t410\tpolls\tmeasured/s\tpredicted/s\terror\t")
+	for _, run := range r.Runs {
+		label := run.Kind
+		if run.Kind != "check" {
+			label += " (calibration)"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.0f\t%.0f\t%+.1f%%\t\n", label, run.Units, run.Accepted, run.SoldOut, run.Polls, run.AnswersPerSec, run.Predicted, run.ErrorPct)
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(w, "check median error: %+.1f%% (goal: within ±25%%)\n", r.CheckMedianErrorPct)
+	for _, n := range r.Notes {
+		fmt.Fprintln(w, "note:", n)
+	}
+	return nil
+}

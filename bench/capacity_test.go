@@ -1,0 +1,84 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestCapacityReport runs -capacity against the real pipeline (in-process,
+// so the ingress is this process and the consumer is not told apart from
+// it: "none") and checks the report's structure: every component has a
+// cost row, every measured one costs more than nothing per 202, the sizing
+// has every deployed component with instances and assumptions, and every
+// sale was predicted. No timing is asserted: the machine is shared.
+func TestCapacityReport(t *testing.T) {
+	p := startPipeline(t, time.Minute)
+	c := p.Common
+	c.OrdersTopic, c.ConsumerGroup = p.Topic, p.Group
+	s := testSettings(p.URL)
+	s.ReapWait = 0
+	cs := CapacitySettings{Capacity: true, Buyers: 2000, Concurrency: 16, Checks: 1,
+		Ingress: "self", Consumer: "none", Kafka: "cmd:kafka.Kafka", MySQL: "comm:mariadbd|mysqld",
+		Target: Target{BuyersPerSec: 100_000, Units: 1_000_000, Items: 1000, Headroom: 1.5, NodeCores: 8,
+			RowOrdersPerSec: 28_512, PartitionOrdersPerSec: 4_066, Replication: 3}}
+	if err := cs.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	rep, err := RunCapacity(ctx, c, s, cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]Cost{}
+	for _, co := range rep.Costs {
+		names[co.Name] = co
+	}
+	for _, n := range []string{"ingress", "redis", "kafka", "consumer", "mysql", "bench"} {
+		co, ok := names[n]
+		if !ok {
+			t.Fatalf("no cost row for %s: %+v", n, rep.Costs)
+		}
+		if n == "consumer" {
+			if co.Measured || co.Source != "not measured" {
+				t.Errorf("consumer selected none: %+v, want not measured", co)
+			}
+			continue
+		}
+		if !co.Measured || co.Order <= 0 {
+			t.Errorf("%s: %+v, want a measured cost per 202 above 0", n, co)
+		}
+	}
+	if names["ingress"].SoldOut <= 0 {
+		t.Errorf("ingress per 410: %v, want above 0", names["ingress"].SoldOut)
+	}
+	if rep.BytesPerMessage <= 0 || rep.PollsPerOrder <= 0 {
+		t.Errorf("bytes per message %v, polls per order %v: want both above 0", rep.BytesPerMessage, rep.PollsPerOrder)
+	}
+	if len(rep.Runs) != 3 || rep.Runs[0].Kind != "sold-out-heavy" || rep.Runs[1].Kind != "order-heavy" || rep.Runs[2].Kind != "check" {
+		t.Fatalf("runs %+v, want the two calibration sales and one check", rep.Runs)
+	}
+	for _, r := range rep.Runs {
+		if r.Accepted+r.SoldOut == 0 || r.AnswersPerSec <= 0 || r.Predicted <= 0 {
+			t.Errorf("%s sale: %+v, want answers, a measured and a predicted rate", r.Kind, r)
+		}
+	}
+	if rep.Runs[1].Accepted != cs.Buyers || rep.Runs[0].Accepted != cs.Buyers/20 {
+		t.Errorf("calibration 202s %d and %d, want %d and %d", rep.Runs[0].Accepted, rep.Runs[1].Accepted, cs.Buyers/20, cs.Buyers)
+	}
+	if len(rep.Sizing.Components) != 5 || len(rep.Sizing.Assumptions) == 0 || rep.Sizing.Partitions < 1 || rep.Sizing.BucketsPerItem < 1 {
+		t.Errorf("sizing %+v", rep.Sizing)
+	}
+	var out bytes.Buffer
+	if err := WriteCapacity(&out, rep, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"CPU per answer", "sizing for 100000 buyers/s", "assumptions:", "not measured", "check median error"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("text report lacks %q:\n%s", want, out.String())
+		}
+	}
+}
