@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"math"
+	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -135,5 +139,37 @@ func TestParseCapacityInputs(t *testing.T) {
 	}
 	if got := (procSelector{Kind: "pid", Value: "1"}).cpu(); got < 0 {
 		t.Errorf("pid 1 cpu %v", got)
+	}
+}
+
+// TestWriteCapacityJSON: -capacity -json prints the report so that it reads
+// back whole, and the text report says "not measured" for a remote one.
+func TestWriteCapacityJSON(t *testing.T) {
+	costs := []Cost{{Name: "ingress", Measured: true, Source: "measured", SoldOut: 80, Order: 200}, {Name: "mysql", Source: "not measured"}}
+	z, err := size(costs, Target{BuyersPerSec: 1000, Units: 100, Items: 1, Headroom: 1, NodeCores: 2, RowOrdersPerSec: 100, PartitionOrdersPerSec: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := CapacityReport{Cores: 2, Costs: costs, BytesPerMessage: 157, PollsPerOrder: 1, Sizing: z,
+		Runs: []CapacityRun{{Kind: "check", Accepted: 5, SoldOut: 5, AnswersPerSec: 100, Predicted: 110, ErrorPct: 10, CPU: map[string]float64{"ingress": 0.1}}}}
+	var b bytes.Buffer
+	if err := WriteCapacity(&b, in, true); err != nil {
+		t.Fatal(err)
+	}
+	var out CapacityReport
+	dec := json.NewDecoder(&b)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&out); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(in, out) {
+		t.Fatalf("round trip:\n%+v\n%+v", in, out)
+	}
+	b.Reset()
+	if err := WriteCapacity(&b, in, false); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "not measured") || !strings.Contains(b.String(), "+10.0%") {
+		t.Errorf("text report:\n%s", b.String())
 	}
 }
