@@ -40,35 +40,44 @@ func releaseOptions(reason string) (stock.ReleaseOptions, bool) {
 	return stock.ReleaseOptions{}, false
 }
 
-func (a *afterCommit) apply(ctx context.Context, r ItemResult) error {
-	// Three pipelined round trips for the whole item batch, not one per
-	// request: settle, release, statuses.
-	if len(r.Ordered) > 0 {
-		ids := make([]string, len(r.Ordered))
-		for i, o := range r.Ordered {
-			ids[i] = o.RequestID
-		}
-		if err := a.stock.Settle(ctx, r.ItemID, ids); err != nil {
-			return fmt.Errorf("orderwriter: settle item %d: %w", r.ItemID, err)
-		}
-	}
+// applyMany applies the results of one or many items in three pipelined
+// round trips for them all, not one per request or per item: settle,
+// release, statuses.
+func (a *afterCommit) applyMany(ctx context.Context, rs []ItemResult) error {
+	var settles []stock.SettleEntry
 	var releases []stock.ReleaseEntry
-	views := make([]orderstatus.View, 0, len(r.Ordered)+len(r.Rejected))
-	for _, d := range r.Rejected {
-		if o, ok := releaseOptions(d.Reason); ok {
-			o.Holder = r.Holders[d.RequestID]
-			releases = append(releases, stock.ReleaseEntry{ItemID: r.ItemID, RequestID: d.RequestID, Options: o})
+	var views []orderstatus.View
+	for _, r := range rs {
+		if len(r.Ordered) > 0 {
+			ids := make([]string, len(r.Ordered))
+			for i, o := range r.Ordered {
+				ids[i] = o.RequestID
+			}
+			settles = append(settles, stock.SettleEntry{ItemID: r.ItemID, RequestIDs: ids})
 		}
-		views = append(views, orderstatus.FromDecision(d))
+		for _, d := range r.Rejected {
+			if o, ok := releaseOptions(d.Reason); ok {
+				o.Holder = r.Holders[d.RequestID]
+				releases = append(releases, stock.ReleaseEntry{ItemID: r.ItemID, RequestID: d.RequestID, Options: o})
+			}
+			views = append(views, orderstatus.FromDecision(d))
+		}
+		for _, o := range r.Ordered {
+			views = append(views, orderstatus.FromOrder(o))
+		}
 	}
-	for _, o := range r.Ordered {
-		views = append(views, orderstatus.FromOrder(o))
+	what := fmt.Sprintf("item %d", rs[0].ItemID)
+	if len(rs) > 1 {
+		what = fmt.Sprintf("%d items", len(rs))
+	}
+	if err := a.stock.SettleMany(ctx, settles); err != nil {
+		return fmt.Errorf("orderwriter: settle %s: %w", what, err)
 	}
 	if err := a.stock.ReleaseMany(ctx, releases); err != nil {
-		return fmt.Errorf("orderwriter: release rejections of item %d: %w", r.ItemID, err)
+		return fmt.Errorf("orderwriter: release rejections of %s: %w", what, err)
 	}
 	if err := orderstatus.PutMany(ctx, a.stock, views); err != nil {
-		return fmt.Errorf("orderwriter: cache statuses of item %d: %w", r.ItemID, err)
+		return fmt.Errorf("orderwriter: cache statuses of %s: %w", what, err)
 	}
 	return nil
 }

@@ -25,6 +25,7 @@ type Consumer struct {
 	m      *Metrics
 	reader *kafka.Reader
 	items  *ItemWriter
+	batch  *BatchWriter
 	after  *afterCommit
 	dlq    *dlqWriter
 	// tr holds the fetched, uncommitted messages of all rounds in flight.
@@ -77,6 +78,7 @@ func New(cfg Config, d Deps, m *Metrics, log *slog.Logger) (*Consumer, error) {
 		m:         m,
 		reader:    kafka.NewReader(rc),
 		items:     &ItemWriter{DB: db, PaymentWindow: c.PaymentWindow, TxTimeout: 5 * c.StoreTimeout},
+		batch:     &BatchWriter{DB: db, PaymentWindow: c.PaymentWindow, TxTimeout: 5 * c.StoreTimeout},
 		after:     &afterCommit{stock: st},
 		dlq:       newDLQWriter(c),
 		tr:        newTracker(),
@@ -198,10 +200,10 @@ func drainContext(ctx context.Context, d time.Duration) (context.Context, contex
 	return wctx, func() { stop(); cancel() }
 }
 
-// round writes one batch: its items concurrently, at most ItemParallelism
-// item writes at a time across all rounds in flight (items are independent
-// rows and transactions). It marks what it finished done; the commit loop
-// commits it.
+// round writes one batch: a batch of several stock rows in one set-based
+// transaction (writeSetBased), one of a single row (a hot item) in its own
+// item transaction, as before. It marks what it finished done; the commit
+// loop commits it.
 func (c *Consumer) round(ctx context.Context, batch []*entry) {
 	start := time.Now()
 	ctx, span := c.startBatch(ctx, batch)
@@ -232,19 +234,11 @@ func (c *Consumer) round(ctx context.Context, batch []*entry) {
 	if c.deadLetter(ctx, poison) == nil {
 		c.tr.markDone(poisonEntries...)
 	}
-	var items sync.WaitGroup
-	for _, k := range order {
-		if !acquire(ctx, c.itemSlots) {
-			break
-		}
-		items.Add(1)
-		go func() {
-			defer items.Done()
-			defer func() { <-c.itemSlots }()
-			c.writeGroup(ctx, k.ItemID, groups[k], decoded)
-		}()
+	if len(order) > 1 {
+		c.writeSetBased(ctx, order, groups, decoded)
+	} else {
+		c.writeGroups(ctx, order, groups, decoded)
 	}
-	items.Wait()
 
 	last := map[int]kafka.Message{}
 	for _, e := range batch {
@@ -284,13 +278,7 @@ func (c *Consumer) writeGroupSince(ctx context.Context, item int64, es []*entry,
 		res, err := c.items.WriteItem(tctx, item, msgs)
 		endItemTx(span, res, err)
 		if err == nil {
-			c.record(res)
-			if n := res.New[[2]string{string(store.Rejected), store.ReasonUnknownItem}]; n > 0 {
-				c.log.WarnContext(ctx, "rejected requests of an item MySQL does not have", "item", item, "requests", n)
-			}
-			if c.applyAfterCommit(ctx, res) == nil {
-				c.tr.markDone(es...)
-			}
+			c.settle(ctx, es, res)
 			return
 		}
 		var kind string
@@ -333,16 +321,41 @@ func (c *Consumer) writeGroupSince(ctx context.Context, item int64, es []*entry,
 	}
 }
 
-// applyAfterCommit repeats the idempotent Redis step until it succeeds or the
-// round's context ends. The order stays: MySQL is the truth, and a
-// redelivery (the offset is not committed until this succeeds) replays it.
-func (c *Consumer) applyAfterCommit(ctx context.Context, res ItemResult) error {
+// settle records a committed group's decisions, applies them to Redis and
+// marks its messages done.
+func (c *Consumer) settle(ctx context.Context, es []*entry, res ItemResult) {
+	c.settleMany(ctx, es, []ItemResult{res})
+}
+
+// settleMany is settle for the groups of one committed transaction (es all
+// their messages): one Redis step for them all.
+func (c *Consumer) settleMany(ctx context.Context, es []*entry, rs []ItemResult) {
+	for _, res := range rs {
+		c.record(res)
+		if n := res.New[[2]string{string(store.Rejected), store.ReasonUnknownItem}]; n > 0 {
+			c.log.WarnContext(ctx, "rejected requests of an item MySQL does not have", "item", res.ItemID, "requests", n)
+		}
+	}
+	if c.applyAfterCommit(ctx, rs) == nil {
+		c.tr.markDone(es...)
+	}
+}
+
+// applyAfterCommit repeats the idempotent Redis step of rs (the results of
+// one transaction) until it succeeds or the round's context ends. The
+// orders stay: MySQL is the truth, and a redelivery (the offset is not
+// committed until this succeeds) replays it.
+func (c *Consumer) applyAfterCommit(ctx context.Context, rs []ItemResult) error {
 	ctx, span := tracing.Start(ctx, SpanAfterCommit, trace.SpanKindInternal)
 	defer span.End()
-	return c.retry(ctx, "redis", "redis after commit", []any{"item", res.ItemID}, func(ctx context.Context) error {
+	attrs := []any{"item", rs[0].ItemID}
+	if len(rs) > 1 {
+		attrs = []any{"items", len(rs)}
+	}
+	return c.retry(ctx, "redis", "redis after commit", attrs, func(ctx context.Context) error {
 		sctx, cancel := context.WithTimeout(ctx, 10*c.cfg.StoreTimeout)
 		defer cancel()
-		return c.after.apply(sctx, res)
+		return c.after.applyMany(sctx, rs)
 	})
 }
 

@@ -21,6 +21,15 @@
 // If the CAS finds less stock than Redis admitted, the transaction is rolled
 // back and the item is decided request by request under SELECT ... FOR UPDATE.
 //
+// A round of several items (stock rows) is written set-based instead
+// (BatchWriter): all its items in ONE transaction, one statement per step
+// across items (decisions, items, buyers, order INSERT, outcome INSERT,
+// read-back) and one CAS UPDATE of items for every unbucketed row, rows in id
+// order. Items short of stock roll it back and go the one-item way above
+// while the rest are tried set-based again; any error other than a lost race
+// sends the round's items the one-item way, each with its own retries and
+// give-up. The Redis step of the round is then one pipelined step for all.
+//
 // # Overlap
 //
 // The items of a batch are written concurrently (ItemParallelism item

@@ -38,10 +38,7 @@ func (c *Consumer) giveUp(ctx context.Context, e *entry, m queue.OrderMessage, c
 		}
 		return
 	}
-	c.record(res)
-	if c.applyAfterCommit(ctx, res) == nil {
-		c.tr.markDone(e)
-	}
+	c.settle(ctx, []*entry{e}, res)
 }
 
 // rejectUnprocessable decides m REJECTED unprocessable in a transaction of

@@ -142,16 +142,10 @@ func (w *ItemWriter) decide(ctx context.Context, tx *sql.Tx, itemID int64, msgs 
 	// INSERTs before the UPDATE: the hot items row is locked only from the CAS
 	// to the commit.
 	if err := store.InsertOrders(ctx, tx, itemID, bucket, item.PriceCents, w.PaymentWindow, plan.Orders); err != nil {
-		if store.IsDuplicate(err) {
-			return fmt.Errorf("%w: %w", errRace, err)
-		}
-		return err
+		return raced(err)
 	}
 	if err := store.InsertDecisions(ctx, tx, plan.Decisions); err != nil {
-		if store.IsDuplicate(err) {
-			return fmt.Errorf("%w: %w", errRace, err)
-		}
-		return err
+		return raced(err)
 	}
 	readBack := split.ReplayOrdered
 	for _, o := range plan.Orders {
@@ -189,10 +183,7 @@ func rejectAll(ctx context.Context, tx *sql.Tx, itemID int64, fresh []queue.Orde
 		res.New[[2]string{string(d.Outcome), d.Reason}]++
 	}
 	if err := store.InsertDecisions(ctx, tx, decisions); err != nil {
-		if store.IsDuplicate(err) {
-			return fmt.Errorf("%w: %w", errRace, err)
-		}
-		return err
+		return raced(err)
 	}
 	var err error
 	if res.Ordered, err = store.OrdersByRequest(ctx, tx, replayOrdered); err != nil {

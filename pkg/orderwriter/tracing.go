@@ -64,3 +64,21 @@ func endItemTx(span trace.Span, res ItemResult, err error) {
 	}
 	span.End()
 }
+
+// endBatchTx records a set-based batch attempt over items on span (started
+// by startItemTx with item 0) and ends it.
+func endBatchTx(span trace.Span, items int, res []ItemResult, short []int, err error) {
+	if span.IsRecording() {
+		ordered, rejected := 0, 0
+		for _, r := range res {
+			ordered += len(r.Ordered)
+			rejected += len(r.Rejected)
+		}
+		span.SetAttributes(attribute.Int("flashsale.items", items), attribute.Int("flashsale.short_items", len(short)))
+		if err == nil && short == nil {
+			span.SetAttributes(attribute.Int("flashsale.ordered", ordered), attribute.Int("flashsale.rejected", rejected))
+		}
+		tracing.Fail(span, err)
+	}
+	span.End()
+}

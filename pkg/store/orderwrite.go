@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -58,23 +57,12 @@ func ExistingBuyers(ctx context.Context, q Querier, itemID int64, users []int64)
 // which judge deadlines by the database clock too, agree with it. A duplicate
 // key (IsDuplicate) means another writer got there first: roll back and retry.
 func InsertOrders(ctx context.Context, q Querier, itemID int64, bucket int, priceCents int64, window time.Duration, os []NewOrder) error {
-	if len(os) == 0 {
-		return nil
-	}
-	var sb strings.Builder
-	sb.Grow(120 + len(os)*64)
-	sb.WriteString("INSERT INTO orders (request_id, user_id, item_id, bucket, qty, price_cents, status, expires_at) VALUES ")
-	args := make([]any, 0, len(os)*7)
-	us := window.Microseconds()
+	rows := make([]ItemOrder, len(os))
 	for i, o := range os {
-		if i > 0 {
-			sb.WriteByte(',')
-		}
-		sb.WriteString("(?,?,?,?,?,?,'UNPAID',DATE_ADD(NOW(3), INTERVAL ? MICROSECOND))")
-		args = append(args, o.RequestID, o.UserID, itemID, bucket, o.Qty, priceCents, us)
+		rows[i] = ItemOrder{NewOrder: o, ItemID: itemID, Bucket: bucket, PriceCents: priceCents}
 	}
-	if _, err := q.ExecContext(ctx, sb.String(), args...); err != nil {
-		return fmt.Errorf("store: insert %d orders of item %d: %w", len(os), itemID, err)
+	if err := InsertOrdersOf(ctx, q, window, rows); err != nil {
+		return fmt.Errorf("store: item %d: %w", itemID, err)
 	}
 	return nil
 }

@@ -1,0 +1,117 @@
+package orderwriter
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/store"
+)
+
+// writeSetBased writes a round of several groups (stock rows) in one
+// BatchWriter transaction, until they are done or the round's context ends.
+// Groups whose stock is short go through writeGroup (ItemWriter's
+// request-by-request fallback under the row lock) while the rest are tried
+// set-based again. A lost race (another writer decided some of the
+// requests) retries the batch at once. Any other error, transient or not,
+// hands every group of the round to writeGroup, which retries and gives up
+// per item as it always has: one bad message still cannot take its
+// neighbours down, and an item whose row stays locked (or a deadlock, a
+// lock wait timeout, an outage) holds up only its own group once the batch
+// transaction has timed out (TxTimeout), not the round's other items.
+func (c *Consumer) writeSetBased(ctx context.Context, order []queue.StockKey, groups map[queue.StockKey][]*entry, decoded map[*entry]queue.OrderMessage) {
+	var aside sync.WaitGroup // short groups, written one item each
+	defer aside.Wait()
+	for len(order) > 1 {
+		msgs := make([][]queue.OrderMessage, len(order))
+		n := 0
+		for i, k := range order {
+			for _, e := range groups[k] {
+				msgs[i] = append(msgs[i], decoded[e])
+			}
+			n += len(msgs[i])
+		}
+		if !acquire(ctx, c.itemSlots) {
+			return
+		}
+		tctx, span := startItemTx(ctx, 0, n)
+		res, short, err := c.batch.WriteBatch(tctx, msgs)
+		endBatchTx(span, len(order), res, short, err)
+		<-c.itemSlots
+		switch {
+		case err == nil && short == nil:
+			c.settleAll(ctx, order, groups, res)
+			return
+		case err == nil:
+			c.log.DebugContext(ctx, "stock short in a set-based batch; deciding those items one by one", "items", len(short), "of", len(order))
+			isShort := make(map[int]bool, len(short))
+			keys := make([]queue.StockKey, 0, len(short))
+			for _, i := range short {
+				isShort[i] = true
+				keys = append(keys, order[i])
+			}
+			aside.Add(1)
+			go func() {
+				defer aside.Done()
+				c.writeGroups(ctx, keys, groups, decoded)
+			}()
+			rest := make([]queue.StockKey, 0, len(order)-len(short))
+			for i, k := range order {
+				if !isShort[i] {
+					rest = append(rest, k)
+				}
+			}
+			order = rest
+			continue
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, errRace):
+			c.m.Retries.WithLabelValues("race").Inc()
+			c.log.WarnContext(ctx, "write batch lost a race; retrying", "items", len(order), "messages", n, "err", err)
+			if !sleep(ctx, c.cfg.MinBackoff) { // the winner has committed: retry soon
+				return
+			}
+			continue
+		default:
+			c.log.WarnContext(ctx, "write batch failed; writing its items one by one", "items", len(order), "messages", n, "transient", store.IsTransient(err), "err", err)
+		}
+		break
+	}
+	c.writeGroups(ctx, order, groups, decoded)
+}
+
+// writeGroups writes each of keys' groups through writeGroup (its own
+// transaction), at most ItemParallelism item writes at a time across all
+// rounds in flight (items are independent rows and transactions).
+func (c *Consumer) writeGroups(ctx context.Context, keys []queue.StockKey, groups map[queue.StockKey][]*entry, decoded map[*entry]queue.OrderMessage) {
+	c.each(ctx, keys, func(k queue.StockKey) { c.writeGroup(ctx, k.ItemID, groups[k], decoded) })
+}
+
+// settleAll settles every group of a committed batch (res[i] is order[i]'s)
+// in one Redis step.
+func (c *Consumer) settleAll(ctx context.Context, order []queue.StockKey, groups map[queue.StockKey][]*entry, res []ItemResult) {
+	var es []*entry
+	for _, k := range order {
+		es = append(es, groups[k]...)
+	}
+	c.settleMany(ctx, es, res)
+}
+
+// each runs f for every key, each in its own goroutine holding one of
+// itemSlots, and waits for them.
+func (c *Consumer) each(ctx context.Context, keys []queue.StockKey, f func(queue.StockKey)) {
+	var wg sync.WaitGroup
+	for _, k := range keys {
+		if !acquire(ctx, c.itemSlots) {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-c.itemSlots }()
+			f(k)
+		}()
+	}
+	wg.Wait()
+}
