@@ -86,7 +86,7 @@ func admissionError(r admission.Result) error {
 		e.RequestID = r.RequestID
 		return e
 	case admission.SoldOut, admission.SoldOutMem:
-		return newErr(http.StatusGone, "sold_out", "sold out")
+		return errSoldOut
 	case admission.StockMoving:
 		return &apiError{Status: http.StatusServiceUnavailable, Code: "stock_moving", RetryAfter: r.RetryAfter,
 			Message: "your share of this item's stock is being refilled from its other buckets; nothing was reserved, retry shortly"}
