@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,34 +45,8 @@ func BenchmarkHotKeyPublish(b *testing.B) {
 			if err := queue.Warm(ctx, kw); err != nil {
 				b.Fatal(err)
 			}
-			val := []byte(`{"request_id":"bench","item_id":42,"user_id":1,"qty":1}`)
-			var mu sync.Mutex
-			var lat []time.Duration
 			b.SetParallelism(16) // handlers mostly wait on acks
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				var mine []time.Duration
-				for pb.Next() {
-					start := time.Now()
-					pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-					err := w.WriteMessages(pctx, kafka.Message{Key: []byte(strconv.Itoa(42)), Value: val})
-					cancel()
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					mine = append(mine, time.Since(start))
-				}
-				mu.Lock()
-				lat = append(lat, mine...)
-				mu.Unlock()
-			})
-			b.StopTimer()
-			slices.Sort(lat)
-			if n := len(lat); n > 0 {
-				b.ReportMetric(float64(lat[n/2].Microseconds())/1000, "p50-ms")
-				b.ReportMetric(float64(lat[min(n-1, n*99/100)].Microseconds())/1000, "p99-ms")
-			}
+			publishParallel(b, w, func() string { return "42" })
 		})
 	}
 }
@@ -86,7 +61,6 @@ func BenchmarkManyKeyPublish(b *testing.B) {
 	brokers := testenv.Kafka(b)
 	topic, _, _ := testenv.Topics(b, 12)
 	sec := testenv.KafkaSecurity(b)
-	val := []byte(`{"request_id":"bench","item_id":42,"user_id":1,"qty":1}`)
 	for _, keys := range []int{1, 1000} {
 		b.Run(strconv.Itoa(keys)+"keys", func(b *testing.B) {
 			p := sec.NewPublisher(brokers, topic, 3*time.Second, queue.DefaultBatching())
@@ -98,38 +72,43 @@ func BenchmarkManyKeyPublish(b *testing.B) {
 			if got := len(p.Partitions()); got != 12 {
 				b.Fatalf("lanes follow %d partitions, want 12", got)
 			}
-			var mu sync.Mutex
-			var lat []time.Duration
-			var next int
+			var next atomic.Int64
 			b.SetParallelism(32) // 64 handlers on 2 cores, as -concurrency 64
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				var mine []time.Duration
-				for pb.Next() {
-					mu.Lock()
-					key := strconv.Itoa(next % keys)
-					next++
-					mu.Unlock()
-					start := time.Now()
-					pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-					err := p.WriteMessages(pctx, kafka.Message{Key: []byte(key), Value: val})
-					cancel()
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					mine = append(mine, time.Since(start))
-				}
-				mu.Lock()
-				lat = append(lat, mine...)
-				mu.Unlock()
-			})
-			b.StopTimer()
-			slices.Sort(lat)
-			if n := len(lat); n > 0 {
-				b.ReportMetric(float64(lat[n/2].Microseconds())/1000, "p50-ms")
-				b.ReportMetric(float64(lat[min(n-1, n*99/100)].Microseconds())/1000, "p99-ms")
-			}
+			publishParallel(b, p, func() string { return strconv.FormatInt(next.Add(1)%int64(keys), 10) })
 		})
+	}
+}
+
+// publishParallel times b.N synchronous publishes of one order message,
+// keyed by key(), from b's parallel goroutines, and reports each publish's
+// p50 and p99 next to ns/op.
+func publishParallel(b *testing.B, w queue.MessageWriter, key func() string) {
+	ctx := context.Background()
+	val := []byte(`{"request_id":"bench","item_id":42,"user_id":1,"qty":1}`)
+	var mu sync.Mutex
+	var lat []time.Duration
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		var mine []time.Duration
+		for pb.Next() {
+			start := time.Now()
+			pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			err := w.WriteMessages(pctx, kafka.Message{Key: []byte(key()), Value: val})
+			cancel()
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			mine = append(mine, time.Since(start))
+		}
+		mu.Lock()
+		lat = append(lat, mine...)
+		mu.Unlock()
+	})
+	b.StopTimer()
+	slices.Sort(lat)
+	if n := len(lat); n > 0 {
+		b.ReportMetric(float64(lat[n/2].Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(lat[min(n-1, n*99/100)].Microseconds())/1000, "p99-ms")
 	}
 }
