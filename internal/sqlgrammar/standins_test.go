@@ -29,7 +29,8 @@ func standIns(t *testing.T) map[string][]string {
 	m := map[string][]string{
 		// Multi-row INSERTs: the prefix the builder writes, then a tuple per
 		// row, comma-separated; two rows here.
-		"pkg/store.InsertOrders: sb.String()": {
+		"pkg/store.TakeStocks: cases.String()": {" WHEN ? THEN ? WHEN ? THEN ?"},
+		"pkg/store.InsertOrdersOf: sb.String()": {
 			"INSERT INTO orders (request_id, user_id, item_id, bucket, qty, price_cents, status, expires_at) VALUES " +
 				"(?,?,?,?,?,?,'UNPAID',DATE_ADD(NOW(3), INTERVAL ? MICROSECOND))," +
 				"(?,?,?,?,?,?,'UNPAID',DATE_ADD(NOW(3), INTERVAL ? MICROSECOND))"},
