@@ -107,8 +107,14 @@ type ItemSpec struct {
 // so every attempt finds it active.
 func (a *API) CreateItem(ctx context.Context, id int64, units, buckets int) error {
 	now := time.Now().UTC().Truncate(time.Millisecond)
+	return a.CreateSale(ctx, id, units, buckets, now.Add(-time.Minute), now.Add(time.Hour))
+}
+
+// CreateSale creates the sale item with its sale window from starts to
+// ends (the bots mode's sale starts in the future).
+func (a *API) CreateSale(ctx context.Context, id int64, units, buckets int, starts, ends time.Time) error {
 	spec := ItemSpec{Name: "bench item " + strconv.FormatInt(id, 10), PriceCents: 999, Stock: units,
-		PerUserLimit: 1, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)}
+		PerUserLimit: 1, StartsAt: starts.UTC(), EndsAt: ends.UTC()}
 	if buckets > 1 {
 		spec.Buckets = buckets
 	}

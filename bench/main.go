@@ -32,8 +32,9 @@ func run(args []string) int {
 	var s Settings
 	var cc config.Consumer // the drain mode's consumer
 	var cs CapacitySettings
+	var bs BotSettings
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	if err := config.Parse(fs, args, &c, &s, &cc, &cs); err != nil {
+	if err := config.Parse(fs, args, &c, &s, &cc, &cs, &bs); err != nil {
 		return config.Exit(fs, err)
 	}
 	if err := setKafkaSecurity(c); err != nil {
@@ -62,6 +63,13 @@ func run(args []string) int {
 			err = WriteCapacity(os.Stdout, rep, s.JSON)
 		}
 		if err != nil {
+			slog.Error("bench", "err", err)
+			return 1
+		}
+		return 0
+	}
+	if bs.Bots > 0 {
+		if err := runBots(ctx, s, bs, os.Stdout); err != nil {
 			slog.Error("bench", "err", err)
 			return 1
 		}
