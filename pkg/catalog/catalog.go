@@ -46,6 +46,11 @@ var ErrNotWarmed = errors.New("catalog: item saved but Redis not warmed")
 // way.
 var ErrSaleOpen = errors.New("catalog: the bucket count cannot change while the sale is open")
 
+// ErrQueueOpen is returned by Put for a change of an item's queue (turning
+// it off, or moving queue_opens_at) once its queue has opened: tickets may
+// exist, and they were taken under the commitment shown. Nothing is changed.
+var ErrQueueOpen = errors.New("catalog: the queue cannot change once it has opened")
+
 // SaleGuard widens a sale window for ErrSaleOpen: admissions are judged
 // by Redis' clock, and the rebalancer keeps moving stock for a minute
 // around the window (pkg/rebalance windowMargin).
@@ -122,6 +127,11 @@ func (c *Catalog) put(ctx context.Context, id int64, build func(cur store.Item, 
 		if err := refuseOpenRebucket(ctx, tx, it, time.Now()); err != nil {
 			return err
 		}
+		if found {
+			if err := refuseQueueChange(cur, it, time.Now()); err != nil {
+				return err
+			}
+		}
 		ch, err := store.UpsertItem(ctx, tx, it)
 		if err != nil {
 			return err
@@ -174,6 +184,20 @@ func refuseOpenRebucket(ctx context.Context, tx *sql.Tx, it store.Item, now time
 			it.StartsAt.UTC().Format(time.RFC3339), it.EndsAt.UTC().Format(time.RFC3339))
 	}
 	return nil
+}
+
+// refuseQueueChange returns ErrQueueOpen when it changes the queue of cur
+// (off, or another queue_opens_at) after cur's queue opened. Turning a queue
+// on is always allowed: its commitment is committed with it, before any
+// ticket can be taken.
+func refuseQueueChange(cur, it store.Item, now time.Time) error {
+	if !cur.Queue || now.Before(cur.QueueOpensAt) {
+		return nil
+	}
+	if it.Queue && it.QueueOpensAt.UTC().Truncate(time.Millisecond).Equal(cur.QueueOpensAt) {
+		return nil
+	}
+	return fmt.Errorf("%w: item %d's queue opened at %s", ErrQueueOpen, cur.ID, cur.QueueOpensAt.UTC().Format(time.RFC3339Nano))
 }
 
 // warmTimeout bounds the warm that follows Put's commit.
