@@ -209,6 +209,7 @@ func (s *Server) routes(ipx echo.IPExtractor) *echo.Echo {
 	admin := append(user[:len(user):len(user)], s.requireAdmin)
 	api := e.Group("/api/v1")
 	api.GET("/items/:id", s.getItem, limited...)
+	api.POST("/items/:id/queue", s.takeTicket, user...)
 	api.POST("/orders", s.postOrder, user...)
 	api.GET("/orders", s.heldOrder, user...)
 	api.GET("/orders/:request_id", s.getOrder, user...)
