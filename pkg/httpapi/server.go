@@ -213,6 +213,7 @@ func (s *Server) routes(ipx echo.IPExtractor) *echo.Echo {
 	admin := append(user[:len(user):len(user)], s.requireAdmin)
 	api := e.Group("/api/v1")
 	api.GET("/items/:id", s.getItem, limited...)
+	api.GET("/items/:id/transcript", s.getTranscript, limited...)
 	api.POST("/items/:id/queue", s.takeTicket, user...)
 	api.GET("/items/:id/queue/:ticket", s.getTicket, user...)
 	api.POST("/orders", s.postOrder, user...)
