@@ -169,3 +169,33 @@ func TestSoldOutFanOut(t *testing.T) {
 		}
 	}
 }
+
+// TestBucketedItemWithAQueue: a bucketed item's waiting room lives in
+// bucket 0's slot beside its meta; tickets and positions work as for one
+// bucket, and the availability a poll shows is the sum of the buckets.
+func TestBucketedItemWithAQueue(t *testing.T) {
+	h := newHarness(t, harnessOpts{partitions: 1})
+	now := time.Now()
+	item := testenv.ItemID()
+	body := fmt.Sprintf(`{"name":"b","price_cents":1,"stock":40,"per_user_limit":1,"starts_at":%q,"ends_at":%q,"buckets":4,"queue":true,"queue_opens_at":%q}`,
+		now.Add(-time.Second).UTC().Format(time.RFC3339Nano), now.Add(time.Hour).UTC().Format(time.RFC3339Nano), now.Add(-time.Minute).UTC().Format(time.RFC3339Nano))
+	if r := h.do(http.MethodPut, fmt.Sprintf("/api/v1/admin/items/%d", item), body, h.admin()); r.Code != http.StatusOK {
+		t.Fatalf("put: %d %s", r.Code, r.Body)
+	}
+	var positions []int64
+	for i := range 6 {
+		r, tk := h.take(int64(500+i), item)
+		if r.Code != http.StatusCreated {
+			t.Fatalf("ticket %d: %d %s", i, r.Code, r.Body)
+		}
+		_, st := h.ticketStatusOf(int64(500+i), item, tk.Ticket, "")
+		if st.State != ticketAdmitted || st.StockLeft != 40 || st.Position == nil {
+			t.Fatalf("ticket %d: %+v, want admitted with 40 left", i, st)
+		}
+		positions = append(positions, *st.Position)
+	}
+	// Taken after the start: in arrival order.
+	if !slices.Equal(positions, []int64{1, 2, 3, 4, 5, 6}) {
+		t.Fatalf("positions %v, want arrival order after the start", positions)
+	}
+}
