@@ -10,8 +10,9 @@ generates requests that obey the schema and that the server rightly refuses
   answered, so it can merge);
 - POST /api/v1/orders: qty must be at most the item's per_user_limit;
 - PUT and PATCH /api/v1/admin/items/{id}: with queue true, queue_opens_at
-  is required and at or before starts_at (for a PATCH, merged onto the
-  stored item, whose queue this hook also records).
+  is required and at or before starts_at (for a PATCH, and a PUT that
+  leaves queue out, with the stored item's queue, which this hook also
+  records).
 
 filter_failure drops exactly those refusals, and only when this hook can
 tell the refusal is right: the window really does not start before it ends,
@@ -194,7 +195,12 @@ def _documented_refusal(case, response) -> bool:
         ends = _instant(case.body.get("ends_at", stored[1]))
         return starts is not None and ends is not None and not starts < ends
     if label == PUT_ITEM and body.get("error") == "invalid_queue":
-        return _queue_refused(case.body.get("queue"), case.body.get("queue_opens_at"), case.body.get("starts_at"))
+        if "queue" in case.body:
+            return _queue_refused(case.body.get("queue"), case.body.get("queue_opens_at"), case.body.get("starts_at"))
+        # queue left out: the stored queue stays and is checked with the PUT's starts_at.
+        with _lock:
+            queue = _queues.get(case.path_parameters.get("id"), (False, None))
+        return _queue_refused(queue[0], queue[1], case.body.get("starts_at"))
     if label == PATCH_ITEM and body.get("error") == "invalid_queue":
         item = case.path_parameters.get("id")
         with _lock:

@@ -70,7 +70,21 @@ func (s *Server) putItem(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	it, err := s.catalog.Put(c.Request().Context(), in)
+	if b.Queue != nil {
+		it, err := s.catalog.Put(c.Request().Context(), in)
+		return s.savedItem(c, id, it, err)
+	}
+	// queue left out: the stored queue stays, as buckets does, and the
+	// body is checked again with it (its opening is at or before starts_at).
+	it, err := s.catalog.PutMerged(c.Request().Context(), id, func(cur store.Item, found bool) (store.Item, error) {
+		if !found || !cur.Queue {
+			return in, nil
+		}
+		q, opens := true, cur.QueueOpensAt.UTC()
+		kept := b
+		kept.Queue, kept.QueueOpensAt = &q, &opens
+		return kept.validate(id, s.cfg.Ingress.Buckets.Max)
+	})
 	return s.savedItem(c, id, it, err)
 }
 

@@ -24,8 +24,9 @@ type itemBody struct {
 	// Buckets is optional: a new item gets 1, an existing one keeps its
 	// count.
 	Buckets *int `json:"buckets"`
-	// Queue is optional (false: no waiting room); QueueOpensAt is required
-	// with it, at or before starts_at, and ignored without it.
+	// Queue is optional (a new item gets none, an existing one keeps its
+	// own); QueueOpensAt is required with queue true, at or before
+	// starts_at, and ignored without it.
 	Queue        *bool      `json:"queue"`
 	QueueOpensAt *time.Time `json:"queue_opens_at"`
 }

@@ -117,8 +117,39 @@ func TestQueueCannotChangeOnceOpen(t *testing.T) {
 			t.Errorf("PATCH %s: %d %s, want 409 queue_open", body, r.Code, r.Body)
 		}
 	}
+	// starts_at decides which tickets are shuffled: fixed once tickets exist.
+	if r := h.patch(id, fmt.Sprintf(`{"starts_at":%q}`, now.Add(30*time.Minute).UTC().Format(time.RFC3339)), mimeMergePatch); r.Code != http.StatusConflict || !strings.Contains(string(r.Body), "queue_open") {
+		t.Errorf("PATCH starts_at: %d %s, want 409 queue_open", r.Code, r.Body)
+	}
 	r := h.patch(id, `{"name":"renamed"}`, mimeMergePatch)
 	if r.Code != http.StatusOK || !strings.Contains(string(r.Body), put["queue_commitment"].(string)) {
 		t.Fatalf("PATCH name: %d %s, want 200 with the queue kept", r.Code, r.Body)
+	}
+}
+
+// TestPutWithoutQueueKeepsIt: a PUT that leaves queue out keeps the stored
+// queue and its commitment, as one that leaves buckets out keeps the count,
+// and is checked with it: a starts_at before the stored opening is 400.
+func TestPutWithoutQueueKeepsIt(t *testing.T) {
+	h := newHarness(t, harnessOpts{partitions: 1})
+	now := time.Now()
+	id := testenv.ItemID()
+	put := h.putQueuedItem(id, 10, now.Add(time.Hour), now.Add(2*time.Hour), now.Add(3*time.Hour))
+	body := func(starts time.Time) string {
+		return fmt.Sprintf(`{"name":"again","price_cents":1,"stock":10,"per_user_limit":1,"starts_at":%q,"ends_at":%q}`,
+			starts.UTC().Format(time.RFC3339), now.Add(3*time.Hour).UTC().Format(time.RFC3339))
+	}
+	path := fmt.Sprintf("/api/v1/admin/items/%d", id)
+	r := h.do(http.MethodPut, path, body(now.Add(2*time.Hour)), h.admin())
+	if r.Code != http.StatusOK || !strings.Contains(string(r.Body), `"queue_commitment":"`+put["queue_commitment"].(string)+`"`) {
+		t.Fatalf("PUT without queue: %d %s, want the queue kept", r.Code, r.Body)
+	}
+	if r := h.do(http.MethodPut, path, body(now.Add(30*time.Minute)), h.admin()); r.Code != http.StatusBadRequest || !strings.Contains(string(r.Body), "invalid_queue") {
+		t.Errorf("PUT without queue, starts_at before the opening: %d %s, want 400 invalid_queue", r.Code, r.Body)
+	}
+	// Turned off explicitly, before it opened: allowed.
+	off := strings.Replace(body(now.Add(2*time.Hour)), `"name":"again"`, `"name":"again","queue":false`, 1)
+	if r := h.do(http.MethodPut, path, off, h.admin()); r.Code != http.StatusOK || !strings.Contains(string(r.Body), `"queue":false`) {
+		t.Errorf("PUT queue false: %d %s", r.Code, r.Body)
 	}
 }
