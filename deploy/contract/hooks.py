@@ -8,14 +8,20 @@ generates requests that obey the schema and that the server rightly refuses
 - PATCH /api/v1/admin/items/{id}: the same, of the patch merged onto the
   stored item (this hook knows the window of every item the run saw
   answered, so it can merge);
-- POST /api/v1/orders: qty must be at most the item's per_user_limit.
+- POST /api/v1/orders: qty must be at most the item's per_user_limit;
+- PUT and PATCH /api/v1/admin/items/{id}: with queue true, queue_opens_at
+  is required and at or before starts_at (for a PATCH, and a PUT that
+  leaves queue out, with the stored item's queue, which this hook also
+  records).
 
 filter_failure drops exactly those refusals, and only when this hook can
 tell the refusal is right: the window really does not start before it ends,
 or the limit the server names is one this run gave the item (a PUT asked
 for it, or a PUT, PATCH or read answered with it) and the qty is above it. Every other failure of every check is kept.
 
-flatmap_body steers half of the generated items to a sale window open now,
+flatmap_body steers half of the generated items to a sale window open now
+(and some of those to a waiting room open since before it, so tickets are
+taken in the stateful phase),
 and half of the orders for an item this run saved to a qty within its
 limit, so the stateful phase's chain (create item, order, poll, pay)
 reaches the admission and the order writer rather than stopping at
@@ -45,6 +51,8 @@ POST_ORDER = "POST /api/v1/orders"
 MAX_ID = 2**63 - 1
 # An open window: the sale started in the past and ends far in the future.
 OPEN_WINDOW = {"starts_at": "2020-01-01T00:00:00Z", "ends_at": "2999-12-31T00:00:00Z"}
+# A waiting room open since before OPEN_WINDOW's start.
+OPEN_QUEUE = {"queue": True, "queue_opens_at": "2019-01-01T00:00:00Z"}
 
 _lock = threading.Lock()
 # item id -> every per_user_limit a PUT of this run asked for it or an
@@ -53,6 +61,8 @@ _limits: dict[int, set[int]] = {}
 _saved: set[int] = set()
 # item id -> (starts_at, ends_at) as the last answer that carried the item said.
 _windows: dict[int, tuple[str, str]] = {}
+# item id -> (queue, queue_opens_at) as the last answer that carried the item said.
+_queues: dict[int, tuple[object, object]] = {}
 # (operation, status) -> answers, printed when the run ends.
 _answers: collections.Counter = collections.Counter()
 
@@ -99,7 +109,7 @@ def flatmap_body(context, body):
     if label == PUT_ITEM:
         if _instant(body.get("starts_at")) is None or _instant(body.get("ends_at")) is None:
             return st.just(body)  # a negative case may be negative right there: leave it
-        return st.sampled_from([body, {**body, **OPEN_WINDOW}])
+        return st.sampled_from([body, {**body, **OPEN_WINDOW}, {**body, **OPEN_WINDOW, **OPEN_QUEUE}])
     if label == POST_ORDER:
         item, qty = body.get("item_id"), body.get("qty")
         if not _is_int(item) or not 1 <= item <= MAX_ID or not _is_int(qty) or not 1 <= qty <= 1000:
@@ -147,6 +157,7 @@ def after_call(context, case, response):
             if isinstance(it, dict) and _is_int(it.get("id")):
                 with _lock:
                     _windows[it["id"]] = (it.get("starts_at"), it.get("ends_at"))
+                    _queues[it["id"]] = (it.get("queue"), it.get("queue_opens_at"))
                     # A limit the server answered with, whichever call set
                     # it: a PATCH changes per_user_limit too, and an
                     # order's invalid_qty names the limit in force.
@@ -183,6 +194,21 @@ def _documented_refusal(case, response) -> bool:
         starts = _instant(case.body.get("starts_at", stored[0]))
         ends = _instant(case.body.get("ends_at", stored[1]))
         return starts is not None and ends is not None and not starts < ends
+    if label == PUT_ITEM and body.get("error") == "invalid_queue":
+        if "queue" in case.body:
+            return _queue_refused(case.body.get("queue"), case.body.get("queue_opens_at"), case.body.get("starts_at"))
+        # queue left out: the stored queue stays and is checked with the PUT's starts_at.
+        with _lock:
+            queue = _queues.get(case.path_parameters.get("id"), (False, None))
+        return _queue_refused(queue[0], queue[1], case.body.get("starts_at"))
+    if label == PATCH_ITEM and body.get("error") == "invalid_queue":
+        item = case.path_parameters.get("id")
+        with _lock:
+            stored, queue = _windows.get(item), _queues.get(item, (False, None))
+        if stored is None:
+            return False
+        return _queue_refused(case.body.get("queue", queue[0]), case.body.get("queue_opens_at", queue[1]),
+                              case.body.get("starts_at", stored[0]))
     if label == POST_ORDER and body.get("error") == "invalid_qty":
         m = _LIMIT_MESSAGE.search(str(body.get("message", "")))
         item, qty = case.body.get("item_id"), case.body.get("qty")
@@ -193,6 +219,16 @@ def _documented_refusal(case, response) -> bool:
             asked = limit in _limits.get(item, set())
         return asked and qty > limit
     return False
+
+
+def _queue_refused(queue: object, opens: object, starts: object) -> bool:
+    """Whether a queue is rightly refused: on, with queue_opens_at missing or after starts_at."""
+    if queue is not True:
+        return False
+    if opens is None:
+        return True
+    o, s = _instant(opens), _instant(starts)
+    return o is not None and s is not None and o > s
 
 
 @schemathesis.hook

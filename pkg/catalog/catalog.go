@@ -46,6 +46,12 @@ var ErrNotWarmed = errors.New("catalog: item saved but Redis not warmed")
 // way.
 var ErrSaleOpen = errors.New("catalog: the bucket count cannot change while the sale is open")
 
+// ErrQueueOpen is returned by Put for a change of an item's queue (turning
+// it off, moving queue_opens_at or starts_at) once its queue has opened:
+// tickets may exist, taken under the commitment shown and the start that
+// decides which are shuffled. Nothing is changed.
+var ErrQueueOpen = errors.New("catalog: the queue cannot change once it has opened")
+
 // SaleGuard widens a sale window for ErrSaleOpen: admissions are judged
 // by Redis' clock, and the rebalancer keeps moving stock for a minute
 // around the window (pkg/rebalance windowMargin).
@@ -89,6 +95,14 @@ func (c *Catalog) Put(ctx context.Context, it store.Item) (store.Item, error) {
 	return c.put(ctx, it.ID, func(store.Item, bool) (store.Item, error) { return it, nil })
 }
 
+// PutMerged is Put of the item build makes of item id as stored (found
+// false for a new id), read under its row lock: a PUT that leaves out an
+// optional field keeps the stored one. build's error is returned as it is,
+// with nothing changed.
+func (c *Catalog) PutMerged(ctx context.Context, id int64, build func(cur store.Item, found bool) (store.Item, error)) (store.Item, error) {
+	return c.put(ctx, id, build)
+}
+
 // Patch is Put of the item that build makes of item id as stored (read
 // under its row lock, so two patches of one item never lose one another's
 // change): build's error is returned as it is, with nothing changed.
@@ -121,6 +135,11 @@ func (c *Catalog) put(ctx context.Context, id int64, build func(cur store.Item, 
 		}
 		if err := refuseOpenRebucket(ctx, tx, it, time.Now()); err != nil {
 			return err
+		}
+		if found {
+			if err := refuseQueueChange(cur, it, time.Now()); err != nil {
+				return err
+			}
 		}
 		ch, err := store.UpsertItem(ctx, tx, it)
 		if err != nil {
@@ -174,6 +193,23 @@ func refuseOpenRebucket(ctx context.Context, tx *sql.Tx, it store.Item, now time
 			it.StartsAt.UTC().Format(time.RFC3339), it.EndsAt.UTC().Format(time.RFC3339))
 	}
 	return nil
+}
+
+// refuseQueueChange returns ErrQueueOpen when it changes the queue of cur
+// (off, another queue_opens_at) or its starts_at after cur's queue opened.
+// starts_at is where the shuffled tickets end: whoever could move it once
+// tickets exist could choose which of them are shuffled, with the seed in
+// hand. Turning a queue on is always allowed: its commitment is committed
+// with it, before any ticket can be taken.
+func refuseQueueChange(cur, it store.Item, now time.Time) error {
+	if !cur.Queue || now.Before(cur.QueueOpensAt) {
+		return nil
+	}
+	ms := func(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) } // DATETIME(3)
+	if it.Queue && ms(it.QueueOpensAt).Equal(ms(cur.QueueOpensAt)) && ms(it.StartsAt).Equal(ms(cur.StartsAt)) {
+		return nil
+	}
+	return fmt.Errorf("%w: item %d's queue opened at %s", ErrQueueOpen, cur.ID, cur.QueueOpensAt.UTC().Format(time.RFC3339Nano))
 }
 
 // warmTimeout bounds the warm that follows Put's commit.

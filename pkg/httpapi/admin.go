@@ -26,12 +26,30 @@ type adminItem struct {
 	EndsAt       time.Time `json:"ends_at"`
 	Buckets      int       `json:"buckets"`
 	State        string    `json:"state"`
+	queueFields
+}
+
+// queueFields are an item's waiting room as both the public and the admin
+// item show it: absent for an item without a queue. The seed is never here;
+// it is shown from starts_at on, by the transcript.
+type queueFields struct {
+	Queue           bool       `json:"queue"`
+	QueueOpensAt    *time.Time `json:"queue_opens_at,omitempty"`
+	QueueCommitment string     `json:"queue_commitment,omitempty"`
+}
+
+func queueFieldsOf(it store.Item) queueFields {
+	if !it.Queue {
+		return queueFields{}
+	}
+	opens := it.QueueOpensAt.UTC()
+	return queueFields{Queue: true, QueueOpensAt: &opens, QueueCommitment: it.QueueCommitment}
 }
 
 func toAdminItem(it store.Item) adminItem {
 	return adminItem{ID: it.ID, Name: it.Name, PriceCents: it.PriceCents, TotalStock: it.TotalStock, Stock: it.Stock,
 		PerUserLimit: it.PerUserLimit, StartsAt: it.StartsAt.UTC(), EndsAt: it.EndsAt.UTC(), Buckets: max(it.Buckets, 1),
-		State: saleState(it, time.Now())}
+		State: saleState(it, time.Now()), queueFields: queueFieldsOf(it)}
 }
 
 // putItem is PUT /api/v1/admin/items/{id}: create or update, then warm.
@@ -52,7 +70,21 @@ func (s *Server) putItem(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	it, err := s.catalog.Put(c.Request().Context(), in)
+	if b.Queue != nil {
+		it, err := s.catalog.Put(c.Request().Context(), in)
+		return s.savedItem(c, id, it, err)
+	}
+	// queue left out: the stored queue stays, as buckets does, and the
+	// body is checked again with it (its opening is at or before starts_at).
+	it, err := s.catalog.PutMerged(c.Request().Context(), id, func(cur store.Item, found bool) (store.Item, error) {
+		if !found || !cur.Queue {
+			return in, nil
+		}
+		q, opens := true, cur.QueueOpensAt.UTC()
+		kept := b
+		kept.Queue, kept.QueueOpensAt = &q, &opens
+		return kept.validate(id, s.cfg.Ingress.Buckets.Max)
+	})
 	return s.savedItem(c, id, it, err)
 }
 
@@ -100,6 +132,8 @@ func (s *Server) catalogError(c echo.Context, err error) error {
 	case errors.Is(err, catalog.ErrSaleOpen):
 		return newErr(http.StatusConflict, "sale_open", "the bucket count cannot change while the sale window is open or within a minute of it;"+
 			" close the window (PUT with the same buckets), change the count, then open it again")
+	case errors.Is(err, catalog.ErrQueueOpen):
+		return newErr(http.StatusConflict, "queue_open", "the queue has opened: it can no longer be turned off or its queue_opens_at moved")
 	case errors.As(err, &open):
 		return newErr(http.StatusConflict, "in_flight", open.Advice())
 	case errors.Is(err, store.ErrTransfersOpen):

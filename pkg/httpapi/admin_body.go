@@ -24,6 +24,11 @@ type itemBody struct {
 	// Buckets is optional: a new item gets 1, an existing one keeps its
 	// count.
 	Buckets *int `json:"buckets"`
+	// Queue is optional (a new item gets none, an existing one keeps its
+	// own); QueueOpensAt is required with queue true, at or before
+	// starts_at, and ignored without it.
+	Queue        *bool      `json:"queue"`
+	QueueOpensAt *time.Time `json:"queue_opens_at"`
 }
 
 // Bounds of admin input: the stock columns are INT.
@@ -59,11 +64,16 @@ func (b itemBody) validate(id int64, maxBuckets int) (store.Item, error) {
 		return store.Item{}, badRequest("invalid_per_user_limit", "per_user_limit must be an integer from 1 to 1000")
 	case b.StartsAt == nil || b.EndsAt == nil || !b.StartsAt.Before(*b.EndsAt) || !saleYear(*b.StartsAt) || !saleYear(*b.EndsAt):
 		return store.Item{}, badRequest("invalid_window", "starts_at and ends_at are RFC 3339 times of the years 1970 to 9998 with starts_at before ends_at")
+	case b.Queue != nil && *b.Queue && (b.QueueOpensAt == nil || !saleYear(*b.QueueOpensAt) || b.QueueOpensAt.After(*b.StartsAt)):
+		return store.Item{}, badRequest("invalid_queue", "with queue true, queue_opens_at is an RFC 3339 time of the years 1970 to 9998 at or before starts_at")
 	}
 	it := store.Item{ID: id, Name: *b.Name, PriceCents: *b.PriceCents, TotalStock: *b.Stock,
 		PerUserLimit: *b.PerUserLimit, StartsAt: b.StartsAt.UTC(), EndsAt: b.EndsAt.UTC()}
 	if b.Buckets != nil {
 		it.Buckets = *b.Buckets
+	}
+	if b.Queue != nil && *b.Queue {
+		it.Queue, it.QueueOpensAt = true, b.QueueOpensAt.UTC()
 	}
 	return it, nil
 }
@@ -73,6 +83,7 @@ func (b itemBody) validate(id int64, maxBuckets int) (store.Item, error) {
 var itemFieldKinds = map[string]string{
 	"name": "string", "price_cents": "integer", "stock": "integer", "per_user_limit": "integer",
 	"starts_at": "string", "ends_at": "string", "buckets": "integer",
+	"queue": "boolean", "queue_opens_at": "string",
 }
 
 // decodeItemBody reads a PUT or PATCH body into b. Before the struct decode
@@ -114,6 +125,8 @@ func jsonKindIs(v json.RawMessage, kind string) bool {
 		return v[0] == '"'
 	case "integer":
 		return v[0] == '-' || (v[0] >= '0' && v[0] <= '9')
+	case "boolean":
+		return v[0] == 't' || v[0] == 'f'
 	}
 	return false
 }
@@ -124,7 +137,12 @@ func jsonKindIs(v json.RawMessage, kind string) bool {
 func bodyOf(it store.Item) itemBody {
 	name, price, total, limit := it.Name, it.PriceCents, it.TotalStock, it.PerUserLimit
 	starts, ends := it.StartsAt.UTC(), it.EndsAt.UTC()
-	return itemBody{Name: &name, PriceCents: &price, Stock: &total, PerUserLimit: &limit, StartsAt: &starts, EndsAt: &ends}
+	b := itemBody{Name: &name, PriceCents: &price, Stock: &total, PerUserLimit: &limit, StartsAt: &starts, EndsAt: &ends}
+	if it.Queue {
+		q, opens := true, it.QueueOpensAt.UTC()
+		b.Queue, b.QueueOpensAt = &q, &opens
+	}
+	return b
 }
 
 // merge is the JSON merge patch (RFC 7386) p applied to b: every field p
@@ -151,6 +169,12 @@ func (b itemBody) merge(p itemBody) itemBody {
 	}
 	if p.Buckets != nil {
 		b.Buckets = p.Buckets
+	}
+	if p.Queue != nil {
+		b.Queue = p.Queue
+	}
+	if p.QueueOpensAt != nil {
+		b.QueueOpensAt = p.QueueOpensAt
 	}
 	return b
 }

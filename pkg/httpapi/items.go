@@ -22,6 +22,7 @@ type itemView struct {
 	StockLeft  int64     `json:"stock_left"`
 	StartsAt   time.Time `json:"starts_at"`
 	EndsAt     time.Time `json:"ends_at"`
+	queueFields
 }
 
 // getItem is GET /api/v1/items/{id}: the item's description (MySQL, cached in
@@ -44,7 +45,8 @@ func (s *Server) getItem(c echo.Context) error {
 		return unavailable("stock temporarily unavailable")
 	}
 	return c.JSON(http.StatusOK, itemView{ID: it.ID, Name: it.Name, PriceCents: it.PriceCents,
-		StockLeft: max(left, 0), StartsAt: it.StartsAt.UTC(), EndsAt: it.EndsAt.UTC()})
+		StockLeft: max(left, 0), StartsAt: it.StartsAt.UTC(), EndsAt: it.EndsAt.UTC(),
+		queueFields: queueFieldsOf(it)})
 }
 
 // loadItem returns item id from the cache, or from MySQL through one query

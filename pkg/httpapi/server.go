@@ -64,24 +64,26 @@ type Deps struct {
 
 // Server is the ingress API.
 type Server struct {
-	cfg       Config
-	db        *sql.DB
-	st        *stock.Store
-	verifier  *auth.Verifier
-	admission *admission.Service
-	pub       admission.Publisher // the admission path's; a DLQ replay publishes through it
-	catalog   *catalog.Catalog
-	items     *itemCache
-	reqs      *requestCache
-	waits     *statusWaits
-	tally     *tally.Tally // order answers per item, for /live
-	ipl       *ipLimiter   // nil = off
-	ready     ops.Readiness
-	m         *Metrics
-	log       *slog.Logger
-	openAPI   []byte
-	ops       http.Handler // /healthz, /readyz, /metrics, off the public port
-	e         *echo.Echo
+	cfg         Config
+	db          *sql.DB
+	st          *stock.Store
+	verifier    *auth.Verifier
+	admission   *admission.Service
+	pub         admission.Publisher // the admission path's; a DLQ replay publishes through it
+	catalog     *catalog.Catalog
+	items       *itemCache
+	reqs        *requestCache
+	waits       *statusWaits
+	soldOut     *soldOutWatch // waiting ticket polls' sold-out fan-out
+	queueOrders *queueOrders
+	tally       *tally.Tally // order answers per item, for /live
+	ipl         *ipLimiter   // nil = off
+	ready       ops.Readiness
+	m           *Metrics
+	log         *slog.Logger
+	openAPI     []byte
+	ops         http.Handler // /healthz, /readyz, /metrics, off the public port
+	e           *echo.Echo
 }
 
 // New builds the server and its routes.
@@ -107,11 +109,13 @@ func New(cfg Config, d Deps) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, db: d.DB, st: d.Stock, log: d.Log, openAPI: d.OpenAPI, pub: d.Publisher,
-		verifier: newVerifier(cfg.Ingress, d.Log),
-		items:    newItemCache(time.Second),
-		reqs:     newRequestCache(),
-		waits:    newStatusWaits(d.Stock, cfg.Ingress.StatusWaiters, cfg.StoreTimeout, d.Log),
-		m:        NewMetrics(d.Registerer),
+		verifier:    newVerifier(cfg.Ingress, d.Log),
+		items:       newItemCache(time.Second),
+		reqs:        newRequestCache(),
+		waits:       newStatusWaits(d.Stock, cfg.Ingress.StatusWaiters, cfg.StoreTimeout, d.Log),
+		soldOut:     newSoldOutWatch(d.Stock, 100*time.Millisecond, cfg.StoreTimeout),
+		queueOrders: newQueueOrders(),
+		m:           NewMetrics(d.Registerer),
 	}
 	RegisterWaitMetrics(d.Registerer, s.waits.waiting)
 	flush := cfg.Ingress.TallyFlush
@@ -209,6 +213,9 @@ func (s *Server) routes(ipx echo.IPExtractor) *echo.Echo {
 	admin := append(user[:len(user):len(user)], s.requireAdmin)
 	api := e.Group("/api/v1")
 	api.GET("/items/:id", s.getItem, limited...)
+	api.GET("/items/:id/transcript", s.getTranscript, limited...)
+	api.POST("/items/:id/queue", s.takeTicket, user...)
+	api.GET("/items/:id/queue/:ticket", s.getTicket, user...)
 	api.POST("/orders", s.postOrder, user...)
 	api.GET("/orders", s.heldOrder, user...)
 	api.GET("/orders/:request_id", s.getOrder, user...)

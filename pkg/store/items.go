@@ -30,6 +30,12 @@ type Item struct {
 	// Buckets is the item's bucket count (1: unbucketed, items.stock is its
 	// stock row; more: item_buckets rows are, see buckets.go).
 	Buckets int
+	// Queue is true when the item has a waiting room (an item_queues row,
+	// see queues.go); QueueOpensAt is when buyers may take tickets and
+	// QueueCommitment hex(sha256(seed)). Both are zero without a queue.
+	Queue           bool
+	QueueOpensAt    time.Time
+	QueueCommitment string
 }
 
 // Bucketed reports whether the item's stock lives in item_buckets rows.
@@ -37,13 +43,19 @@ func (it Item) Bucketed() bool { return it.Buckets > 1 }
 
 const itemCols = "id, name, price_cents, total_stock," +
 	" stock + COALESCE((SELECT SUM(b.stock) FROM item_buckets b WHERE b.item_id = items.id), 0)," +
-	" per_user_limit, starts_at, ends_at, buckets"
+	" per_user_limit, starts_at, ends_at, buckets, " + queueCols
 
 func scanItem(row interface{ Scan(...any) error }) (Item, error) {
 	var it Item
-	err := row.Scan(&it.ID, &it.Name, &it.PriceCents, &it.TotalStock, &it.Stock, &it.PerUserLimit, &it.StartsAt, &it.EndsAt, &it.Buckets)
+	var opens sql.NullTime
+	var commitment sql.NullString
+	err := row.Scan(&it.ID, &it.Name, &it.PriceCents, &it.TotalStock, &it.Stock, &it.PerUserLimit, &it.StartsAt, &it.EndsAt, &it.Buckets,
+		&opens, &commitment)
 	if errors.Is(err, sql.ErrNoRows) {
 		return it, ErrNotFound
+	}
+	if opens.Valid && commitment.Valid {
+		it.Queue, it.QueueOpensAt, it.QueueCommitment = true, opens.Time, commitment.String
 	}
 	return it, err
 }

@@ -51,6 +51,9 @@ func UpsertItem(ctx context.Context, tx *sql.Tx, it Item) (ItemChange, error) {
 				return ItemChange{}, err
 			}
 		}
+		if err := withQueue(ctx, tx, &it); err != nil {
+			return ItemChange{}, err
+		}
 		return ItemChange{Item: it, Created: true, StockChanged: true, BucketsChanged: it.Bucketed(), PrevBuckets: 1}, nil
 	}
 	if err != nil {
@@ -92,8 +95,22 @@ func UpsertItem(ctx context.Context, tx *sql.Tx, it Item) (ItemChange, error) {
 			return ItemChange{}, err
 		}
 	}
+	if err := withQueue(ctx, tx, &it); err != nil {
+		return ItemChange{}, err
+	}
 	change.Item = it
 	return change, nil
+}
+
+// withQueue saves it's queue (saveQueue) and sets its queue fields to what
+// is stored: a queue that stays on keeps its commitment.
+func withQueue(ctx context.Context, tx *sql.Tx, it *Item) error {
+	q, err := saveQueue(ctx, tx, *it)
+	if err != nil {
+		return err
+	}
+	it.QueueOpensAt, it.QueueCommitment = q.OpensAt, q.Commitment
+	return nil
 }
 
 // OpenTransfersOf counts item's transfers between buckets that are not

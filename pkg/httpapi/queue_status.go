@@ -1,0 +1,257 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/flashsale-dev/flashsale/pkg/stock"
+	"github.com/flashsale-dev/flashsale/pkg/store"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom"
+)
+
+// The states of a ticket (TicketStatus in ingress/openapi.yaml).
+const (
+	ticketWaiting  = "waiting"
+	ticketAdmitted = "admitted"
+	ticketSoldOut  = "sold_out"
+	ticketExpired  = "expired"
+)
+
+// ticketStatus is GET /api/v1/items/{id}/queue/{ticket}'s answer.
+type ticketStatus struct {
+	Ticket  string `json:"ticket"`
+	ItemID  int64  `json:"item_id"`
+	Arrival int64  `json:"arrival"`
+	State   string `json:"state"`
+	// Position is the ticket's place in the serving order (1 first) and
+	// Ahead the tickets before it; both absent before starts_at, when the
+	// order is not drawn yet.
+	Position *int64 `json:"position,omitempty"`
+	Ahead    *int64 `json:"ahead,omitempty"`
+	// EstimatedWaitMs is how long until the ticket is admitted, by this
+	// replica's clock: until starts_at while waiting, 0 once admitted;
+	// absent when it will not be (sold out, expired).
+	EstimatedWaitMs *int64    `json:"estimated_wait_ms,omitempty"`
+	StockLeft       int64     `json:"stock_left"`
+	ShuffleAt       time.Time `json:"shuffle_at"`
+}
+
+// getTicket is GET /api/v1/items/{id}/queue/{ticket}: the caller's ticket
+// (another buyer's is 404, as an unknown one), and with ?wait= the answer
+// once its state changes (sold out, the shuffle at starts_at, the end) or
+// at the end of the wait.
+func (s *Server) getTicket(c echo.Context) error {
+	_, sent := c.QueryParams()["wait"]
+	wait, err := parseWait(c.QueryParam("wait"), sent, s.cfg.Ingress.StatusWaitMax)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	tid := c.Param("ticket")
+	if !validTicketID(tid) {
+		return badRequest("invalid_ticket", "ticket must be 32 lower-case hex digits")
+	}
+	it, err := s.loadItem(ctx, id)
+	if err != nil {
+		return err
+	}
+	rctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
+	t, found, err := s.st.TicketByID(rctx, id, tid)
+	cancel()
+	if err != nil {
+		return unavailable("ticket temporarily unavailable")
+	}
+	if !found || t.UserID != principal(c).UserID {
+		return notFound("no such ticket")
+	}
+	v, err := s.ticketView(ctx, it, t)
+	if err != nil {
+		return err
+	}
+	if wait > 0 && (v.State == ticketWaiting || v.State == ticketAdmitted) {
+		v = s.awaitTicket(ctx, it, t, v, wait)
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+// validTicketID reports whether v is a ticket id as NewTicketID makes them.
+func validTicketID(v string) bool {
+	if len(v) != 32 {
+		return false
+	}
+	for _, r := range v {
+		if (r < '0' || r > '9') && (r < 'a' || r > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// ticketView is ticket t's state now. Until the gate paces admissions, every
+// ticket is admitted from starts_at on; its position is the shuffle's.
+func (s *Server) ticketView(ctx context.Context, it store.Item, t stock.Ticket) (ticketStatus, error) {
+	rctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
+	left, warmed, err := s.st.Stock(rctx, it.ID)
+	cancel()
+	if err != nil {
+		return ticketStatus{}, unavailable("ticket temporarily unavailable")
+	}
+	v := ticketStatus{Ticket: t.ID, ItemID: it.ID, Arrival: t.Arrival, StockLeft: max(left, 0), ShuffleAt: it.StartsAt.UTC()}
+	now := time.Now()
+	switch {
+	case warmed && left <= 0:
+		v.State = ticketSoldOut
+	case !now.Before(it.EndsAt):
+		v.State = ticketExpired
+	case now.Before(it.StartsAt):
+		v.State = ticketWaiting
+		ms := it.StartsAt.Sub(now).Milliseconds()
+		v.EstimatedWaitMs = &ms
+		return v, nil
+	default:
+		v.State = ticketAdmitted
+		var zero int64
+		v.EstimatedWaitMs = &zero
+	}
+	if now.Before(it.StartsAt) {
+		return v, nil
+	}
+	pos, err := s.queueOrders.position(ctx, s, it, t)
+	if err != nil {
+		return ticketStatus{}, err
+	}
+	ahead := pos - 1
+	v.Position, v.Ahead = &pos, &ahead
+	return v, nil
+}
+
+// awaitTicket waits for ticket t's state to leave v's: the item selling out
+// (soldOutWatch), starts_at (waiting to admitted), ends_at, or the wait's
+// end; it then answers the state as read again.
+func (s *Server) awaitTicket(ctx context.Context, it store.Item, t stock.Ticket, v ticketStatus, wait time.Duration) ticketStatus {
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	si := s.soldOut.acquire(it.ID)
+	defer s.soldOut.release(it.ID, si)
+	next := it.EndsAt
+	if v.State == ticketWaiting {
+		next = it.StartsAt
+	}
+	change := time.NewTimer(time.Until(next))
+	defer change.Stop()
+	select {
+	case <-si.sold:
+	case <-change.C:
+	case <-deadline.C:
+		return v
+	case <-ctx.Done():
+		return v
+	case <-s.waits.done:
+		return v
+	}
+	nv, err := s.ticketView(ctx, it, t)
+	if err != nil {
+		return v
+	}
+	return nv
+}
+
+// queueOrders keeps, per item, the serving positions of its tickets taken
+// before starts_at, drawn from the seed (read from MySQL only from starts_at
+// on) and the tickets in Redis: for a second, as the item cache, because a
+// ticket taken just before starts_at by Redis' clock may be read a moment
+// after this replica's.
+type queueOrders struct {
+	flights singleflight.Group
+	mu      sync.Mutex
+	m       map[int64]drawnOrder
+}
+
+type drawnOrder struct {
+	expires  time.Time
+	shuffled int64
+	pos      map[string]int64 // ticket id -> position, early tickets only
+}
+
+func newQueueOrders() *queueOrders { return &queueOrders{m: map[int64]drawnOrder{}} }
+
+// position is t's place in item it's serving order: its rank among the
+// shuffled tickets, or its arrival number for a ticket taken after
+// starts_at (every shuffled ticket is ahead of it, and the late ones in
+// arrival order).
+func (q *queueOrders) position(ctx context.Context, s *Server, it store.Item, t stock.Ticket) (int64, error) {
+	if !t.TakenAt.Before(it.StartsAt) {
+		return t.Arrival, nil
+	}
+	q.mu.Lock()
+	d, ok := q.m[it.ID]
+	q.mu.Unlock()
+	if !ok || time.Now().After(d.expires) || d.pos[t.ID] == 0 {
+		ch := q.flights.DoChan(strconv.FormatInt(it.ID, 10), func() (any, error) {
+			return q.draw(context.WithoutCancel(ctx), s, it)
+		})
+		select {
+		case res := <-ch:
+			if res.Err != nil {
+				s.log.WarnContext(ctx, "queue: draw the order", "item_id", it.ID, "err", res.Err)
+				return 0, unavailable("ticket temporarily unavailable")
+			}
+			d = res.Val.(drawnOrder)
+		case <-ctx.Done():
+			return 0, unavailable("ticket temporarily unavailable")
+		}
+	}
+	if p := d.pos[t.ID]; p > 0 {
+		return p, nil
+	}
+	s.log.ErrorContext(ctx, "queue: a ticket taken before starts_at is missing from the order", "item_id", it.ID, "ticket", t.ID)
+	return 0, unavailable("ticket temporarily unavailable")
+}
+
+// draw reads the seed and the tickets and orders them (waitroom.Order).
+func (q *queueOrders) draw(ctx context.Context, s *Server, it store.Item) (drawnOrder, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
+	defer cancel()
+	seed, err := store.QueueSeed(ctx, s.db, it.ID)
+	if err != nil {
+		return drawnOrder{}, err
+	}
+	tickets, err := s.st.Tickets(ctx, it.ID)
+	if err != nil {
+		return drawnOrder{}, err
+	}
+	entries, byHash := earlyEntries(tickets, it.StartsAt)
+	d := drawnOrder{expires: time.Now().Add(time.Second), shuffled: int64(len(entries)), pos: make(map[string]int64, len(entries))}
+	for i, e := range waitroom.Order(seed, entries, d.shuffled) {
+		d.pos[byHash[e.Ticket]] = int64(i + 1)
+	}
+	q.mu.Lock()
+	q.m[it.ID] = d
+	q.mu.Unlock()
+	return d, nil
+}
+
+// earlyEntries are the tickets taken before starts as the shuffle sees them
+// (hash, arrival), with the id of each hash.
+func earlyEntries(tickets []stock.Ticket, starts time.Time) ([]waitroom.Entry, map[string]string) {
+	var out []waitroom.Entry
+	byHash := map[string]string{}
+	for _, t := range tickets {
+		if t.TakenAt.Before(starts) {
+			h := waitroom.Hash(t.ID)
+			out = append(out, waitroom.Entry{Ticket: h, Arrival: t.Arrival})
+			byHash[h] = t.ID
+		}
+	}
+	return out, byHash
+}

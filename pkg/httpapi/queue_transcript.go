@@ -1,0 +1,57 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/flashsale-dev/flashsale/pkg/store"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom"
+)
+
+// getTranscript is GET /api/v1/items/{id}/transcript: from starts_at on, the
+// item's seed, its commitment and every ticket's hash in serving order
+// (waitroom.Transcript), so anyone can check the order follows from the
+// committed seed and a buyer their own rank. Before starts_at it is 409
+// not_revealed: the seed is never shown before the start. Public, like the
+// item: it names no buyer (hashes of server-drawn ids only).
+func (s *Server) getTranscript(c echo.Context) error {
+	ctx := c.Request().Context()
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	it, err := s.loadItem(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !it.Queue {
+		return newErr(http.StatusConflict, "queue_off", "this item has no waiting room")
+	}
+	if time.Now().Before(it.StartsAt) {
+		return newErr(http.StatusConflict, "not_revealed", "the seed is revealed at starts_at, "+it.StartsAt.UTC().Format(time.RFC3339Nano))
+	}
+	rctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
+	defer cancel()
+	seed, err := store.QueueSeed(rctx, s.db, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return newErr(http.StatusConflict, "queue_off", "this item has no waiting room")
+	}
+	if err != nil {
+		s.log.WarnContext(ctx, "queue: transcript seed", "item_id", id, "err", err)
+		return unavailable("transcript temporarily unavailable")
+	}
+	tickets, err := s.st.Tickets(rctx, id)
+	if err != nil {
+		return unavailable("transcript temporarily unavailable")
+	}
+	early, _ := earlyEntries(tickets, it.StartsAt)
+	all := make([]waitroom.Entry, 0, len(tickets))
+	for _, t := range tickets {
+		all = append(all, waitroom.Entry{Ticket: waitroom.Hash(t.ID), Arrival: t.Arrival})
+	}
+	return c.JSON(http.StatusOK, waitroom.NewTranscript(id, seed, all, int64(len(early))))
+}

@@ -1,0 +1,88 @@
+package waitroom
+
+import (
+	"encoding/hex"
+	"fmt"
+)
+
+// Transcript is what the server publishes after the sale: enough to check the
+// order from it alone. Its JSON form is the transcript endpoint's body.
+type Transcript struct {
+	ItemID     int64  `json:"item_id"`
+	Commitment string `json:"commitment"`
+	Seed       Seed   `json:"seed"`
+	// Shuffled is how many tickets were taken before starts_at: arrivals
+	// 1..Shuffled were shuffled, the rest queued behind in arrival order.
+	Shuffled int64 `json:"shuffled"`
+	// Tickets in serving order: Tickets[0] was served first.
+	Tickets []Entry `json:"tickets"`
+}
+
+// NewTranscript orders tickets under seed and returns their transcript.
+func NewTranscript(itemID int64, seed Seed, tickets []Entry, shuffled int64) Transcript {
+	return Transcript{
+		ItemID:     itemID,
+		Commitment: seed.Commitment(),
+		Seed:       seed,
+		Shuffled:   shuffled,
+		Tickets:    Order(seed, tickets, shuffled),
+	}
+}
+
+// Verify checks t from itself alone: the seed hashes to the commitment, the
+// arrival numbers are 1..n once each with 0 <= shuffled <= n, the hashes are
+// distinct sha256s, and the tickets are in the order Order gives. The error
+// wraps ErrCommitment, ErrArrivals or ErrOrder and names the first place that
+// is wrong.
+func Verify(t Transcript) error {
+	if t.Seed.Commitment() != t.Commitment {
+		return fmt.Errorf("%w: sha256(seed) = %s, commitment %s", ErrCommitment, t.Seed.Commitment(), t.Commitment)
+	}
+	n := int64(len(t.Tickets))
+	if t.Shuffled < 0 || t.Shuffled > n {
+		return fmt.Errorf("%w: shuffled %d of %d tickets", ErrArrivals, t.Shuffled, n)
+	}
+	seenArrival := make([]bool, n+1)
+	seenHash := make(map[string]bool, n)
+	for i, e := range t.Tickets {
+		if e.Arrival < 1 || e.Arrival > n || seenArrival[e.Arrival] {
+			return fmt.Errorf("%w: ticket %d has arrival %d (want 1..%d once each)", ErrArrivals, i+1, e.Arrival, n)
+		}
+		seenArrival[e.Arrival] = true
+		if b, err := hex.DecodeString(e.Ticket); err != nil || len(b) != 32 {
+			return fmt.Errorf("%w: ticket %d: %q is not a sha256 in hex", ErrArrivals, i+1, e.Ticket)
+		}
+		if seenHash[e.Ticket] {
+			return fmt.Errorf("%w: ticket %s appears twice", ErrArrivals, e.Ticket)
+		}
+		seenHash[e.Ticket] = true
+	}
+	want := Order(t.Seed, t.Tickets, t.Shuffled)
+	for i := range want {
+		if want[i] != t.Tickets[i] {
+			return fmt.Errorf("%w: position %d holds %s (arrival %d), the seed puts %s (arrival %d) there",
+				ErrOrder, i+1, t.Tickets[i].Ticket, t.Tickets[i].Arrival, want[i].Ticket, want[i].Arrival)
+		}
+	}
+	return nil
+}
+
+// OwnPosition is a buyer's check of their own ticket: it verifies t, finds the
+// ticket of this id and arrival number and returns its position (1 = served
+// first). A ticket missing, or listed with another arrival number, is
+// ErrNotInTranscript.
+func OwnPosition(t Transcript, ticketID string, arrival int64) (int, error) {
+	if err := Verify(t); err != nil {
+		return 0, err
+	}
+	h := Hash(ticketID)
+	for i, e := range t.Tickets {
+		if e.Ticket == h {
+			if e.Arrival != arrival {
+				return 0, fmt.Errorf("%w: listed with arrival %d, the buyer was given %d", ErrNotInTranscript, e.Arrival, arrival)
+			}
+			return i + 1, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: no ticket hashes to %s", ErrNotInTranscript, h)
+}

@@ -1,0 +1,194 @@
+package waitroom_test
+
+import (
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/flashsale-dev/flashsale/pkg/waitroom"
+)
+
+// sale builds a transcript of n tickets, the first shuffled of them taken
+// before starts_at, from a deterministic source; it returns the ticket ids by
+// arrival (ids[0] arrived first).
+func sale(t *testing.T, src *rand.ChaCha8, n, shuffled int) (waitroom.Transcript, []string) {
+	t.Helper()
+	seed, err := waitroom.NewSeed(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]string, n)
+	entries := make([]waitroom.Entry, n)
+	for i := range n {
+		if ids[i], err = waitroom.NewTicketID(src); err != nil {
+			t.Fatal(err)
+		}
+		entries[i] = waitroom.Entry{Ticket: waitroom.Hash(ids[i]), Arrival: int64(i + 1)}
+	}
+	return waitroom.NewTranscript(7, seed, entries, int64(shuffled)), ids
+}
+
+// roundTrip is the transcript as a buyer downloads it: through its JSON form.
+func roundTrip(t *testing.T, tr waitroom.Transcript) waitroom.Transcript {
+	t.Helper()
+	b, err := json.Marshal(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out waitroom.Transcript
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("decode %s: %v", b, err)
+	}
+	return out
+}
+
+func TestTranscriptVerifiesFromItselfAlone(t *testing.T) {
+	src := rand.NewChaCha8([32]byte{1})
+	tr, ids := sale(t, src, 50, 40)
+	got := roundTrip(t, tr)
+	if err := waitroom.Verify(got); err != nil {
+		t.Fatalf("a transcript the server built: %v", err)
+	}
+	// Every buyer finds their own ticket, at a position consistent with the
+	// rule: early tickets in the first 40 places, late ones after in arrival
+	// order.
+	seen := map[int]bool{}
+	for i, id := range ids {
+		pos, err := waitroom.OwnPosition(got, id, int64(i+1))
+		if err != nil {
+			t.Fatalf("buyer of arrival %d: %v", i+1, err)
+		}
+		if seen[pos] {
+			t.Fatalf("position %d given twice", pos)
+		}
+		seen[pos] = true
+		if i < 40 && pos > 40 {
+			t.Fatalf("early arrival %d served at %d", i+1, pos)
+		}
+		if i >= 40 && pos != i+1 {
+			t.Fatalf("late arrival %d served at %d, want %d", i+1, pos, i+1)
+		}
+	}
+	// The shuffle moved someone: with 40 tickets the identity order has
+	// probability 1/40!.
+	moved := false
+	for i := range 40 {
+		if got.Tickets[i].Arrival != int64(i+1) {
+			moved = true
+		}
+	}
+	if !moved {
+		t.Fatal("the early tickets are in arrival order: not shuffled")
+	}
+	if _, err := waitroom.OwnPosition(got, "not-a-ticket", 1); !errors.Is(err, waitroom.ErrNotInTranscript) {
+		t.Fatalf("unknown ticket: %v, want ErrNotInTranscript", err)
+	}
+	if _, err := waitroom.OwnPosition(got, ids[3], 5); !errors.Is(err, waitroom.ErrNotInTranscript) {
+		t.Fatalf("wrong arrival: %v, want ErrNotInTranscript", err)
+	}
+}
+
+func TestTamperedTranscriptFails(t *testing.T) {
+	src := rand.NewChaCha8([32]byte{2})
+	base, _ := sale(t, src, 30, 20)
+	other, err := waitroom.NewSeed(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name   string
+		tamper func(tr *waitroom.Transcript)
+		want   error
+	}{
+		{"swapped pair of shuffled tickets", func(tr *waitroom.Transcript) {
+			tr.Tickets[3], tr.Tickets[4] = tr.Tickets[4], tr.Tickets[3]
+		}, waitroom.ErrOrder},
+		{"swapped pair of late tickets", func(tr *waitroom.Transcript) {
+			tr.Tickets[25], tr.Tickets[26] = tr.Tickets[26], tr.Tickets[25]
+		}, waitroom.ErrOrder},
+		{"wrong seed, commitment kept", func(tr *waitroom.Transcript) {
+			tr.Seed = other
+		}, waitroom.ErrCommitment},
+		{"wrong seed with its own commitment, order kept", func(tr *waitroom.Transcript) {
+			tr.Seed = other
+			tr.Commitment = other.Commitment()
+		}, waitroom.ErrOrder},
+		{"late ticket moved to the front", func(tr *waitroom.Transcript) {
+			late := tr.Tickets[25]
+			copy(tr.Tickets[1:26], tr.Tickets[0:25])
+			tr.Tickets[0] = late
+		}, waitroom.ErrOrder},
+		{"late ticket counted as shuffled", func(tr *waitroom.Transcript) {
+			tr.Shuffled++
+		}, waitroom.ErrOrder},
+		{"ticket given another arrival", func(tr *waitroom.Transcript) {
+			tr.Tickets[0].Arrival = tr.Tickets[1].Arrival
+		}, waitroom.ErrArrivals},
+		{"ticket dropped from the middle of the arrivals", func(tr *waitroom.Transcript) {
+			tr.Tickets = append(tr.Tickets[:2:2], tr.Tickets[3:]...)
+		}, waitroom.ErrArrivals},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tr := roundTrip(t, base)
+			c.tamper(&tr)
+			if err := waitroom.Verify(tr); !errors.Is(err, c.want) {
+				t.Fatalf("Verify = %v, want %v", err, c.want)
+			}
+		})
+	}
+}
+
+func TestSeedFormsRoundTrip(t *testing.T) {
+	s, err := waitroom.NewSeed(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := waitroom.ParseSeed(s.String())
+	if err != nil || p != s {
+		t.Fatalf("ParseSeed(String()) = %v, %v", p, err)
+	}
+	if len(s.Commitment()) != 64 {
+		t.Fatalf("commitment %q is not a hex sha256", s.Commitment())
+	}
+	if _, err := waitroom.ParseSeed("abcd"); err == nil {
+		t.Fatal("a short seed parsed")
+	}
+	a, _ := waitroom.NewTicketID(nil)
+	b, _ := waitroom.NewTicketID(nil)
+	if a == b || len(a) != 32 {
+		t.Fatalf("ticket ids %q, %q", a, b)
+	}
+}
+
+// TestOnlyTheOwnerSeesTheirTicketReplaced: a ticket swapped for another hash,
+// or the last arrival dropped, can leave a transcript that is consistent in
+// itself (Verify cannot know which tickets existed); the owner's own check
+// catches it, which is why OwnPosition is the buyer's check.
+func TestOnlyTheOwnerSeesTheirTicketReplaced(t *testing.T) {
+	src := rand.NewChaCha8([32]byte{3})
+	tr, ids := sale(t, src, 30, 20)
+	// The last arrival dropped: arrivals 1..29 remain, in order.
+	dropped := roundTrip(t, tr)
+	dropped.Tickets = dropped.Tickets[:29]
+	if err := waitroom.Verify(dropped); err != nil {
+		t.Fatalf("a consistent shorter transcript: %v", err)
+	}
+	if _, err := waitroom.OwnPosition(dropped, ids[29], 30); !errors.Is(err, waitroom.ErrNotInTranscript) {
+		t.Fatalf("owner of the dropped ticket: %v, want ErrNotInTranscript", err)
+	}
+	// A late ticket replaced by another hash keeps the late order.
+	replaced := roundTrip(t, tr)
+	replaced.Tickets[25].Ticket = waitroom.Hash("a ticket nobody was given")
+	if err := waitroom.Verify(replaced); err != nil {
+		t.Fatalf("a late hash replaced keeps the order: %v", err)
+	}
+	if _, err := waitroom.OwnPosition(replaced, ids[25], 26); !errors.Is(err, waitroom.ErrNotInTranscript) {
+		t.Fatalf("owner of the replaced ticket: %v, want ErrNotInTranscript", err)
+	}
+	// Everyone else still finds their own.
+	if _, err := waitroom.OwnPosition(replaced, ids[0], 1); err != nil {
+		t.Fatalf("another buyer: %v", err)
+	}
+}
