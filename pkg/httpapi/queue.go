@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/flashsale-dev/flashsale/pkg/stock"
+	"github.com/flashsale-dev/flashsale/pkg/store"
 	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 )
 
@@ -24,22 +25,33 @@ type ticketView struct {
 	QueueCommitment string    `json:"queue_commitment"`
 }
 
+// queuedItem is the item of the path's {id} when it has a waiting room:
+// 404 for an unknown item, 409 queue_off for one without the queue.
+func (s *Server) queuedItem(c echo.Context) (store.Item, error) {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return store.Item{}, err
+	}
+	it, err := s.loadItem(c.Request().Context(), id)
+	if err != nil {
+		return store.Item{}, err
+	}
+	if !it.Queue {
+		return store.Item{}, newErr(http.StatusConflict, "queue_off", "this item has no waiting room: order it directly")
+	}
+	return it, nil
+}
+
 // takeTicket is POST /api/v1/items/{id}/queue: the caller's ticket of the
 // item's waiting room, 201 when this call took it, 200 when the caller held
 // it already (one per buyer per item, whatever is asked again).
 func (s *Server) takeTicket(c echo.Context) error {
 	ctx := c.Request().Context()
-	id, err := pathID(c, "id")
+	it, err := s.queuedItem(c)
 	if err != nil {
 		return err
 	}
-	it, err := s.loadItem(ctx, id)
-	if err != nil {
-		return err
-	}
-	if !it.Queue {
-		return newErr(http.StatusConflict, "queue_off", "this item has no waiting room: order it directly")
-	}
+	id := it.ID
 	fresh, err := waitroom.NewTicketID(nil)
 	if err != nil {
 		s.log.ErrorContext(ctx, "queue: ticket id", "err", err)

@@ -20,17 +20,11 @@ import (
 // item: it names no buyer (hashes of server-drawn ids only).
 func (s *Server) getTranscript(c echo.Context) error {
 	ctx := c.Request().Context()
-	id, err := pathID(c, "id")
+	it, err := s.queuedItem(c)
 	if err != nil {
 		return err
 	}
-	it, err := s.loadItem(ctx, id)
-	if err != nil {
-		return err
-	}
-	if !it.Queue {
-		return newErr(http.StatusConflict, "queue_off", "this item has no waiting room")
-	}
+	id := it.ID
 	if time.Now().Before(it.StartsAt) {
 		return newErr(http.StatusConflict, "not_revealed", "the seed is revealed at starts_at, "+it.StartsAt.UTC().Format(time.RFC3339Nano))
 	}
