@@ -246,3 +246,59 @@ func TestOperationIDReusedConflicts(t *testing.T) {
 		t.Fatalf("redis %d total %d, want 105", got, rep.Total)
 	}
 }
+
+// TestWarmRefusedWhilePending: a warm, or a PUT of a new stock, of an item
+// whose stock change is PENDING is refused and changes nothing (a copy of
+// MySQL would give a restock twice, or undo a withdraw's take); once the
+// change is finished the warm goes through and the audit stays exact.
+func TestWarmRefusedWhilePending(t *testing.T) {
+	for _, delta := range []int64{+20, -20} {
+		t.Run(fmt.Sprintf("delta %+d", delta), func(t *testing.T) {
+			db, _ := testenv.MySQL(t)
+			st := stock.New(testenv.Redis(t))
+			it := putItem(t, db, st, 50, 1)
+			ch := stockchange.New(db, st, 2*time.Second, testenv.LogTail(t))
+			ctx := context.Background()
+			ch.AfterRecord = func(ctx context.Context, rec store.StockChange) error {
+				if rec.Delta < 0 { // the take ran, MySQL not yet
+					if _, _, err := st.ChangeBucketStock(ctx, rec.ItemID, 0, rec.OperationID, rec.Delta); err != nil {
+						return err
+					}
+				}
+				return errCrash
+			}
+			if _, err := ch.Change(ctx, it.ID, delta, "op-"+testenv.Suffix()); !errors.Is(err, errCrash) {
+				t.Fatal(err)
+			}
+			cat := catalog.New(db, st, noLag)
+			if _, err := cat.Warm(ctx, it.ID); !errors.Is(err, store.ErrStockChangesPending) || !errors.Is(err, catalog.ErrInFlight) {
+				t.Fatalf("warm: %v, want ErrStockChangesPending", err)
+			}
+			put := it
+			put.TotalStock = 10
+			if _, err := cat.Put(ctx, put); !errors.Is(err, store.ErrStockChangesPending) {
+				t.Fatalf("put of a new stock: %v, want ErrStockChangesPending", err)
+			}
+			rep, err := audit.Item(ctx, db, st, it.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustOK(t, "refused", rep)
+			ch.AfterRecord = nil
+			if n, err := ch.Repair(ctx, 10); n != 1 || err != nil {
+				t.Fatalf("repair: %d %v", n, err)
+			}
+			if _, err := cat.Warm(ctx, it.ID); err != nil {
+				t.Fatalf("warm after the repair: %v", err)
+			}
+			rep, err = audit.Item(ctx, db, st, it.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustOK(t, "warmed", rep)
+			if rep.Total != 50+delta || rep.RedisStock != 50+delta {
+				t.Fatalf("total %d redis %d, want %d", rep.Total, rep.RedisStock, 50+delta)
+			}
+		})
+	}
+}
