@@ -162,3 +162,9 @@ func (c *soldOutCache) size() int {
 	c.items.Range(func(any, any) bool { n++; return true })
 	return n
 }
+
+// StockChanged is told that item's stock changed by an admin restock or
+// withdraw on this process: its sold-out flag ends now, so a restocked
+// item sells at once here. Other replicas' flags end by their TTL
+// (FLASHSALE_SOLDOUT_TTL), the bound docs/design.md states for a restock.
+func (s *Service) StockChanged(item int64) { s.soldOut.Forget(item) }

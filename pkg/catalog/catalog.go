@@ -302,6 +302,11 @@ func (c *Catalog) warm(ctx context.Context, tx *sql.Tx, it store.Item, metaOnly 
 		if err := refuseOpenTransfers(ctx, tx, it.ID); err != nil {
 			return err
 		}
+		// A stock change not finished has changed one store only, as an
+		// open transfer has (pkg/stockchange).
+		if err := store.RefusePendingStockChanges(ctx, tx, it.ID); err != nil {
+			return fmt.Errorf("%w: %w", ErrInFlight, err)
+		}
 		holdings, err := store.BuyersOf(ctx, tx, it.ID)
 		if err != nil {
 			return err

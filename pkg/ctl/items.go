@@ -42,8 +42,8 @@ func itemPath(id string) (string, error) {
 }
 
 func itemsCmd(o *options) *cobra.Command {
-	c := &cobra.Command{Use: "items", Short: "List, read, create, change and end sale items"}
-	c.AddCommand(itemsList(o), itemsGet(o), itemsCreate(o), itemsUpdate(o), itemsEnd(o))
+	c := &cobra.Command{Use: "items", Short: "List, read, create, change, restock and end sale items"}
+	c.AddCommand(itemsList(o), itemsGet(o), itemsCreate(o), itemsUpdate(o), itemsEnd(o), itemsStock(o))
 	return c
 }
 

@@ -138,6 +138,8 @@ func (s *Server) catalogError(c echo.Context, err error) error {
 		return newErr(http.StatusConflict, "in_flight", open.Advice())
 	case errors.Is(err, store.ErrTransfersOpen):
 		return newErr(http.StatusConflict, "in_flight", "stock is moving between this item's buckets; retry when the transfers have finished")
+	case errors.Is(err, store.ErrStockChangesPending):
+		return newErr(http.StatusConflict, "in_flight", "a stock change (POST .../stock) of this item is not finished; repeat it with its operation_id, or retry when the reaper has finished it")
 	case errors.Is(err, catalog.ErrInFlight):
 		return newErr(http.StatusConflict, "in_flight", "requests for this item are still in flight; retry when they have settled")
 	}

@@ -86,12 +86,15 @@ var itemFieldKinds = map[string]string{
 	"queue": "boolean", "queue_opens_at": "string",
 }
 
-// decodeItemBody reads a PUT or PATCH body into b. Before the struct decode
-// it checks each known field's JSON type, since the decoder turns null into
-// "not sent" (so "buckets": null, optional in a PUT, was accepted) and names
-// no field for a time of the wrong type. Unknown fields and non-objects are
-// left to the strict decode, which refuses them.
-func decodeItemBody(raw []byte, b *itemBody) error {
+// decodeItemBody reads a PUT or PATCH body into b (decodeTyped).
+func decodeItemBody(raw []byte, b *itemBody) error { return decodeTyped(raw, itemFieldKinds, b) }
+
+// decodeTyped reads an admin body into dst. Before the struct decode it
+// checks each known field's JSON type (kinds), since the decoder turns null
+// into "not sent" (so "buckets": null, optional in a PUT, was accepted) and
+// names no field for a time of the wrong type. Unknown fields and
+// non-objects are left to the strict decode, which refuses them.
+func decodeTyped(raw []byte, kinds map[string]string, dst any) error {
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(raw, &fields) == nil {
 		names := make([]string, 0, len(fields))
@@ -100,7 +103,7 @@ func decodeItemBody(raw []byte, b *itemBody) error {
 		}
 		slices.Sort(names)
 		for _, k := range names {
-			kind, known := itemFieldKinds[k]
+			kind, known := kinds[k]
 			if known && !jsonKindIs(fields[k], kind) {
 				art := "a"
 				if kind == "integer" {
@@ -110,7 +113,7 @@ func decodeItemBody(raw []byte, b *itemBody) error {
 			}
 		}
 	}
-	return decodeStrictBytes(raw, b)
+	return decodeStrictBytes(raw, dst)
 }
 
 // jsonKindIs reports whether the JSON value v is a string or a number

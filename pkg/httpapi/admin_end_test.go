@@ -17,7 +17,8 @@ import (
 )
 
 // replica is a second ingress on h's MySQL, Redis and topic, with its own
-// Redis batching, Kafka writer and item cache, as another pod has.
+// Redis batching, Kafka writer, item cache and metrics registry, as another
+// pod has.
 func (h *harness) replica(t *testing.T) *harness {
 	t.Helper()
 	w := queue.NewWriter(h.brokers, h.topic, h.srv.cfg.Ingress.PublishTimeout)
@@ -25,13 +26,14 @@ func (h *harness) replica(t *testing.T) *harness {
 	co := stock.NewCoalescer(h.rdb, stock.CoalesceConfig{MaxBatch: 128, Flushers: 4})
 	t.Cleanup(co.Close)
 	st := stock.New(h.rdb).WithCoalescer(co)
-	srv, err := New(h.srv.cfg, Deps{DB: h.db, Stock: st, Publisher: w, Registry: prometheus.NewRegistry(), Log: testenv.LogTail(t)})
+	reg := prometheus.NewRegistry()
+	srv, err := New(h.srv.cfg, Deps{DB: h.db, Stock: st, Publisher: w, Registry: reg, Log: testenv.LogTail(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { closeServer(t, srv) })
 	return &harness{t: t, srv: srv, db: h.db, rdb: h.rdb, st: st, brokers: h.brokers, topic: h.topic, group: h.group,
-		writer: w, reg: h.reg, tokens: map[string]string{}}
+		writer: w, reg: reg, tokens: map[string]string{}}
 }
 
 // TestEndSaleTwoReplicas ends a sale while buyers buy through two ingress

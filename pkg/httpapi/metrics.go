@@ -15,6 +15,10 @@ import (
 type Metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	// stockChanges counts POST .../stock calls by direction (restock,
+	// withdraw) and result (applied, replayed, conflict, refused,
+	// not_found, pending, unavailable).
+	stockChanges *prometheus.CounterVec
 }
 
 // NewMetrics registers the HTTP metrics on reg.
@@ -30,6 +34,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "HTTP request latency by route template and method.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 		}, []string{"route", "method"}),
+		stockChanges: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "flashsale_stock_changes_total",
+			Help: "Admin stock changes (POST /api/v1/admin/items/{id}/stock) by direction (restock, withdraw) and result: applied (changed now), replayed (an earlier call with the operation id did), conflict (the id was used for another change), refused (over the stock limit), not_found, pending (recorded, Redis not yet applied: retried or repaired), unavailable (nothing recorded).",
+		}, []string{"direction", "result"}),
 	}
 }
 

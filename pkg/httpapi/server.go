@@ -22,6 +22,7 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/ops"
 	"github.com/flashsale-dev/flashsale/pkg/queue"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
+	"github.com/flashsale-dev/flashsale/pkg/stockchange"
 	"github.com/flashsale-dev/flashsale/pkg/tally"
 )
 
@@ -71,6 +72,7 @@ type Server struct {
 	admission   *admission.Service
 	pub         admission.Publisher // the admission path's; a DLQ replay publishes through it
 	catalog     *catalog.Catalog
+	changes     *stockchange.Changer
 	items       *itemCache
 	reqs        *requestCache
 	waits       *statusWaits
@@ -134,6 +136,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 		BucketWait: cfg.Ingress.Buckets.Wait, BucketPoll: cfg.Ingress.Buckets.Poll,
 	}, admission.Deps{Stock: d.Stock, DB: d.DB, Publisher: d.Publisher}, admission.NewMetrics(d.Registerer), d.Log)
 	s.catalog = catalog.New(d.DB, d.Stock, s.consumerLag)
+	s.changes = stockchange.New(d.DB, d.Stock, cfg.StoreTimeout, d.Log)
 	if cfg.Ingress.IPRateLimit > 0 {
 		// A quarter of the store timeout: the check fails open, so it must
 		// never cost a request a whole timeout of its own.
@@ -227,6 +230,7 @@ func (s *Server) routes(ipx echo.IPExtractor) *echo.Echo {
 	api.PATCH("/admin/items/:id", s.patchItem, admin...)
 	api.POST("/admin/items/:id/end", s.endItem, admin...)
 	api.POST("/admin/items/:id/warm", s.warmItem, admin...)
+	api.POST("/admin/items/:id/stock", s.changeStock, admin...)
 	api.GET("/admin/items/:id/audit", s.auditItem, admin...)
 	api.GET("/admin/items/:id/live", s.liveItem, admin...)
 	api.GET("/admin/dlq", s.listDLQ, admin...)

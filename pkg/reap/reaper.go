@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/flashsale-dev/flashsale/pkg/stock"
+	"github.com/flashsale-dev/flashsale/pkg/stockchange"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 	"github.com/flashsale-dev/flashsale/pkg/tracing"
 )
@@ -79,6 +80,10 @@ type Reaper struct {
 	// lastSweep is when (Redis' clock) the orphan sweep last read the
 	// items' reservations.
 	lastSweep time.Time
+
+	// changes finishes the stock changes (restocks, withdraws) that their
+	// caller left PENDING between two writes.
+	changes *stockchange.Changer
 }
 
 // Deps are the stores a reaper works on; the caller owns and closes them.
@@ -106,7 +111,9 @@ func (c Config) withDefaults() Config {
 // it takes its settings, its dependencies, its metrics and its logger, in
 // that order.
 func New(cfg Config, d Deps, m *Metrics, log *slog.Logger) *Reaper {
-	return &Reaper{db: d.DB, stock: d.Stock, log: log, m: m, cfg: cfg.withDefaults(), Clock: time.Now}
+	cfg = cfg.withDefaults()
+	return &Reaper{db: d.DB, stock: d.Stock, log: log, m: m, cfg: cfg, Clock: time.Now,
+		changes: stockchange.New(d.DB, d.Stock, cfg.StoreTimeout, log)}
 }
 
 // CheckClock refuses a MySQL session whose NOW(3) is not UTC (see
@@ -163,7 +170,7 @@ func (r *Reaper) RunPass(ctx context.Context) bool {
 	}
 }
 
-// Pass runs the three steps once. Each step runs even if an earlier one
+// Pass runs the steps once. Each step runs even if an earlier one
 // failed (MySQL cancellations can go on while Redis is down; their restores
 // wait in stock_restores), and the errors are joined.
 func (r *Reaper) Pass(ctx context.Context) (err error) {
@@ -175,6 +182,7 @@ func (r *Reaper) Pass(ctx context.Context) (err error) {
 		fn   func(context.Context) error
 	}{
 		{"re-apply restores", r.reapplyRestores},
+		{"finish stock changes", r.finishStockChanges},
 		{"cancel expired", r.cancelExpired},
 		{"backlog", r.updateBacklog},
 		{"orphan sweep", r.sweepOrphans},

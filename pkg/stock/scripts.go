@@ -22,23 +22,24 @@ func mustScript(name string) *redis.Script {
 // The scripts run by EVALSHA; go-redis falls back to EVAL on NOSCRIPT (after
 // a Redis restart or failover), which also loads them again.
 var (
-	admitScript      = mustScript("admit.lua")
-	releaseScript    = mustScript("release.lua")
-	settleScript     = mustScript("settle.lua")
-	restoreScript    = mustScript("restore.lua")
-	statusPutScript  = mustScript("status_put.lua")
-	warmScript       = mustScript("warm.lua")
-	ackScript        = mustScript("ack.lua")
-	lookupScript     = mustScript("lookup.lua")
-	statusMarkScript = mustScript("status_mark.lua")
-	wantLowerScript  = mustScript("want_lower.lua")
+	admitScript       = mustScript("admit.lua")
+	releaseScript     = mustScript("release.lua")
+	settleScript      = mustScript("settle.lua")
+	restoreScript     = mustScript("restore.lua")
+	statusPutScript   = mustScript("status_put.lua")
+	warmScript        = mustScript("warm.lua")
+	ackScript         = mustScript("ack.lua")
+	lookupScript      = mustScript("lookup.lua")
+	statusMarkScript  = mustScript("status_mark.lua")
+	wantLowerScript   = mustScript("want_lower.lua")
+	stockChangeScript = mustScript("stock_change.lua")
 )
 
 // allScripts is every script under lua/ (the cluster test checks each shard
 // caches them all after a NOSCRIPT retry). The rebalancer's scripts are its
 // own (pkg/rebalance, lua/), and it loads them itself.
 var allScripts = []*redis.Script{admitScript, releaseScript, settleScript, restoreScript, statusPutScript, warmScript, ackScript, lookupScript, statusMarkScript,
-	retireScript, wantLowerScript, ticketTakeScript}
+	retireScript, wantLowerScript, ticketTakeScript, stockChangeScript}
 
 // LoadScripts loads every script once at start-up so the first requests do
 // not pay for EVAL. It is an optimisation: NOSCRIPT is handled on every call.

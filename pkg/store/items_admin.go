@@ -91,6 +91,9 @@ func UpsertItem(ctx context.Context, tx *sql.Tx, it Item) (ItemChange, error) {
 		if open > 0 {
 			return ItemChange{}, fmt.Errorf("%w: item %d has %d", ErrTransfersOpen, it.ID, open)
 		}
+		if err := RefusePendingStockChanges(ctx, tx, it.ID); err != nil {
+			return ItemChange{}, err
+		}
 		if err := rebucket(ctx, tx, it, it.Buckets); err != nil {
 			return ItemChange{}, err
 		}
