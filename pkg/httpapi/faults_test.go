@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -282,5 +284,73 @@ func TestRedisStalled(t *testing.T) {
 	}, "redis stock did not come back to %d - 2 accepted (now %d)", total, h.redisStock(item))
 	if msgs := h.readTopic(); len(msgs) != 2 {
 		t.Errorf("%d messages in Kafka, want the 2 orders accepted outside the stall", len(msgs))
+	}
+}
+
+// TestStockChangeRedisStalled: a restock taken while Redis is stalled gets a
+// fast 503 and loses nothing: MySQL holds the change as PENDING (total and
+// stock already grown, the row naming it), Redis has not got the units, and
+// the audit counts the change as in between. Once Redis answers, the same
+// call finishes it once (200, applied 5) and a third call is a replay that
+// changes nothing; both stores then agree and the audit is exact.
+func TestStockChangeRedisStalled(t *testing.T) {
+	pr := testenv.StartPrivateRedis(t)
+	const storeTimeout = 300 * time.Millisecond
+	h := newHarness(t, harnessOpts{partitions: 1, rdb: pr.Client(storeTimeout), storeTimeout: storeTimeout,
+		ingress: func(in *config.Ingress) { in.IPRateLimit = 1000 }})
+	item := testenv.ItemID()
+	h.putItem(item, 10, 1)
+	path := fmt.Sprintf("/api/v1/admin/items/%d/stock", item)
+	const body = `{"delta":5,"operation_id":"stall-restock-1"}`
+
+	pr.Pause()
+	start := time.Now()
+	r := h.do(http.MethodPost, path, body, h.admin())
+	d := time.Since(start)
+	pr.Resume()
+	t.Logf("with redis stalled: %d %s in %v", r.Code, r.Body, d)
+	if r.Code != http.StatusServiceUnavailable {
+		t.Fatalf("restock with redis stalled: %d %s", r.Code, r.Body)
+	}
+	if code := r.json(t)["error"]; code != "not_applied" && code != "unavailable" {
+		t.Fatalf("restock with redis stalled: error %v", code)
+	}
+	// One bounded Redis call per bucket, then the answer.
+	if d > 3*storeTimeout+time.Second {
+		t.Errorf("503 took %v with a store timeout of %v", d, storeTimeout)
+	}
+	var state string
+	var total int64
+	err := h.db.QueryRow("SELECT state FROM stock_changes WHERE operation_id = ?", "stall-restock-1").Scan(&state)
+	if err == nil {
+		if err := h.db.QueryRow("SELECT total_stock FROM items WHERE id = ?", item).Scan(&total); err != nil || state != "PENDING" || total != 15 {
+			t.Fatalf("after the 503: change %s, total %d (%v); want PENDING and 15", state, total, err)
+		}
+	} else if !errors.Is(err, sql.ErrNoRows) {
+		t.Fatal(err)
+	}
+	if got := h.redisStock(item); got != 10 {
+		t.Fatalf("redis stock %d after a 503, want the 10 before it", got)
+	}
+	if a := h.do(http.MethodGet, fmt.Sprintf("/api/v1/admin/items/%d/audit", item), "", h.admin()); a.Code != http.StatusOK || a.json(t)["ok"] != true {
+		t.Fatalf("audit with the change in between: %d %s", a.Code, a.Body)
+	}
+
+	r = h.do(http.MethodPost, path, body, h.admin())
+	if r.Code != http.StatusOK || r.json(t)["applied"] != float64(5) {
+		t.Fatalf("the same call once redis answers: %d %s", r.Code, r.Body)
+	}
+	r = h.do(http.MethodPost, path, body, h.admin())
+	if r.Code != http.StatusOK || r.json(t)["replayed"] != true || r.json(t)["applied"] != float64(5) {
+		t.Fatalf("a third call: %d %s, want a replay of applied 5", r.Code, r.Body)
+	}
+	if got := h.redisStock(item); got != 15 {
+		t.Errorf("redis stock %d, want 15 (applied once)", got)
+	}
+	if err := h.db.QueryRow("SELECT total_stock FROM items WHERE id = ?", item).Scan(&total); err != nil || total != 15 {
+		t.Errorf("mysql total %d (%v), want 15", total, err)
+	}
+	if a := h.do(http.MethodGet, fmt.Sprintf("/api/v1/admin/items/%d/audit", item), "", h.admin()); a.Code != http.StatusOK || a.json(t)["ok"] != true {
+		t.Errorf("audit after: %d %s", a.Code, a.Body)
 	}
 }
