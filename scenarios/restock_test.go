@@ -41,27 +41,31 @@ func TestRestockLiveSale(t *testing.T) {
 				var users []int64
 				sem := make(chan struct{}, 32)
 				started := make(chan struct{}, w.buyers)
+				// buy is one buyer's order and the bookkeeping of its answer.
+				buy := func() {
+					u := user.Add(1)
+					a := s.order(item, u, 1, "")
+					mu.Lock()
+					defer mu.Unlock()
+					switch {
+					case a.Code == http.StatusAccepted:
+						accepted = append(accepted, a)
+						users = append(users, u)
+					case a.Code == http.StatusGone:
+						gone = append(gone, a)
+					case a.Code == http.StatusServiceUnavailable && a.Error == "stock_moving":
+					default:
+						t.Errorf("order of user %d: %s %s", u, a, a.Body)
+					}
+				}
 				for range w.buyers {
 					wg.Add(1)
 					sem <- struct{}{}
 					go func() {
 						defer wg.Done()
 						defer func() { <-sem }()
-						u := user.Add(1)
 						started <- struct{}{}
-						a := s.order(item, u, 1, "")
-						mu.Lock()
-						defer mu.Unlock()
-						switch {
-						case a.Code == http.StatusAccepted:
-							accepted = append(accepted, a)
-							users = append(users, u)
-						case a.Code == http.StatusGone:
-							gone = append(gone, a)
-						case a.Code == http.StatusServiceUnavailable && a.Error == "stock_moving":
-						default:
-							t.Errorf("order of user %d: %s %s", u, a, a.Body)
-						}
+						buy()
 					}()
 					if len(started) >= w.opAfter {
 						break
@@ -76,20 +80,7 @@ func TestRestockLiveSale(t *testing.T) {
 					go func() {
 						defer wg.Done()
 						defer func() { <-sem }()
-						u := user.Add(1)
-						a := s.order(item, u, 1, "")
-						mu.Lock()
-						defer mu.Unlock()
-						switch {
-						case a.Code == http.StatusAccepted:
-							accepted = append(accepted, a)
-							users = append(users, u)
-						case a.Code == http.StatusGone:
-							gone = append(gone, a)
-						case a.Code == http.StatusServiceUnavailable && a.Error == "stock_moving":
-						default:
-							t.Errorf("order of user %d: %s %s", u, a, a.Body)
-						}
+						buy()
 					}()
 				}
 				wg.Wait()
