@@ -34,11 +34,20 @@ type itemPage struct {
 }
 
 func itemPath(id string) (string, error) {
-	n, err := strconv.ParseInt(id, 10, 64)
-	if err != nil || n <= 0 {
-		return "", usageErr("item %q: expected a positive integer id", id)
+	n, err := itemID(id)
+	if err != nil {
+		return "", err
 	}
 	return "/api/v1/admin/items/" + strconv.FormatInt(n, 10), nil
+}
+
+// itemID is an ITEM argument: a positive integer, else a usage error.
+func itemID(id string) (int64, error) {
+	n, err := strconv.ParseInt(id, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, usageErr("item %q: expected a positive integer id", id)
+	}
+	return n, nil
 }
 
 func itemsCmd(o *options) *cobra.Command {
