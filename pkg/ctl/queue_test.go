@@ -141,8 +141,14 @@ func TestQueueTranscript(t *testing.T) {
 	}
 
 	out = mustRun(t, env, "queue", "transcript", "7", "--verify")
-	if !strings.Contains(out, "verified: sha256(seed) is the commitment and the order of the 5 tickets follows from the seed") {
+	if !strings.Contains(out, "verified: sha256(seed) is the commitment and the order of the 5 tickets follows from the seed") ||
+		!strings.Contains(out, "commitment:") || strings.Contains(out, "POSITION") {
 		t.Errorf("--verify:\n%s", out)
+	}
+
+	// -o json keeps stdout one document: the verdict goes to stderr.
+	if code, out, errs := run(t, env, "-o", "json", "queue", "transcript", "7", "--verify"); code != ExitOK || !json.Valid([]byte(out)) || !strings.Contains(errs, "verified:") {
+		t.Errorf("-o json --verify: exit %d stdout %q stderr %q", code, out, errs)
 	}
 
 	// The buyer's own position: the index of their ticket's hash in the

@@ -31,7 +31,9 @@ by the seed, the rest behind them by arrival. No token is needed.
 on the item before the sale, the arrival numbers are 1..n once each, and the
 order is the one the seed gives. --ticket ID --arrival N (the buyer's ticket id
 and arrival number, as POST /api/v1/items/{id}/queue answered them) verifies it
-too and prints that ticket's position. Exit code 3 when a check fails.`,
+too and prints that ticket's position. With either, the table shows the
+summary and the verdict, not every ticket (-o json shows the whole answer).
+Exit code 3 when a check fails.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeItems(o), // offers nothing without an admin token
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -50,10 +52,12 @@ too and prints that ticket's position. Exit code 3 when a check fails.`,
 			if err != nil {
 				return err
 			}
+			check := verify || ticket != ""
 			if o.output == "json" {
 				err = printJSON(cmd.OutOrStdout(), raw)
 			} else {
-				err = printTranscript(cmd, tr)
+				// A check prints its verdict, not thousands of rows.
+				err = printTranscript(cmd, tr, !check)
 			}
 			if err != nil {
 				return err
@@ -96,16 +100,21 @@ func checkTranscript(w io.Writer, tr waitroom.Transcript, verify bool, ticket st
 	return nil
 }
 
-func printTranscript(cmd *cobra.Command, tr waitroom.Transcript) error {
+// printTranscript writes the transcript's summary and, with rows, every
+// ticket in serving order.
+func printTranscript(cmd *cobra.Command, tr waitroom.Transcript, rows bool) error {
 	out := cmd.OutOrStdout()
 	if err := fields(out, [][2]string{{"item", strconv.FormatInt(tr.ItemID, 10)}, {"commitment", tr.Commitment}, {"seed", tr.Seed.String()},
 		{"tickets", fmt.Sprintf("%d, the first %d taken before starts_at (shuffled)", len(tr.Tickets), tr.Shuffled)}}); err != nil {
 		return err
 	}
-	rows := make([][]string, 0, len(tr.Tickets))
+	if !rows {
+		return nil
+	}
+	t := make([][]string, 0, len(tr.Tickets))
 	for i, e := range tr.Tickets {
-		rows = append(rows, []string{strconv.Itoa(i + 1), strconv.FormatInt(e.Arrival, 10), e.Ticket})
+		t = append(t, []string{strconv.Itoa(i + 1), strconv.FormatInt(e.Arrival, 10), e.Ticket})
 	}
 	fmt.Fprintln(out)
-	return table(out, []string{"POSITION", "ARRIVAL", "TICKET"}, rows)
+	return table(out, []string{"POSITION", "ARRIVAL", "TICKET"}, t)
 }
