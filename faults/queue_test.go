@@ -52,7 +52,7 @@ func TestQueueGateReaperKilled(t *testing.T) {
 	const humans, bots = 150, 20
 	var (
 		mu       sync.Mutex
-		winners  = map[int64]int64{} // user -> position
+		winners  = map[int64]int64{}  // user -> position
 		ended    = map[int64]string{} // user -> how a buyer without a unit stopped
 		rids     = map[int64]string{}
 		botWon   atomic.Int64
