@@ -17,6 +17,7 @@ import (
 
 	"github.com/flashsale-dev/flashsale/pkg/auditor"
 	"github.com/flashsale-dev/flashsale/pkg/config"
+	"github.com/flashsale-dev/flashsale/pkg/gate"
 	"github.com/flashsale-dev/flashsale/pkg/ops"
 	"github.com/flashsale-dev/flashsale/pkg/reap"
 	"github.com/flashsale-dev/flashsale/pkg/rebalance"
@@ -128,10 +129,21 @@ func run(ctx context.Context, c config.Common, rc config.Reaper, log *slog.Logge
 		rbErr <- nil
 	}
 
+	// The waiting room's gate admits queued items' tickets at their rates
+	// (pkg/gate); one replica at a time, by its own lease.
+	gateErr := make(chan error, 1)
+	if gc := rc.Gate; gc.Interval > 0 {
+		gt := gate.New(gate.Config{Interval: gc.Interval, Lease: gc.Lease, StoreTimeout: c.StoreTimeout},
+			db, rdb, gate.NewMetrics(reg), log.With("component", "gate"))
+		go func() { gateErr <- gt.Run(ctx) }()
+	} else {
+		gateErr <- nil
+	}
+
 	log.Info("reaper running", "interval", rc.Interval.String(), "batch", rc.BatchSize,
 		"orphan_grace", rc.OrphanGrace.String(), "payment_window", c.PaymentWindow.String(),
 		"audit_interval", rc.AuditInterval.String(), "rebalance_interval", rc.Rebalance.Interval.String())
 	runErr := r.Run(ctx) // returns on shutdown, after the batch in progress
 	cancel(nil)
-	return errors.Join(runErr, <-audErr, <-rbErr, <-serveErr)
+	return errors.Join(runErr, <-audErr, <-rbErr, <-gateErr, <-serveErr)
 }

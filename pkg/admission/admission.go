@@ -64,6 +64,9 @@ type Request struct {
 	UserID         int64
 	Qty            int
 	IdempotencyKey string
+	// Granted: the caller checked the buyer's admission grant for the item
+	// (required by an item with a waiting room, else NeedGrant).
+	Granted bool
 
 	// buckets is the item's bucket count and bucket the buyer's home
 	// bucket, set by admit.
@@ -224,7 +227,7 @@ func (s *Service) reserve(ctx context.Context, r Request, rid string, now time.T
 	defer cancel()
 	ar, err := s.stock.Admit(rctx, stock.AdmitRequest{
 		ItemID: r.ItemID, Buckets: r.buckets, Bucket: r.bucket, UserID: r.UserID, Qty: r.Qty, RequestID: rid, Now: now, Deadline: deadline,
-		UserRatePerSec: userRate, IdempotencyKey: r.IdempotencyKey, IdempotencyTTL: s.cfg.IdempotencyTTL,
+		UserRatePerSec: userRate, IdempotencyKey: r.IdempotencyKey, IdempotencyTTL: s.cfg.IdempotencyTTL, Granted: r.Granted,
 		WaitReplicas: s.cfg.WaitReplicas, WaitTimeout: s.cfg.WaitTimeout,
 	})
 	if span.IsRecording() {
@@ -278,6 +281,8 @@ func (s *Service) answer(ctx context.Context, r Request, rid string, now time.Ti
 		return Result{Outcome: UnknownItem}
 	case stock.NotActive:
 		return Result{Outcome: NotActive}
+	case stock.NeedGrant:
+		return Result{Outcome: NeedGrant}
 	case stock.OverLimit:
 		return Result{Outcome: OverLimit, Limit: ar.Limit}
 	case stock.RateLimited:

@@ -276,7 +276,7 @@ func (c *Catalog) checkLag(ctx context.Context) error {
 // warm writes the snapshot of it (read inside tx) to Redis: every bucket's
 // stock row, each buyer's mark in their home bucket.
 func (c *Catalog) warm(ctx context.Context, tx *sql.Tx, it store.Item, metaOnly bool) error {
-	snap := stock.Snapshot{ItemID: it.ID, Stock: it.Stock, StartsAt: it.StartsAt, EndsAt: it.EndsAt,
+	snap := stock.Snapshot{ItemID: it.ID, Stock: it.Stock, StartsAt: it.StartsAt, EndsAt: it.EndsAt, Queue: it.Queue,
 		PerUserLimit: it.PerUserLimit, MetaOnly: metaOnly}
 	rows, err := store.BucketRows(ctx, tx, it.ID, true)
 	if err != nil {

@@ -96,6 +96,11 @@ type Ingress struct {
 	// waits are cut to it); 0 switches waiting off (every poll answers at
 	// once). The HTTP write timeout grows by it.
 	StatusWaitMax time.Duration
+	// QueueGrantTTL is how long an admission grant (pkg/grant) stays good:
+	// every read of an admitted ticket hands out a fresh one, so it only
+	// needs to outlast the buyer's next request, and a copied grant dies
+	// with it.
+	QueueGrantTTL time.Duration
 	// StatusWaiters bounds the polls waiting at once in this process; past
 	// it a poll with wait answers at once, like a plain poll.
 	StatusWaiters int
@@ -146,6 +151,7 @@ func (c *Ingress) RegisterFlags(fs *flag.FlagSet) {
 	c.Buckets.RegisterFlags(fs)
 	fs.IntVar(&c.RedisWaitReplicas, "redis-wait-replicas", 0, "replicas that must have an admission's reservation before the ingress goes on (Redis WAIT), 0 to switch off")
 	fs.DurationVar(&c.RedisWaitTimeout, "redis-wait-timeout", 100*time.Millisecond, "how long an admission waits for FLASHSALE_REDIS_WAIT_REPLICAS, a Go duration")
+	fs.DurationVar(&c.QueueGrantTTL, "queue-grant-ttl", 30*time.Second, "how long an admission grant of a queued item stays good, a Go duration from 1s to 10m")
 	fs.DurationVar(&c.StatusWaitMax, "status-wait-max", 30*time.Second, "longest wait a status poll may ask for with ?wait=, a Go duration up to 2m, 0 to switch waiting off")
 	fs.IntVar(&c.StatusWaiters, "status-waiters", 10_000, "status polls that may wait at once in this process; past it they answer at once")
 	fs.DurationVar(&c.TallyFlush, "tally-flush", time.Second, "how often the order-answer counts of the live sale console are added to Redis, a Go duration from 50ms to 1m")
@@ -183,6 +189,9 @@ func (c *Ingress) Validate() error {
 	}
 	if err := c.validatePublishBatching(); err != nil {
 		return err
+	}
+	if c.QueueGrantTTL < time.Second || c.QueueGrantTTL > 10*time.Minute {
+		return fmt.Errorf("FLASHSALE_QUEUE_GRANT_TTL: %v (expected a duration from 1s to 10m)", c.QueueGrantTTL)
 	}
 	if c.SoldOutTTL < 0 || c.SoldOutTTL > 10*time.Second {
 		return fmt.Errorf("FLASHSALE_SOLDOUT_TTL: %v (expected a duration from 0 to 10s)", c.SoldOutTTL)

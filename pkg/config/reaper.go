@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"time"
@@ -33,6 +34,8 @@ type Reaper struct {
 	AuditInterval time.Duration
 	// Rebalance is the rebalancer's (rebalance.go).
 	Rebalance Rebalance
+	// Gate is the waiting room's gate's (gate.go).
+	Gate Gate
 }
 
 // RegisterFlags implements Registerer.
@@ -45,6 +48,7 @@ func (c *Reaper) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.AuditInterval, "audit-interval", 15*time.Second, "pause between invariant audits exported as metrics, a Go duration")
 	fs.DurationVar(&c.PublishTimeout, "publish-timeout", 3*time.Second, "the ingress's Kafka publish timeout, which the orphan grace must exceed; set it as on the ingress, a Go duration")
 	c.Rebalance.RegisterFlags(fs)
+	c.Gate.RegisterFlags(fs)
 }
 
 // Validate implements Registerer.
@@ -67,7 +71,7 @@ func (c *Reaper) Validate() error {
 	if c.PublishTimeout <= 0 {
 		return fmt.Errorf("FLASHSALE_PUBLISH_TIMEOUT: %v (expected a positive duration, the ingress's value)", c.PublishTimeout)
 	}
-	return c.Rebalance.Validate()
+	return errors.Join(c.Rebalance.Validate(), c.Gate.Validate())
 }
 
 // MinOrphanGrace is the shortest orphan grace that cannot void a reservation

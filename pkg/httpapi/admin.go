@@ -36,6 +36,7 @@ type queueFields struct {
 	Queue           bool       `json:"queue"`
 	QueueOpensAt    *time.Time `json:"queue_opens_at,omitempty"`
 	QueueCommitment string     `json:"queue_commitment,omitempty"`
+	QueueRate       int        `json:"queue_rate,omitempty"`
 }
 
 func queueFieldsOf(it store.Item) queueFields {
@@ -43,7 +44,7 @@ func queueFieldsOf(it store.Item) queueFields {
 		return queueFields{}
 	}
 	opens := it.QueueOpensAt.UTC()
-	return queueFields{Queue: true, QueueOpensAt: &opens, QueueCommitment: it.QueueCommitment}
+	return queueFields{Queue: true, QueueOpensAt: &opens, QueueCommitment: it.QueueCommitment, QueueRate: it.QueueRate}
 }
 
 func toAdminItem(it store.Item) adminItem {
@@ -80,9 +81,12 @@ func (s *Server) putItem(c echo.Context) error {
 		if !found || !cur.Queue {
 			return in, nil
 		}
-		q, opens := true, cur.QueueOpensAt.UTC()
+		q, opens, rate := true, cur.QueueOpensAt.UTC(), cur.QueueRate
 		kept := b
 		kept.Queue, kept.QueueOpensAt = &q, &opens
+		if kept.QueueRate == nil {
+			kept.QueueRate = &rate
+		}
 		return kept.validate(id, s.cfg.Ingress.Buckets.Max)
 	})
 	return s.savedItem(c, id, it, err)

@@ -26,15 +26,22 @@ type itemBody struct {
 	Buckets *int `json:"buckets"`
 	// Queue is optional (a new item gets none, an existing one keeps its
 	// own); QueueOpensAt is required with queue true, at or before
-	// starts_at, and ignored without it.
+	// starts_at, and ignored without it. QueueRate, the tickets a second the
+	// gate admits, is optional with queue true (defaultQueueRate) and may
+	// change during the sale: it is the operator's throttle.
 	Queue        *bool      `json:"queue"`
 	QueueOpensAt *time.Time `json:"queue_opens_at"`
+	QueueRate    *int       `json:"queue_rate"`
 }
 
 // Bounds of admin input: the stock columns are INT.
 const (
 	maxStock        = 1_000_000_000
 	maxPerUserLimit = 1000
+
+	// A queue's admissions per second: 100 unless the admin says.
+	defaultQueueRate = 100
+	maxQueueRate     = 100_000
 )
 
 // Years a sale time may be written with (ingress/openapi.yaml's SaleTime).
@@ -66,6 +73,8 @@ func (b itemBody) validate(id int64, maxBuckets int) (store.Item, error) {
 		return store.Item{}, badRequest("invalid_window", "starts_at and ends_at are RFC 3339 times of the years 1970 to 9998 with starts_at before ends_at")
 	case b.Queue != nil && *b.Queue && (b.QueueOpensAt == nil || !saleYear(*b.QueueOpensAt) || b.QueueOpensAt.After(*b.StartsAt)):
 		return store.Item{}, badRequest("invalid_queue", "with queue true, queue_opens_at is an RFC 3339 time of the years 1970 to 9998 at or before starts_at")
+	case b.QueueRate != nil && (*b.QueueRate < 1 || *b.QueueRate > maxQueueRate):
+		return store.Item{}, badRequest("invalid_queue_rate", fmt.Sprintf("queue_rate must be an integer from 1 to %d admissions a second", maxQueueRate))
 	}
 	it := store.Item{ID: id, Name: *b.Name, PriceCents: *b.PriceCents, TotalStock: *b.Stock,
 		PerUserLimit: *b.PerUserLimit, StartsAt: b.StartsAt.UTC(), EndsAt: b.EndsAt.UTC()}
@@ -73,7 +82,10 @@ func (b itemBody) validate(id int64, maxBuckets int) (store.Item, error) {
 		it.Buckets = *b.Buckets
 	}
 	if b.Queue != nil && *b.Queue {
-		it.Queue, it.QueueOpensAt = true, b.QueueOpensAt.UTC()
+		it.Queue, it.QueueOpensAt, it.QueueRate = true, b.QueueOpensAt.UTC(), defaultQueueRate
+		if b.QueueRate != nil {
+			it.QueueRate = *b.QueueRate
+		}
 	}
 	return it, nil
 }
@@ -83,7 +95,7 @@ func (b itemBody) validate(id int64, maxBuckets int) (store.Item, error) {
 var itemFieldKinds = map[string]string{
 	"name": "string", "price_cents": "integer", "stock": "integer", "per_user_limit": "integer",
 	"starts_at": "string", "ends_at": "string", "buckets": "integer",
-	"queue": "boolean", "queue_opens_at": "string",
+	"queue": "boolean", "queue_opens_at": "string", "queue_rate": "integer",
 }
 
 // decodeItemBody reads a PUT or PATCH body into b (decodeTyped).
@@ -142,8 +154,8 @@ func bodyOf(it store.Item) itemBody {
 	starts, ends := it.StartsAt.UTC(), it.EndsAt.UTC()
 	b := itemBody{Name: &name, PriceCents: &price, Stock: &total, PerUserLimit: &limit, StartsAt: &starts, EndsAt: &ends}
 	if it.Queue {
-		q, opens := true, it.QueueOpensAt.UTC()
-		b.Queue, b.QueueOpensAt = &q, &opens
+		q, opens, rate := true, it.QueueOpensAt.UTC(), it.QueueRate
+		b.Queue, b.QueueOpensAt, b.QueueRate = &q, &opens, &rate
 	}
 	return b
 }
@@ -178,6 +190,9 @@ func (b itemBody) merge(p itemBody) itemBody {
 	}
 	if p.QueueOpensAt != nil {
 		b.QueueOpensAt = p.QueueOpensAt
+	}
+	if p.QueueRate != nil {
+		b.QueueRate = p.QueueRate
 	}
 	return b
 }

@@ -16,6 +16,10 @@ import (
 type orderBody struct {
 	ItemID *int64 `json:"item_id"`
 	Qty    *int   `json:"qty"`
+	// AdmissionGrant is what an admitted waiting-room ticket shows
+	// (queue_grant.go): required for an item with a queue, ignored for
+	// any other.
+	AdmissionGrant *string `json:"admission_grant"`
 }
 
 type accepted struct {
@@ -58,8 +62,16 @@ func (s *Server) order(c echo.Context, b orderBody) error {
 	if _, sent := c.Request().Header["Idempotency-Key"]; sent && !plainToken(key, 64) {
 		return badRequest("invalid_idempotency_key", "Idempotency-Key must be 1 to 64 characters of A-Z a-z 0-9 . _ : -")
 	}
+	user := principal(c).UserID
+	var granted bool
+	if b.AdmissionGrant != nil {
+		var err error
+		if granted, err = s.checkGrant(c.Request().Context(), *b.ItemID, user, *b.AdmissionGrant); err != nil {
+			return err
+		}
+	}
 	res := s.admission.Admit(c.Request().Context(), admission.Request{
-		ItemID: *b.ItemID, UserID: principal(c).UserID, Qty: *b.Qty, IdempotencyKey: key,
+		ItemID: *b.ItemID, UserID: user, Qty: *b.Qty, IdempotencyKey: key, Granted: granted,
 	})
 	if res.OK() {
 		return c.JSON(http.StatusAccepted, accepted{RequestID: res.RequestID, Status: orderstatus.Pending})
@@ -67,6 +79,9 @@ func (s *Server) order(c echo.Context, b orderBody) error {
 	if res.Outcome == admission.NotActive {
 		// sale_ended or sale_not_active: which one is the item row's to say.
 		return s.notActive(c.Request().Context(), *b.ItemID)
+	}
+	if res.Outcome == admission.NeedGrant {
+		s.m.grantsRefused.WithLabelValues("required").Inc()
 	}
 	return admissionError(res)
 }
@@ -77,6 +92,8 @@ func admissionError(r admission.Result) error {
 	switch r.Outcome {
 	case admission.UnknownItem:
 		return newErr(http.StatusNotFound, "unknown_item", "no such item on sale")
+	case admission.NeedGrant:
+		return errGrantRequired
 	case admission.OverLimit:
 		return badRequest("invalid_qty", fmt.Sprintf("qty exceeds the per-user limit of %d", r.Limit))
 	case admission.RateLimited:

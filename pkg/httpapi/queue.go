@@ -77,9 +77,10 @@ func (s *Server) takeTicket(c echo.Context) error {
 		s.log.WarnContext(ctx, "queue: take ticket", "item_id", id, "err", err)
 		return unavailable("ticket temporarily unavailable")
 	}
-	status := http.StatusOK
+	status, result := http.StatusOK, "have"
 	if created {
-		status = http.StatusCreated
+		status, result = http.StatusCreated, "new"
 	}
+	s.m.tickets.WithLabelValues(result).Inc()
 	return c.JSON(status, ticketView{Ticket: t.ID, ItemID: id, Arrival: t.Arrival, TakenAt: t.TakenAt, QueueCommitment: it.QueueCommitment})
 }

@@ -8,82 +8,112 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
-// soldOutWatch tells the waiting ticket polls of an item that it sold out:
-// one reader per item that has polls waiting, on this replica, reads the
-// item's Redis stock every interval and closes the item's channel when it is
-// gone, waking every poll at once. The cost is one Redis read per item per
-// interval, whatever the number of waiters, and a sold-out is seen within an
-// interval plus one read (the 1 s promise with a 100 ms interval).
-type soldOutWatch struct {
+// queueWatch tells the waiting ticket polls of an item what they wait for:
+// that it sold out, or that the gate moved its serving position (one of
+// them may now be admitted). One reader per item that has polls waiting,
+// on this replica, reads the item's Redis stock and gate every interval;
+// it closes the item's sold channel when the stock is gone and replaces its
+// moved channel (closing the old one) when the serving position changes,
+// waking every poll at once. The cost is two Redis reads per item per
+// interval, whatever the number of waiters, and a change is seen within an
+// interval plus one read (the 1 s sold-out promise with a 100 ms interval).
+type queueWatch struct {
 	st      *stock.Store
 	every   time.Duration
 	timeout time.Duration
 
 	mu    sync.Mutex
-	items map[int64]*soldItem
+	items map[int64]*watchedItem
 }
 
-// soldItem is one item's reader and its waiters.
-type soldItem struct {
+// watchedItem is one item's reader and its waiters.
+type watchedItem struct {
 	refs int
 	sold chan struct{} // closed once the item read sold out
 	stop chan struct{} // closed when the last waiter left
+
+	mu      sync.Mutex
+	read    bool  // serving was read at least once
+	serving int64 // the gate's serving position, as last read
+	moved   chan struct{}
 }
 
-func newSoldOutWatch(st *stock.Store, every, timeout time.Duration) *soldOutWatch {
-	return &soldOutWatch{st: st, every: every, timeout: timeout, items: map[int64]*soldItem{}}
+func newQueueWatch(st *stock.Store, every, timeout time.Duration) *queueWatch {
+	return &queueWatch{st: st, every: every, timeout: timeout, items: map[int64]*watchedItem{}}
 }
 
-// acquire registers a waiter of item id and returns the channel closed when
-// the item sells out; release it when done waiting.
-func (w *soldOutWatch) acquire(id int64) *soldItem {
+// acquire registers a waiter of item id; release it when done waiting.
+func (w *queueWatch) acquire(id int64) *watchedItem {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	si := w.items[id]
-	if si == nil {
-		si = &soldItem{sold: make(chan struct{}), stop: make(chan struct{})}
-		w.items[id] = si
-		go w.read(id, si)
+	wi := w.items[id]
+	if wi == nil {
+		wi = &watchedItem{sold: make(chan struct{}), stop: make(chan struct{}), moved: make(chan struct{})}
+		w.items[id] = wi
+		go w.watch(id, wi)
 	}
-	si.refs++
-	return si
+	wi.refs++
+	return wi
 }
 
 // release drops a waiter; the last one stops the item's reader.
-func (w *soldOutWatch) release(id int64, si *soldItem) {
+func (w *queueWatch) release(id int64, wi *watchedItem) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	si.refs--
-	if si.refs == 0 {
-		close(si.stop)
-		if w.items[id] == si {
+	wi.refs--
+	if wi.refs == 0 {
+		close(wi.stop)
+		if w.items[id] == wi {
 			delete(w.items, id)
 		}
 	}
 }
 
-// read polls item id's stock until it is sold out or nobody waits. A failed
-// read is tried again at the next tick: a poll then answers at its deadline,
-// as one that saw nothing change.
-func (w *soldOutWatch) read(id int64, si *soldItem) {
+// servingNow is the serving position as last read (ok false before the
+// first read) and the channel closed when it next changes.
+func (wi *watchedItem) servingNow() (serving int64, ok bool, moved <-chan struct{}) {
+	wi.mu.Lock()
+	defer wi.mu.Unlock()
+	return wi.serving, wi.read, wi.moved
+}
+
+func (wi *watchedItem) setServing(v int64) {
+	wi.mu.Lock()
+	defer wi.mu.Unlock()
+	if wi.read && v == wi.serving {
+		return
+	}
+	wi.read, wi.serving = true, v
+	close(wi.moved)
+	wi.moved = make(chan struct{})
+}
+
+// watch reads item id's stock and gate until it is sold out or nobody
+// waits. A failed read is tried again at the next tick: a poll then
+// answers at its deadline, as one that saw nothing change.
+func (w *queueWatch) watch(id int64, wi *watchedItem) {
 	tk := time.NewTicker(w.every)
 	defer tk.Stop()
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), w.timeout)
 		left, warmed, err := w.st.Stock(ctx, id)
-		cancel()
 		if err == nil && warmed && left <= 0 {
+			cancel()
 			w.mu.Lock()
-			if w.items[id] == si {
+			if w.items[id] == wi {
 				delete(w.items, id) // later waiters read again for themselves
 			}
 			w.mu.Unlock()
-			close(si.sold)
+			close(wi.sold)
 			return
 		}
+		if g, err := w.st.ReadGate(ctx, id); err == nil {
+			wi.setServing(g.Serving)
+		}
+		cancel()
 		select {
 		case <-tk.C:
-		case <-si.stop:
+		case <-wi.stop:
 			return
 		}
 	}

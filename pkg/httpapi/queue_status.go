@@ -34,12 +34,20 @@ type ticketStatus struct {
 	// order is not drawn yet.
 	Position *int64 `json:"position,omitempty"`
 	Ahead    *int64 `json:"ahead,omitempty"`
-	// EstimatedWaitMs is how long until the ticket is admitted, by this
-	// replica's clock: until starts_at while waiting, 0 once admitted;
-	// absent when it will not be (sold out, expired).
+	// ServingPosition is how many positions the gate has admitted (from
+	// starts_at on): the ticket is admitted once it reaches Position.
+	ServingPosition *int64 `json:"serving_position,omitempty"`
+	// EstimatedWaitMs is how long until the ticket is admitted: until
+	// starts_at before it, then the positions before it still to admit at
+	// the item's queue_rate; 0 once admitted; absent when it will not be
+	// (sold out, expired).
 	EstimatedWaitMs *int64    `json:"estimated_wait_ms,omitempty"`
 	StockLeft       int64     `json:"stock_left"`
 	ShuffleAt       time.Time `json:"shuffle_at"`
+	// AdmissionGrant, with GrantExpiresAt, is what an admitted ticket's
+	// order sends (pkg/grant); every read hands out a fresh one.
+	AdmissionGrant string     `json:"admission_grant,omitempty"`
+	GrantExpiresAt *time.Time `json:"grant_expires_at,omitempty"`
 }
 
 // getTicket is GET /api/v1/items/{id}/queue/{ticket}: the caller's ticket
@@ -97,12 +105,12 @@ func validTicketID(v string) bool {
 	return true
 }
 
-// ticketView is ticket t's state now. Until the gate paces admissions, every
-// ticket is admitted from starts_at on; its position is the shuffle's.
+// ticketView is ticket t's state now: admitted once starts_at has passed
+// and the gate's serving position has reached the ticket's position.
 func (s *Server) ticketView(ctx context.Context, it store.Item, t stock.Ticket) (ticketStatus, error) {
 	rctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
+	defer cancel()
 	left, warmed, err := s.st.Stock(rctx, it.ID)
-	cancel()
 	if err != nil {
 		return ticketStatus{}, unavailable("ticket temporarily unavailable")
 	}
@@ -118,46 +126,78 @@ func (s *Server) ticketView(ctx context.Context, it store.Item, t stock.Ticket) 
 		ms := it.StartsAt.Sub(now).Milliseconds()
 		v.EstimatedWaitMs = &ms
 		return v, nil
-	default:
-		v.State = ticketAdmitted
-		var zero int64
-		v.EstimatedWaitMs = &zero
-	}
-	if now.Before(it.StartsAt) {
-		return v, nil
 	}
 	pos, err := s.queueOrders.position(ctx, s, it, t)
 	if err != nil {
 		return ticketStatus{}, err
 	}
-	ahead := pos - 1
-	v.Position, v.Ahead = &pos, &ahead
+	g, err := s.st.ReadGate(rctx, it.ID)
+	if err != nil {
+		return ticketStatus{}, unavailable("ticket temporarily unavailable")
+	}
+	ahead, serving := pos-1, g.Serving
+	v.Position, v.Ahead, v.ServingPosition = &pos, &ahead, &serving
+	if v.State != "" {
+		return v, nil // sold out or ended: where it stood, and no estimate
+	}
+	if pos > serving {
+		v.State = ticketWaiting
+		ms := admitIn(pos-serving, it.QueueRate).Milliseconds()
+		v.EstimatedWaitMs = &ms
+		return v, nil
+	}
+	grant, exp, err := s.grantFor(ctx, it.ID, t.UserID)
+	if err != nil {
+		return ticketStatus{}, err
+	}
+	var zero int64
+	v.State, v.EstimatedWaitMs, v.AdmissionGrant, v.GrantExpiresAt = ticketAdmitted, &zero, grant, &exp
 	return v, nil
 }
 
-// awaitTicket waits for ticket t's state to leave v's: the item selling out
-// (soldOutWatch), starts_at (waiting to admitted), ends_at, or the wait's
-// end; it then answers the state as read again.
+// admitIn is how long the gate takes to admit n more positions at rate a
+// second: n/rate, rounded up to the millisecond.
+func admitIn(n int64, rate int) time.Duration {
+	rate = max(rate, 1)
+	return time.Duration((n*1000 + int64(rate) - 1) / int64(rate) * int64(time.Millisecond))
+}
+
+// awaitTicket waits for ticket t's state to leave v's: the item selling out,
+// the gate reaching the ticket's position (queueWatch), starts_at (the
+// order is drawn), ends_at, or the wait's end; it then answers the state as
+// read again. An admitted ticket waits only for the sell-out and the end.
 func (s *Server) awaitTicket(ctx context.Context, it store.Item, t stock.Ticket, v ticketStatus, wait time.Duration) ticketStatus {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
-	si := s.soldOut.acquire(it.ID)
-	defer s.soldOut.release(it.ID, si)
+	wi := s.soldOut.acquire(it.ID)
+	defer s.soldOut.release(it.ID, wi)
 	next := it.EndsAt
-	if v.State == ticketWaiting {
+	if v.State == ticketWaiting && time.Now().Before(it.StartsAt) {
 		next = it.StartsAt
 	}
 	change := time.NewTimer(time.Until(next))
 	defer change.Stop()
-	select {
-	case <-si.sold:
-	case <-change.C:
-	case <-deadline.C:
-		return v
-	case <-ctx.Done():
-		return v
-	case <-s.waits.done:
-		return v
+	for {
+		serving, ok, moved := wi.servingNow()
+		if v.State == ticketWaiting && v.Position != nil && ok && serving >= *v.Position {
+			break
+		}
+		if v.State != ticketWaiting || v.Position == nil {
+			moved = nil // nothing to learn from the gate
+		}
+		select {
+		case <-wi.sold:
+		case <-change.C:
+		case <-moved:
+			continue
+		case <-deadline.C:
+			return v
+		case <-ctx.Done():
+			return v
+		case <-s.waits.done:
+			return v
+		}
+		break
 	}
 	nv, err := s.ticketView(ctx, it, t)
 	if err != nil {

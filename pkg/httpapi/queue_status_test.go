@@ -62,6 +62,7 @@ func TestTicketStatusBeforeTheStart(t *testing.T) {
 // long poll waiting at the start answers admitted at the start.
 func TestTicketPositionsFollowTheShuffle(t *testing.T) {
 	h := waitHarness(t, 100)
+	h.runGate()
 	now := time.Now()
 	item := testenv.ItemID()
 	starts := now.Add(2 * time.Second)
@@ -75,11 +76,13 @@ func TestTicketPositionsFollowTheShuffle(t *testing.T) {
 		}
 		tickets[i] = v
 	}
-	// A long poll across the start answers once the order is drawn.
+	// A long poll across the start answers once the order is drawn, with
+	// the ticket's position; the gate then admits it.
 	r, v := h.ticketStatusOf(100, item, tickets[0].Ticket, "10s")
-	if r.Code != http.StatusOK || v.State != ticketAdmitted || v.Position == nil || time.Now().Before(starts) {
+	if r.Code != http.StatusOK || v.Position == nil || time.Now().Before(starts) {
 		t.Fatalf("long poll across the start: %d %s", r.Code, r.Body)
 	}
+	h.admitted(100, item, tickets[0].Ticket, 5*time.Second)
 	for i := range late {
 		r, v := h.take(int64(100+early+i), item)
 		if r.Code != http.StatusCreated {
@@ -155,7 +158,11 @@ func TestSoldOutFanOut(t *testing.T) {
 		si := h.srv.soldOut.items[item]
 		return si != nil && si.refs == waiters
 	}, "the polls did not all wait")
-	if o := h.order(999, item, 1, ""); o.Code != http.StatusAccepted {
+	g, _, err := h.srv.grantFor(t.Context(), item, 999)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := h.orderWith(999, item, g); o.Code != http.StatusAccepted {
 		t.Fatalf("order of the last unit: %d %s", o.Code, o.Body)
 	}
 	sold := time.Now()
@@ -174,7 +181,8 @@ func TestSoldOutFanOut(t *testing.T) {
 // bucket 0's slot beside its meta; tickets and positions work as for one
 // bucket, and the availability a poll shows is the sum of the buckets.
 func TestBucketedItemWithAQueue(t *testing.T) {
-	h := newHarness(t, harnessOpts{partitions: 1})
+	h := waitHarness(t, 100)
+	h.runGate()
 	now := time.Now()
 	item := testenv.ItemID()
 	body := fmt.Sprintf(`{"name":"b","price_cents":1,"stock":40,"per_user_limit":1,"starts_at":%q,"ends_at":%q,"buckets":4,"queue":true,"queue_opens_at":%q}`,
@@ -188,11 +196,15 @@ func TestBucketedItemWithAQueue(t *testing.T) {
 		if r.Code != http.StatusCreated {
 			t.Fatalf("ticket %d: %d %s", i, r.Code, r.Body)
 		}
-		_, st := h.ticketStatusOf(int64(500+i), item, tk.Ticket, "")
-		if st.State != ticketAdmitted || st.StockLeft != 40 || st.Position == nil {
-			t.Fatalf("ticket %d: %+v, want admitted with 40 left", i, st)
+		st := h.admitted(int64(500+i), item, tk.Ticket, 5*time.Second)
+		if st.StockLeft != 40-int64(i) || st.Position == nil {
+			t.Fatalf("ticket %d: %+v, want admitted with %d left", i, st, 40-i)
 		}
 		positions = append(positions, *st.Position)
+		// The grant orders from the buyer's home bucket, whichever it is.
+		if o := h.orderWith(int64(500+i), item, st.AdmissionGrant); o.Code != http.StatusAccepted {
+			t.Fatalf("order of ticket %d: %d %s", i, o.Code, o.Body)
+		}
 	}
 	// Taken after the start: in arrival order.
 	if !slices.Equal(positions, []int64{1, 2, 3, 4, 5, 6}) {

@@ -134,7 +134,11 @@ func TestTicketRefusals(t *testing.T) {
 	if holder.Code != http.StatusCreated {
 		t.Fatalf("ticket before the sell-out: %d %s", holder.Code, holder.Body)
 	}
-	if o := h.order(8, sold, 1, ""); o.Code != http.StatusAccepted {
+	g, _, err := h.srv.grantFor(t.Context(), sold, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := h.orderWith(8, sold, g); o.Code != http.StatusAccepted {
 		t.Fatalf("order of the last unit: %d %s", o.Code, o.Body)
 	}
 	r, _ = h.take(7, sold)

@@ -76,8 +76,9 @@ type Server struct {
 	items       *itemCache
 	reqs        *requestCache
 	waits       *statusWaits
-	soldOut     *soldOutWatch // waiting ticket polls' sold-out fan-out
+	soldOut     *queueWatch // waiting ticket polls' fan-out of sell-outs and admissions
 	queueOrders *queueOrders
+	grantKeys   *grantKeys
 	tally       *tally.Tally // order answers per item, for /live
 	ipl         *ipLimiter   // nil = off
 	ready       ops.Readiness
@@ -102,6 +103,9 @@ func New(cfg Config, d Deps) (*Server, error) {
 	if cfg.MaxQty <= 0 {
 		cfg.MaxQty = 1000
 	}
+	if cfg.Ingress.QueueGrantTTL <= 0 {
+		cfg.Ingress.QueueGrantTTL = 30 * time.Second
+	}
 	if d.Registerer == nil {
 		d.Registerer = d.Registry
 	}
@@ -115,8 +119,9 @@ func New(cfg Config, d Deps) (*Server, error) {
 		items:       newItemCache(time.Second),
 		reqs:        newRequestCache(),
 		waits:       newStatusWaits(d.Stock, cfg.Ingress.StatusWaiters, cfg.StoreTimeout, d.Log),
-		soldOut:     newSoldOutWatch(d.Stock, 100*time.Millisecond, cfg.StoreTimeout),
+		soldOut:     newQueueWatch(d.Stock, 100*time.Millisecond, cfg.StoreTimeout),
 		queueOrders: newQueueOrders(),
+		grantKeys:   newGrantKeys(),
 		m:           NewMetrics(d.Registerer),
 	}
 	RegisterWaitMetrics(d.Registerer, s.waits.waiting)
@@ -233,6 +238,7 @@ func (s *Server) routes(ipx echo.IPExtractor) *echo.Echo {
 	api.POST("/admin/items/:id/stock", s.changeStock, admin...)
 	api.GET("/admin/items/:id/audit", s.auditItem, admin...)
 	api.GET("/admin/items/:id/live", s.liveItem, admin...)
+	api.GET("/admin/items/:id/queue", s.getAdminQueue, admin...)
 	api.GET("/admin/dlq", s.listDLQ, admin...)
 	api.GET("/admin/dlq/:offset", s.getDLQ, admin...)
 	api.POST("/admin/dlq/:offset/replay", s.replayDLQ, admin...)

@@ -5,8 +5,8 @@
 // A move is a transfer with a stock_transfers row and three writes in two
 // stores, each idempotent on its own. The package owns all of it: the
 // row's statements (transfers_sql.go, movesql.go), the Redis steps
-// (steps.go) and their scripts (lua/, scripts.go), and the lease
-// (lease.go). pkg/store keeps the row's shape and the reads of it others
+// (steps.go) and their scripts (lua/, scripts.go); the lease is
+// pkg/lease's, shared with the waiting room's gate. pkg/store keeps the row's shape and the reads of it others
 // make (a warm refuses while one is open, the auditor counts them);
 // pkg/stock keeps the key names and the live/done marks the ingress reads.
 //
@@ -42,5 +42,5 @@
 // The policy (policy.go) is a pure function of the buckets' stocks and want
 // flags; the loop (loop.go) finishes open transfers first, then plans. One
 // replica at a time moves, by a lease taken and renewed in one script
-// (lua/lease_hold.lua); correctness does not depend on it.
+// (pkg/lease); correctness does not depend on it.
 package rebalance

@@ -2,18 +2,16 @@ package rebalance
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/flashsale-dev/flashsale/pkg/lease"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
@@ -59,10 +57,7 @@ func (cfg Config) withDefaults() Config {
 		cfg.LeaseKey = RebalanceLease
 	}
 	if cfg.Holder == "" {
-		host, _ := os.Hostname()
-		var b [4]byte
-		_, _ = rand.Read(b[:])
-		cfg.Holder = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+		cfg.Holder = lease.Holder()
 	}
 	return cfg
 }
@@ -152,7 +147,7 @@ func (r *Rebalancer) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			if r.cfg.Lease > 0 {
 				dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.StoreTimeout)
-				if err := dropLease(dctx, r.rdb, r.cfg.LeaseKey, r.cfg.Holder); err != nil {
+				if err := lease.Drop(dctx, r.rdb, r.cfg.LeaseKey, r.cfg.Holder); err != nil {
 					r.log.Warn("rebalance: could not give the lease up", "err", err)
 				}
 				cancel()
@@ -208,7 +203,7 @@ func (r *Rebalancer) Pass(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.PassTimeout)
 	defer cancel()
 	if r.cfg.Lease > 0 {
-		held, err := holdLease(ctx, r.rdb, r.cfg.LeaseKey, r.cfg.Holder, r.cfg.Lease)
+		held, err := lease.Hold(ctx, r.rdb, r.cfg.LeaseKey, r.cfg.Holder, r.cfg.Lease)
 		if err != nil {
 			r.m.LeaseHeld.Set(0)
 			return err
@@ -384,3 +379,8 @@ func (r *Rebalancer) sweepLive(ctx context.Context, itemID int64, live []int64, 
 	}
 	return errors.Join(errs...)
 }
+
+// RebalanceLease is the key whose holder is the one reaper replica that
+// rebalances (Config.LeaseKey's default). It only saves work: transfers are
+// safe with any number of movers.
+const RebalanceLease = "fs:rebalance:lease"

@@ -6,10 +6,12 @@ import (
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale-dev/flashsale/pkg/lease"
 )
 
 // The rebalancer's own scripts (one file per operation, under lua/): the
-// three steps of a transfer and the lease. Every one is safe to run again
+// three steps of a transfer (the lease's are pkg/lease's). Every one is safe to run again
 // (the transfer steps keep their answer in a guard, the lease scripts
 // compare the holder), so they are run with go-redis' Script.Run, retries
 // and all: EVALSHA, then EVAL after NOSCRIPT (a restart or a failover),
@@ -31,12 +33,10 @@ var (
 	transferOutScript = mustScript("transfer_out.lua")
 	transferInScript  = mustScript("transfer_in.lua")
 	transferCutScript = mustScript("transfer_cut.lua")
-	leaseHoldScript   = mustScript("lease_hold.lua")
-	leaseDropScript   = mustScript("lease_drop.lua")
 )
 
-// allScripts is every script under lua/.
-var allScripts = []*redis.Script{transferOutScript, transferInScript, transferCutScript, leaseHoldScript, leaseDropScript}
+// allScripts is every script under lua/, and the lease's (pkg/lease).
+var allScripts = append([]*redis.Script{transferOutScript, transferInScript, transferCutScript}, lease.Scripts...)
 
 // loadScripts caches every script on Redis (on a Cluster, on every shard:
 // go-redis' ClusterClient.ScriptLoad), so a pass after a restart does not

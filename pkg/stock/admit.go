@@ -32,6 +32,9 @@ const (
 	Moved AdmitCode = "moved"
 	// Late: the script ran after AdmitRequest.Deadline and did nothing.
 	Late AdmitCode = "late"
+	// NeedGrant: the item has a waiting room and the request was not
+	// Granted; nothing was done.
+	NeedGrant AdmitCode = "need_grant"
 )
 
 // AdmitRequest is one buyer's attempt.
@@ -61,6 +64,10 @@ type AdmitRequest struct {
 	// IdempotencyKey is the client's Idempotency-Key ("" = none).
 	IdempotencyKey string
 	IdempotencyTTL time.Duration
+	// Granted is the caller's word that it checked the buyer's admission
+	// grant for this item (pkg/grant); an item with a waiting room refuses
+	// a request without it (NeedGrant).
+	Granted bool
 }
 
 // AdmitResult is the script's answer.
@@ -104,7 +111,7 @@ func (s *Store) Admit(ctx context.Context, r AdmitRequest) (AdmitResult, error) 
 	}
 	keys := []string{k.Stock, k.Meta, k.Holders, k.Reservations, idemKey, rateKey, k.HolderBits, wantKey}
 	args := []any{r.UserID, r.Qty, r.RequestID, deadlineMs(r.Deadline), r.UserRatePerSec,
-		r.IdempotencyTTL.Milliseconds(), hasIdem, HolderBit(r.UserID), max(r.Buckets, 1), wantTTL.Milliseconds()}
+		r.IdempotencyTTL.Milliseconds(), hasIdem, HolderBit(r.UserID), max(r.Buckets, 1), wantTTL.Milliseconds(), flag(r.Granted)}
 	var res []string
 	var replicas int
 	var err error
@@ -132,7 +139,7 @@ func (s *Store) Admit(ctx context.Context, r AdmitRequest) (AdmitResult, error) 
 		out.Limit, _ = strconv.Atoi(res[1])
 	case Moved:
 		out.Buckets, _ = strconv.Atoi(res[1])
-	case Unknown, NotActive, Late:
+	case Unknown, NotActive, Late, NeedGrant:
 	default:
 		return AdmitResult{}, fmt.Errorf("stock: admit: unknown verdict %q", res[0])
 	}

@@ -20,12 +20,13 @@ type QueueKeys struct {
 	ByTicket string // hash: ticket id -> "user:arrival:taken_ms"
 	Arrivals string // string: the number of tickets taken
 	Meta     string // the item's meta (bucket 0)
+	Gate     string // hash: serving (positions admitted), last_ms (pkg/gate)
 }
 
 // QueueKeysOf returns item id's waiting room keys.
 func QueueKeysOf(id int64) QueueKeys {
 	p := bucketPrefix(id, 0)
-	return QueueKeys{ByUser: p + "qu", ByTicket: p + "qt", Arrivals: p + "qn", Meta: p + "meta"}
+	return QueueKeys{ByUser: p + "qu", ByTicket: p + "qt", Arrivals: p + "qn", Meta: p + "meta", Gate: p + "qg"}
 }
 
 // Ticket is one buyer's place in an item's waiting room.

@@ -35,6 +35,9 @@ type Snapshot struct {
 	UnappliedRestores []RestoreRef
 	// MetaOnly refreshes the sale window and limit but keeps stock and buyers.
 	MetaOnly bool
+	// Queue is whether the item has a waiting room: its meta then makes
+	// admit.lua refuse an order that brings no checked grant (NeedGrant).
+	Queue bool
 }
 
 // RestoreRef names one restore's guard: the cancelled order's request and
@@ -94,8 +97,8 @@ func (s *Store) warmBucket(ctx context.Context, snap Snapshot, bucket, n int, st
 	for _, rid := range guards {
 		keys = append(keys, k.RestoreGuard(rid))
 	}
-	args := make([]any, 0, 7+3*len(buyers))
-	args = append(args, stock, snap.StartsAt.UnixMilli(), snap.EndsAt.UnixMilli(), snap.PerUserLimit, flag(snap.MetaOnly), n, len(buyers))
+	args := make([]any, 0, 8+3*len(buyers))
+	args = append(args, stock, snap.StartsAt.UnixMilli(), snap.EndsAt.UnixMilli(), snap.PerUserLimit, flag(snap.MetaOnly), n, flag(snap.Queue), len(buyers))
 	for _, b := range buyers {
 		args = append(args, b.UserID, b.RequestID)
 	}

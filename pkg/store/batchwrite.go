@@ -37,7 +37,7 @@ func GetItems(ctx context.Context, q Querier, ids []int64) (map[int64]Item, erro
 		for i, id := range ids {
 			args[i] = id
 		}
-		rows, err := q.QueryContext(ctx, "SELECT "+itemCols+" FROM items WHERE id IN ("+placeholders(len(ids))+")", args...)
+		rows, err := q.QueryContext(ctx, "SELECT "+itemCols+" FROM "+itemsFrom+" WHERE id IN ("+placeholders(len(ids))+")", args...)
 		if err != nil {
 			return fmt.Errorf("store: get %d items: %w", len(ids), err)
 		}

@@ -32,10 +32,12 @@ type Item struct {
 	Buckets int
 	// Queue is true when the item has a waiting room (an item_queues row,
 	// see queues.go); QueueOpensAt is when buyers may take tickets and
-	// QueueCommitment hex(sha256(seed)). Both are zero without a queue.
+	// QueueCommitment hex(sha256(seed)); QueueRate is how many tickets a
+	// second the gate admits (pkg/gate). All are zero without a queue.
 	Queue           bool
 	QueueOpensAt    time.Time
 	QueueCommitment string
+	QueueRate       int
 }
 
 // Bucketed reports whether the item's stock lives in item_buckets rows.
@@ -49,20 +51,21 @@ func scanItem(row interface{ Scan(...any) error }) (Item, error) {
 	var it Item
 	var opens sql.NullTime
 	var commitment sql.NullString
+	var rate sql.NullInt64
 	err := row.Scan(&it.ID, &it.Name, &it.PriceCents, &it.TotalStock, &it.Stock, &it.PerUserLimit, &it.StartsAt, &it.EndsAt, &it.Buckets,
-		&opens, &commitment)
+		&opens, &commitment, &rate)
 	if errors.Is(err, sql.ErrNoRows) {
 		return it, ErrNotFound
 	}
 	if opens.Valid && commitment.Valid {
-		it.Queue, it.QueueOpensAt, it.QueueCommitment = true, opens.Time, commitment.String
+		it.Queue, it.QueueOpensAt, it.QueueCommitment, it.QueueRate = true, opens.Time, commitment.String, int(rate.Int64)
 	}
 	return it, err
 }
 
 // GetItem reads one item.
 func GetItem(ctx context.Context, q Querier, id int64) (Item, error) {
-	it, err := scanItem(q.QueryRowContext(ctx, "SELECT "+itemCols+" FROM items WHERE id = ?", id))
+	it, err := scanItem(q.QueryRowContext(ctx, "SELECT "+itemCols+" FROM "+itemsFrom+" WHERE id = ?", id))
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return it, fmt.Errorf("store: get item %d: %w", id, err)
 	}
@@ -72,7 +75,7 @@ func GetItem(ctx context.Context, q Querier, id int64) (Item, error) {
 // GetItemForUpdate reads one item and locks its row until the transaction
 // ends: every stock change of the item waits behind it.
 func GetItemForUpdate(ctx context.Context, tx *sql.Tx, id int64) (Item, error) {
-	it, err := scanItem(tx.QueryRowContext(ctx, "SELECT "+itemCols+" FROM items WHERE id = ? FOR UPDATE", id))
+	it, err := scanItem(tx.QueryRowContext(ctx, "SELECT "+itemCols+" FROM "+itemsFrom+" WHERE id = ? FOR UPDATE", id))
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return it, fmt.Errorf("store: lock item %d: %w", id, err)
 	}

@@ -112,7 +112,7 @@ func withQueue(ctx context.Context, tx *sql.Tx, it *Item) error {
 	if err != nil {
 		return err
 	}
-	it.QueueOpensAt, it.QueueCommitment = q.OpensAt, q.Commitment
+	it.QueueOpensAt, it.QueueCommitment, it.QueueRate = q.OpensAt, q.Commitment, q.Rate
 	return nil
 }
 
@@ -165,7 +165,7 @@ func UnappliedRestoresOf(ctx context.Context, q Querier, itemID int64) ([]Order,
 // a keyset page, so a page is the same whatever is created or deleted
 // before it, and the cost of a page does not grow with its depth.
 func ListItems(ctx context.Context, q Querier, after int64, limit int) ([]Item, error) {
-	rows, err := q.QueryContext(ctx, "SELECT "+itemCols+" FROM items WHERE id > ? ORDER BY id LIMIT ?", after, limit)
+	rows, err := q.QueryContext(ctx, "SELECT "+itemCols+" FROM "+itemsFrom+" WHERE id > ? ORDER BY id LIMIT ?", after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: list items after %d: %w", after, err)
 	}

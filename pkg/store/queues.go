@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -16,12 +17,16 @@ import (
 type Queue struct {
 	OpensAt    time.Time
 	Commitment string
+	Rate       int
 }
 
-// queueCols are the item's queue columns as itemCols reads them: NULL for an
-// item without a queue.
-const queueCols = "(SELECT q.opens_at FROM item_queues q WHERE q.item_id = items.id)," +
-	" (SELECT q.commitment FROM item_queues q WHERE q.item_id = items.id)"
+// queueCols are the item's queue columns as itemCols reads them, from
+// itemsFrom's join: NULL for an item without a queue.
+const queueCols = "q.opens_at, q.commitment, q.rate"
+
+// itemsFrom is what itemCols are read from: the item and its queue's row, in
+// one join (the primary key on both sides), rather than a subquery per column.
+const itemsFrom = "items LEFT JOIN item_queues q ON q.item_id = items.id"
 
 // saveQueue makes item it's item_queues row what it asks, inside tx (the
 // item's row is locked by the caller): inserted with a new seed when the
@@ -45,18 +50,22 @@ func saveQueue(ctx context.Context, tx *sql.Tx, it Item) (Queue, error) {
 			return Queue{}, err
 		}
 		commitment = seed.Commitment()
-		if _, err := tx.ExecContext(ctx, "INSERT INTO item_queues (item_id, opens_at, seed, commitment) VALUES (?, ?, ?, ?)",
-			it.ID, opens, seed[:], commitment); err != nil {
+		key, err := newGrantKey()
+		if err != nil {
+			return Queue{}, err
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO item_queues (item_id, opens_at, seed, commitment, rate, grant_key) VALUES (?, ?, ?, ?, ?, ?)",
+			it.ID, opens, seed[:], commitment, it.QueueRate, key); err != nil {
 			return Queue{}, fmt.Errorf("store: queue of %d on: %w", it.ID, err)
 		}
 	case err != nil:
 		return Queue{}, fmt.Errorf("store: queue of %d: %w", it.ID, err)
 	default:
-		if _, err := tx.ExecContext(ctx, "UPDATE item_queues SET opens_at = ? WHERE item_id = ?", opens, it.ID); err != nil {
+		if _, err := tx.ExecContext(ctx, "UPDATE item_queues SET opens_at = ?, rate = ? WHERE item_id = ?", opens, it.QueueRate, it.ID); err != nil {
 			return Queue{}, fmt.Errorf("store: queue of %d: %w", it.ID, err)
 		}
 	}
-	return Queue{OpensAt: opens, Commitment: commitment}, nil
+	return Queue{OpensAt: opens, Commitment: commitment, Rate: it.QueueRate}, nil
 }
 
 // QueueSeed reads the seed of item id's queue. Only the transcript and the
@@ -77,4 +86,72 @@ func QueueSeed(ctx context.Context, q Querier, id int64) (waitroom.Seed, error) 
 	}
 	copy(s[:], b)
 	return s, nil
+}
+
+// grantKeySize is the length of a queue's grant key: an HMAC-SHA256 key of
+// the hash's own size.
+const grantKeySize = 32
+
+func newGrantKey() ([]byte, error) {
+	k := make([]byte, grantKeySize)
+	if _, err := rand.Read(k); err != nil {
+		return nil, fmt.Errorf("store: grant key: %w", err)
+	}
+	return k, nil
+}
+
+// QueueGrantKey reads the key item id's admission grants are signed with
+// (pkg/grant). A queue created before schema 0005 has none yet: the first
+// caller draws one and stores it unless another caller did first (the
+// UPDATE only fills a NULL), and every caller then reads the one stored.
+// store.ErrNotFound: the item has no queue. The key never leaves the
+// servers; nothing that shows an item reads it.
+func QueueGrantKey(ctx context.Context, q Querier, id int64) ([]byte, error) {
+	var b []byte
+	err := q.QueryRowContext(ctx, "SELECT grant_key FROM item_queues WHERE item_id = ?", id).Scan(&b)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: grant key of %d: %w", id, err)
+	}
+	if len(b) == grantKeySize {
+		return b, nil
+	}
+	k, err := newGrantKey()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := q.ExecContext(ctx, "UPDATE item_queues SET grant_key = ? WHERE item_id = ? AND grant_key IS NULL", k, id); err != nil {
+		return nil, fmt.Errorf("store: grant key of %d: %w", id, err)
+	}
+	if err := q.QueryRowContext(ctx, "SELECT grant_key FROM item_queues WHERE item_id = ?", id).Scan(&b); err != nil {
+		return nil, fmt.Errorf("store: grant key of %d: %w", id, err)
+	}
+	if len(b) != grantKeySize {
+		return nil, fmt.Errorf("store: grant key of %d has %d bytes", id, len(b))
+	}
+	return b, nil
+}
+
+// LiveQueuedItems lists the items whose queue is on and whose sale has not
+// ended by now, by id: the gate's work list.
+func LiveQueuedItems(ctx context.Context, q Querier, now time.Time) ([]Item, error) {
+	rows, err := q.QueryContext(ctx, "SELECT "+itemCols+" FROM "+itemsFrom+" WHERE q.item_id IS NOT NULL AND items.ends_at > ? ORDER BY items.id", now.UTC())
+	if err != nil {
+		return nil, fmt.Errorf("store: queued items: %w", err)
+	}
+	defer rows.Close()
+	var out []Item
+	for rows.Next() {
+		it, err := scanItem(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: queued items: %w", err)
+		}
+		out = append(out, it)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: queued items: %w", err)
+	}
+	return out, nil
 }

@@ -14,6 +14,8 @@
 -- ARGV[7] "1" when an Idempotency-Key was sent   ARGV[8] the user's holder bit
 -- ARGV[9] the item's bucket count as the caller knows it
 -- ARGV[10] the want flag's TTL (ms)
+-- ARGV[11] "1" when the ingress checked the buyer's admission grant for this
+--          item (pkg/grant): required when the item's meta says queue "1"
 -- All keys are one stock bucket's: the buyer's home bucket.
 -- Returns {code, detail}:
 --   {"ok", stock_left}          admitted: stock taken, buyer marked, reserved
@@ -26,6 +28,8 @@
 --                               reserved but its publish was never confirmed
 --   {"unknown", ""}             item not warmed (or Redis lost its data)
 --   {"not_active", ""}          outside the sale window
+--   {"need_grant", ""}          the item has a waiting room and no checked
+--                               grant came with the request: nothing done
 --   {"over_limit", limit}       qty above the per-user limit
 --   {"rate_limited", retry_ms}  per-user window exceeded
 --   {"already", request_id}     this user holds this item, by request_id
@@ -67,11 +71,12 @@ if ARGV[7] == "1" then
     return {"replay_unacked", first or prev}
   end
 end
-local meta = redis.call("HMGET", KEYS[2], "start_ms", "end_ms", "limit", "buckets")
+local meta = redis.call("HMGET", KEYS[2], "start_ms", "end_ms", "limit", "buckets", "queue")
 local buckets = tonumber(meta[4] or "1")
 if buckets ~= tonumber(ARGV[9]) then return {"moved", tostring(buckets)} end
 if not meta[1] then return {"unknown", ""} end
 if now < tonumber(meta[1]) or now >= tonumber(meta[2]) then return {"not_active", ""} end
+if meta[5] == "1" and ARGV[11] ~= "1" then return {"need_grant", ""} end
 if qty > tonumber(meta[3]) then return {"over_limit", meta[3]} end
 local rl = tonumber(ARGV[5])
 if rl > 0 then

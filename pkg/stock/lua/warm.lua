@@ -11,7 +11,9 @@
 --           reaper gives a guard its TTL after marking the record).
 -- ARGV[5] "1" = meta only (stock and buyers kept)
 -- ARGV[6] the item's bucket count (every bucket's meta carries it)
--- ARGV[7] n, the number of buyers whose home is this bucket; then n pairs
+-- ARGV[7] "1" when the item has a waiting room: admit.lua then requires a
+--         checked admission grant (issue 25)
+-- ARGV[8] n, the number of buyers whose home is this bucket; then n pairs
 --         (user id, the request id of the order they hold); then n holder
 --         bits, one per buyer
 -- Returns {"ok", pending} or {"pending", n}.
@@ -19,18 +21,18 @@ local pending = redis.call("HLEN", KEYS[4])
 if ARGV[5] ~= "1" and pending > 0 and redis.call("EXISTS", KEYS[1]) == 1 then
   return {"pending", tostring(pending)}
 end
-redis.call("HSET", KEYS[2], "start_ms", ARGV[2], "end_ms", ARGV[3], "limit", ARGV[4], "buckets", ARGV[6])
+redis.call("HSET", KEYS[2], "start_ms", ARGV[2], "end_ms", ARGV[3], "limit", ARGV[4], "buckets", ARGV[6], "queue", ARGV[7])
 if ARGV[5] == "1" then return {"ok", tostring(pending)} end
 redis.call("SET", KEYS[1], ARGV[1])
 redis.call("DEL", KEYS[3])
 redis.call("DEL", KEYS[4])
 redis.call("DEL", KEYS[5])
-local n = tonumber(ARGV[7])
-for i = 8, 7 + 2 * n, 1000 do
-  local last = math.min(i + 999, 7 + 2 * n)
+local n = tonumber(ARGV[8])
+for i = 9, 8 + 2 * n, 1000 do
+  local last = math.min(i + 999, 8 + 2 * n)
   redis.call("HSET", KEYS[3], unpack(ARGV, i, last))
 end
-for i = 8 + 2 * n, 7 + 3 * n do
+for i = 9 + 2 * n, 8 + 3 * n do
   redis.call("SETBIT", KEYS[5], ARGV[i], 1)
 end
 for i = 6, #KEYS do

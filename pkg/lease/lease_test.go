@@ -1,4 +1,4 @@
-package rebalance
+package lease
 
 import (
 	"context"
@@ -49,7 +49,7 @@ func TestLeaseNeverTwoHolders(t *testing.T) {
 		wg.Go(func() {
 			for time.Now().Before(stop) {
 				start := time.Now()
-				ok, err := holdLease(ctx, rdb, key, name, ttl)
+				ok, err := Hold(ctx, rdb, key, name, ttl)
 				end := time.Now()
 				if err != nil {
 					t.Errorf("%s: hold: %v", name, err)
@@ -67,7 +67,7 @@ func TestLeaseNeverTwoHolders(t *testing.T) {
 					if dropAt.Before(until) {
 						until = dropAt
 					}
-					if err := dropLease(ctx, rdb, key, name); err != nil {
+					if err := Drop(ctx, rdb, key, name); err != nil {
 						t.Errorf("%s: drop: %v", name, err)
 						return
 					}
@@ -115,20 +115,20 @@ func TestLeaseExpiredHolderCannotTouchTheNext(t *testing.T) {
 	ctx := context.Background()
 	key := "fs:test:lease:" + testenv.Suffix()
 	t.Cleanup(func() { rdb.Del(context.Background(), key) })
-	if ok, err := holdLease(ctx, rdb, key, "a", 20*time.Millisecond); err != nil || !ok {
+	if ok, err := Hold(ctx, rdb, key, "a", 20*time.Millisecond); err != nil || !ok {
 		t.Fatalf("a takes a free lease: %v, %v", ok, err)
 	}
-	if ok, _ := holdLease(ctx, rdb, key, "b", time.Second); ok {
+	if ok, _ := Hold(ctx, rdb, key, "b", time.Second); ok {
 		t.Fatal("b took a's lease")
 	}
 	time.Sleep(40 * time.Millisecond)
-	if ok, err := holdLease(ctx, rdb, key, "b", time.Second); err != nil || !ok {
+	if ok, err := Hold(ctx, rdb, key, "b", time.Second); err != nil || !ok {
 		t.Fatalf("b takes the lease a let expire: %v, %v", ok, err)
 	}
-	if ok, _ := holdLease(ctx, rdb, key, "a", 10*time.Second); ok {
+	if ok, _ := Hold(ctx, rdb, key, "a", 10*time.Second); ok {
 		t.Fatal("a renewed the lease b holds")
 	}
-	if err := dropLease(ctx, rdb, key, "a"); err != nil {
+	if err := Drop(ctx, rdb, key, "a"); err != nil {
 		t.Fatal(err)
 	}
 	if cur := rdb.Get(ctx, key).Val(); cur != "b" {
@@ -137,13 +137,13 @@ func TestLeaseExpiredHolderCannotTouchTheNext(t *testing.T) {
 	if ttl := rdb.PTTL(ctx, key).Val(); ttl <= 0 || ttl > time.Second {
 		t.Fatalf("b's lease TTL = %v; want within (0, 1s] (a's renewal must not extend it)", ttl)
 	}
-	if ok, _ := holdLease(ctx, rdb, key, "b", 5*time.Second); !ok {
+	if ok, _ := Hold(ctx, rdb, key, "b", 5*time.Second); !ok {
 		t.Fatal("b could not renew its lease")
 	}
 	if ttl := rdb.PTTL(ctx, key).Val(); ttl <= time.Second {
 		t.Fatalf("b's renewed lease TTL = %v; want above 1s", ttl)
 	}
-	if err := dropLease(ctx, rdb, key, "b"); err != nil {
+	if err := Drop(ctx, rdb, key, "b"); err != nil {
 		t.Fatal(err)
 	}
 	if rdb.Exists(ctx, key).Val() != 0 {

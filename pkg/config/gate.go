@@ -1,0 +1,42 @@
+package config
+
+import (
+	"flag"
+	"fmt"
+	"time"
+)
+
+// Gate holds the settings of the reaper's waiting-room gate (pkg/gate),
+// which moves each queued item's serving position on at the item's
+// queue_rate once its sale starts.
+type Gate struct {
+	// Interval is the pause between the gate's passes: how finely
+	// admissions are paced (a rate of 100 a second at 100ms admits 10 at a
+	// time). 0 turns the gate off, and no queued item admits anyone.
+	Interval time.Duration
+	// Lease is how long one replica holds the gate, renewed each pass; a
+	// replica that dies is replaced after at most Lease. Two holders at
+	// once would still admit at the rate (the advance is one script by
+	// Redis' clock): the lease keeps one actor and one set of gauges.
+	Lease time.Duration
+}
+
+// RegisterFlags implements Registerer.
+func (c *Gate) RegisterFlags(fs *flag.FlagSet) {
+	fs.DurationVar(&c.Interval, "queue-gate-interval", 100*time.Millisecond, "pause between passes of the waiting room's gate, a Go duration from 0 (off: queued items admit nobody) to 5s")
+	fs.DurationVar(&c.Lease, "queue-gate-lease", time.Second, "how long one reaper replica holds the waiting room's gate, a Go duration from 100ms to 1m, above the interval")
+}
+
+// Validate implements Registerer.
+func (c *Gate) Validate() error {
+	if c.Interval < 0 || c.Interval > 5*time.Second {
+		return fmt.Errorf("FLASHSALE_QUEUE_GATE_INTERVAL: %v (expected a duration from 0 to 5s)", c.Interval)
+	}
+	if c.Interval == 0 {
+		return nil
+	}
+	if c.Lease < 100*time.Millisecond || c.Lease > time.Minute || c.Lease <= c.Interval {
+		return fmt.Errorf("FLASHSALE_QUEUE_GATE_LEASE: %v (expected a duration from 100ms to 1m, above FLASHSALE_QUEUE_GATE_INTERVAL %v)", c.Lease, c.Interval)
+	}
+	return nil
+}

@@ -1,0 +1,176 @@
+package gate
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale-dev/flashsale/pkg/lease"
+	"github.com/flashsale-dev/flashsale/pkg/stock"
+	"github.com/flashsale-dev/flashsale/pkg/store"
+)
+
+// LeaseKey is the gate's lease (Config.LeaseKey's default).
+const LeaseKey = "fs:queue:gate:lease"
+
+// itemsTTL is how long the list of queued items is reused: one MySQL query
+// every few seconds, not every pass. A rate changed by an admin is seen
+// within it.
+const itemsTTL = 2 * time.Second
+
+// Config is what one gate needs; a zero field takes its default.
+type Config struct {
+	// Interval is the pause between passes (default 100ms).
+	Interval time.Duration
+	// Lease is the gate lease's TTL, renewed every pass (default 1s).
+	Lease time.Duration
+	// LeaseKey is the lease's key (default LeaseKey; tests use their own).
+	LeaseKey string
+	// StoreTimeout bounds one MySQL query or Redis call (default 2s).
+	StoreTimeout time.Duration
+	// Holder names this replica in the lease (default lease.Holder()).
+	Holder string
+}
+
+func (c Config) withDefaults() Config {
+	if c.Interval <= 0 {
+		c.Interval = 100 * time.Millisecond
+	}
+	if c.Lease <= 0 {
+		c.Lease = time.Second
+	}
+	if c.LeaseKey == "" {
+		c.LeaseKey = LeaseKey
+	}
+	if c.StoreTimeout <= 0 {
+		c.StoreTimeout = 2 * time.Second
+	}
+	if c.Holder == "" {
+		c.Holder = lease.Holder()
+	}
+	return c
+}
+
+// Gate admits queued items' tickets at their rates. Passes of one Gate
+// never overlap.
+type Gate struct {
+	cfg Config
+	db  *sql.DB
+	rdb redis.UniversalClient
+	st  *stock.Store
+	m   *Metrics
+	log *slog.Logger
+
+	items   []store.Item
+	itemsAt time.Time
+}
+
+// New returns a gate on db and rdb; it makes no call until Run or Pass.
+func New(cfg Config, db *sql.DB, rdb redis.UniversalClient, m *Metrics, log *slog.Logger) *Gate {
+	return &Gate{cfg: cfg.withDefaults(), db: db, rdb: rdb, st: stock.New(rdb), m: m, log: log}
+}
+
+// Run passes every Interval until ctx is done, then gives the lease up so
+// another replica takes over at once rather than after its TTL.
+func (g *Gate) Run(ctx context.Context) error {
+	t := time.NewTicker(g.cfg.Interval)
+	defer t.Stop()
+	var failing bool
+	for {
+		if err := g.Pass(ctx); err != nil && ctx.Err() == nil {
+			g.m.PassFailures.Inc()
+			if !failing { // one line per outage, not one per pass
+				g.log.Warn("gate: pass failed; admissions resume when it works again", "err", err)
+			}
+			failing = true
+		} else if failing && err == nil {
+			g.log.Info("gate: passes work again")
+			failing = false
+		}
+		select {
+		case <-ctx.Done():
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.cfg.StoreTimeout)
+			if err := lease.Drop(dctx, g.rdb, g.cfg.LeaseKey, g.cfg.Holder); err != nil {
+				g.log.Warn("gate: could not give the lease up", "err", err)
+			}
+			cancel()
+			g.m.Held.Set(0)
+			g.m.Waiting.Set(0)
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Pass takes or renews the lease and, holding it, moves every live queued
+// item's serving position on. Errors of one item do not stop the others.
+func (g *Gate) Pass(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, g.cfg.Lease)
+	defer cancel()
+	held, err := g.hold(ctx)
+	if err != nil || !held {
+		g.m.Held.Set(0)
+		g.m.Waiting.Set(0)
+		return err
+	}
+	g.m.Held.Set(1)
+	items, err := g.list(ctx)
+	if err != nil {
+		return err
+	}
+	var waiting int64
+	var errs []error
+	now := time.Now()
+	for _, it := range items {
+		if now.Before(it.StartsAt) {
+			continue // nothing moves before the start (the script checks too)
+		}
+		st, err := g.advance(ctx, it)
+		if errors.Is(err, stock.ErrQueueNotWarmed) {
+			continue // not in Redis (yet): nobody can hold a ticket of it
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("gate: item %d: %w", it.ID, err))
+			continue
+		}
+		g.m.Admitted.Add(float64(st.Advanced))
+		waiting += max(st.Tickets-st.Serving, 0)
+	}
+	g.m.Waiting.Set(float64(waiting))
+	return errors.Join(errs...)
+}
+
+func (g *Gate) hold(ctx context.Context) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, g.cfg.StoreTimeout)
+	defer cancel()
+	return lease.Hold(ctx, g.rdb, g.cfg.LeaseKey, g.cfg.Holder, g.cfg.Lease)
+}
+
+func (g *Gate) advance(ctx context.Context, it store.Item) (stock.GateState, error) {
+	ctx, cancel := context.WithTimeout(ctx, g.cfg.StoreTimeout)
+	defer cancel()
+	return g.st.AdvanceGate(ctx, it.ID, it.QueueRate)
+}
+
+// list is the live queued items, read again every itemsTTL.
+func (g *Gate) list(ctx context.Context) ([]store.Item, error) {
+	if g.items != nil && time.Since(g.itemsAt) < itemsTTL {
+		return g.items, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, g.cfg.StoreTimeout)
+	defer cancel()
+	items, err := store.LiveQueuedItems(ctx, g.db, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	if items == nil {
+		items = []store.Item{}
+	}
+	g.items, g.itemsAt = items, time.Now()
+	return items, nil
+}

@@ -1,0 +1,44 @@
+package gate
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+// Metrics are the gate's series. Items are not labels: an operator reads
+// one item's queue with GET /api/v1/admin/items/{id}/queue (flashsalectl
+// queue show).
+type Metrics struct {
+	// Held is 1 while this replica holds the gate.
+	Held prometheus.Gauge
+	// Admitted counts the positions the gate moved on, over every item.
+	Admitted prometheus.Counter
+	// Waiting is the tickets beyond the serving position, over the live
+	// queued items, as the holder saw them at its last pass (0 elsewhere).
+	Waiting prometheus.Gauge
+	// PassFailures counts passes that ended with an error.
+	PassFailures prometheus.Counter
+}
+
+// NewMetrics registers the gate's series on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	f := promauto.With(reg)
+	return &Metrics{
+		Held: f.NewGauge(prometheus.GaugeOpts{
+			Name: "flashsale_queue_gate_held",
+			Help: "1 while this reaper replica holds the waiting room's gate (FLASHSALE_QUEUE_GATE_LEASE), else 0.",
+		}),
+		Admitted: f.NewCounter(prometheus.CounterOpts{
+			Name: "flashsale_queue_admitted_total",
+			Help: "Serving positions the waiting room's gate admitted, over every queued item.",
+		}),
+		Waiting: f.NewGauge(prometheus.GaugeOpts{
+			Name: "flashsale_queue_waiting",
+			Help: "Tickets beyond the serving position, over the queued items whose sale is open, at the gate holder's last pass (0 on other replicas).",
+		}),
+		PassFailures: f.NewCounter(prometheus.CounterOpts{
+			Name: "flashsale_queue_gate_pass_failures_total",
+			Help: "Passes of the waiting room's gate that ended with an error (logged); the next pass admits what the rate allowed meanwhile.",
+		}),
+	}
+}

@@ -1,0 +1,84 @@
+// Package lease is a Redis lease: one holder at a time of a named right
+// (the rebalancer's passes, the waiting room's gate), taken, renewed and
+// given up by scripts that compare the holder, so a holder whose lease
+// expired and was taken never extends or drops the new holder's
+// (lease_test.go). A lease only saves work and keeps one actor in charge:
+// whatever it guards must stay correct when two replicas overlap (a paused
+// holder wakes after its TTL), and does in both users.
+package lease
+
+import (
+	"context"
+	"crypto/rand"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed lua/*.lua
+var luaFS embed.FS
+
+func mustScript(name string) *redis.Script {
+	b, err := luaFS.ReadFile("lua/" + name)
+	if err != nil {
+		panic(fmt.Sprintf("lease: embedded script %s: %v", name, err)) // build-time invariant
+	}
+	return redis.NewScript(string(b))
+}
+
+var (
+	holdScript = mustScript("hold.lua")
+	dropScript = mustScript("drop.lua")
+)
+
+// Scripts are the lease's scripts, for a caller that loads its scripts on
+// Redis up front.
+var Scripts = []*redis.Script{holdScript, dropScript}
+
+// Hold takes key for holder for ttl when nobody holds it, or extends it
+// when holder does, and reports whether holder holds it: one script
+// (lua/hold.lua). A GET then a PEXPIRE from the client would let a lease
+// expire and be taken between the two, and the old holder then extend the
+// new one's.
+func Hold(ctx context.Context, rdb redis.Scripter, key, holder string, ttl time.Duration) (bool, error) {
+	n, err := holdScript.Run(ctx, rdb, []string{key}, holder, ttl.Milliseconds()).Int()
+	if err != nil {
+		return false, fmt.Errorf("lease: hold %s: %w", key, err)
+	}
+	return n == 1, nil
+}
+
+// Drop gives key up if holder still holds it (lua/drop.lua), so another
+// replica need not wait for it to expire.
+func Drop(ctx context.Context, rdb redis.Scripter, key, holder string) error {
+	if err := dropScript.Run(ctx, rdb, []string{key}, holder).Err(); err != nil {
+		return fmt.Errorf("lease: drop %s: %w", key, err)
+	}
+	return nil
+}
+
+// Holder is a name for this process in a lease: host, pid and a random
+// suffix, so two processes never share one.
+func Holder() string {
+	host, _ := os.Hostname()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// Current reads key's holder ("" when nobody holds it): for an operator's
+// view, never for a decision (it may change the moment after).
+func Current(ctx context.Context, rdb redis.Cmdable, key string) (string, error) {
+	v, err := rdb.Get(ctx, key).Result()
+	if err == redis.Nil {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("lease: read %s: %w", key, err)
+	}
+	return v, nil
+}

@@ -1,0 +1,45 @@
+-- gate_advance.lua: move an item's serving position on by what its rate
+-- allows since the last move (pkg/gate), in one step, by Redis' clock (the
+-- one admit.lua and ticket_take.lua judge the sale by). Every key carries
+-- the item's bucket 0 hash tag.
+-- KEYS[1] the gate (hash: serving, last_ms)   KEYS[2] arrivals (the item's
+-- ticket count)   KEYS[3] item meta (start_ms, end_ms)
+-- ARGV[1] the rate, admissions a second (>= 1)
+-- Returns {serving, tickets, advanced}, or {"unknown"} for an item not
+-- warmed. Before start_ms nothing moves. The position never passes the
+-- tickets taken, and time spent with every ticket admitted is not banked:
+-- a late ticket waits its turn at the rate, never behind a burst of credit.
+-- Time with no gate running is banked for a second at most.
+-- Fractions carry over in last_ms, so a rate of 3 a second at 10 passes a
+-- second admits 3 a second, not 0.
+local meta = redis.call("HMGET", KEYS[3], "start_ms", "end_ms")
+if not meta[1] then
+  return {"unknown"}
+end
+local start, endms = tonumber(meta[1]), tonumber(meta[2])
+local t = redis.call("TIME")
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local g = redis.call("HMGET", KEYS[1], "serving", "last_ms")
+local serving = tonumber(g[1] or "0")
+local tickets = tonumber(redis.call("GET", KEYS[2]) or "0")
+if now < start then
+  return {tostring(serving), tostring(tickets), "0"}
+end
+local rate = tonumber(ARGV[1])
+-- At most a second of credit: after a gap with no gate (every reaper
+-- down) the queue resumes at the rate, not with a burst of the whole gap.
+local last = math.max(tonumber(g[2] or "0"), start, now - 1000)
+local n = math.floor((now - last) * rate / 1000)
+local advanced = 0
+if serving + n >= tickets then
+  advanced = math.max(tickets - serving, 0)
+  serving = math.max(serving, tickets)
+  last = now
+else
+  advanced = n
+  serving = serving + n
+  last = last + n * 1000 / rate
+end
+redis.call("HSET", KEYS[1], "serving", serving, "last_ms", string.format("%.3f", last))
+redis.call("PEXPIREAT", KEYS[1], endms + 86400000)
+return {tostring(serving), tostring(tickets), tostring(advanced)}
