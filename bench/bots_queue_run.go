@@ -52,7 +52,6 @@ func (g *botsRig) queued(ctx context.Context, id int64) (BotsReport, error) {
 	}
 	wg.Wait()
 	attackEnd := time.Now()
-
 	rep := summarizeQueue(runs, humans, start, startServer, s.Units, bs.QueueRate)
 	orders := make([]buyerRun, len(runs))
 	own := map[string]int{}
