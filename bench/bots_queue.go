@@ -14,8 +14,8 @@ import (
 //
 //   - humans take a ticket at their arrival (spread around the start as in
 //     the first-come-first-served mode; one arriving after the start queues
-//     behind the shuffled tickets), long-poll it politely (?wait=10s) until
-//     it is admitted, then order once with its admission grant; sold out or
+//     behind the shuffled tickets), read it once and then long-poll it
+//     politely (?wait=10s) until it is admitted, then order once with its admission grant; sold out or
 //     expired ends them;
 //   - bots take a ticket from every account the moment the room opens and
 //     play it the same way, ordering at once when admitted; meanwhile, from
@@ -170,7 +170,11 @@ func (g *queueGame) takeTicket(ctx context.Context, r *ticketRun, bearer string,
 // its grant; admitted (if not nil) hears the first admitted answer. It returns on a
 // 202 or 409 already_purchased, on sold out or expired, or when ctx ends.
 func (g *queueGame) playTicket(ctx context.Context, r *ticketRun, bearer string, retry time.Duration, admitted func(ticketState)) {
-	wait := ticketPollWait
+	// The first read answers at once, as a page shows the place in line
+	// when the ticket is taken; a long poll of a waiting ticket answers
+	// only when it is admitted, sold out or the start draws the order, so
+	// a ticket taken after the start would see no estimate otherwise.
+	wait := time.Duration(0)
 	for ctx.Err() == nil && r.Attempts < maxOwnOrders {
 		code, b, _ := send(ctx, g.poll, http.MethodGet, g.paths.ticketURL(r.Ticket, wait), bearer, nil)
 		if ctx.Err() != nil {
