@@ -175,7 +175,9 @@ func (g *queueGame) playTicket(ctx context.Context, r *ticketRun, bearer string,
 	// only when it is admitted, sold out or the start draws the order, so
 	// a ticket taken after the start would see no estimate otherwise.
 	wait := time.Duration(0)
+	var prev ticketState
 	for ctx.Err() == nil && r.Attempts < maxOwnOrders {
+		sent := time.Now()
 		code, b, _ := send(ctx, g.poll, http.MethodGet, g.paths.ticketURL(r.Ticket, wait), bearer, nil)
 		if ctx.Err() != nil {
 			return
@@ -218,8 +220,15 @@ func (g *queueGame) playTicket(ctx context.Context, r *ticketRun, bearer string,
 			}
 			wait = 0 // an admitted ticket's long poll waits for the end
 		default:
+			// A long poll that came back at once with nothing new (the
+			// server's waiters are full) is not asked again at once.
+			if wait > 0 && now.Sub(sent) < ticketPollWait/2 && prev.State == ticketWaiting && (prev.Position == nil) == (st.Position == nil) &&
+				!sleepUntil(ctx, now.Add(retry)) {
+				return
+			}
 			wait = ticketPollWait
 		}
+		prev = st
 	}
 }
 

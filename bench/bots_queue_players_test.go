@@ -29,6 +29,9 @@ type fakeRoom struct {
 	bought        map[string]bool
 	expireFirst   map[string]bool
 	orders        []string // "<buyer> <grant>" of every order
+	// full answers every long poll at once, as an ingress whose waiters
+	// are all taken.
+	full bool
 }
 
 func (f *fakeRoom) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -57,6 +60,9 @@ func (f *fakeRoom) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/api/v1/items/1/queue/"):
 		wait, _ := time.ParseDuration(r.URL.Query().Get("wait"))
+		if f.full {
+			wait = 0
+		}
 		until, drawn := time.Now().Add(wait), !time.Now().Before(f.starts)
 		for {
 			st, ok := f.ticket(buyer, strings.TrimPrefix(r.URL.Path, "/api/v1/items/1/queue/"))
@@ -203,5 +209,23 @@ func TestQueuePlayers(t *testing.T) {
 		if strings.HasPrefix(buyer, "h") && !strings.HasPrefix(grant, "g:"+buyer+":") {
 			t.Errorf("human order %q", o)
 		}
+	}
+}
+
+// TestQueuePlayerPolite: when the server answers every long poll at once
+// (its waiters full), a waiting human asks again after her polite pause,
+// not in a loop: 1.5 s of waiting at a 100 ms pause is about 15 polls.
+func TestQueuePlayerPolite(t *testing.T) {
+	now := time.Now()
+	f := &fakeRoom{opens: now, starts: now.Add(500 * time.Millisecond), rate: 1, stock: 1, full: true,
+		arrival: map[string]int64{}, owner: map[string]string{}, grants: map[string]int{}, bought: map[string]bool{}}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	g := newQueueGame(srv.Client(), srv.URL, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r := g.human(ctx, "Bearer h1", now, 100*time.Millisecond) // admitted at the start + 1 s
+	if !r.Won || r.Polls < 5 || r.Polls > 25 {
+		t.Errorf("won %v after %d polls, want a win after about 15", r.Won, r.Polls)
 	}
 }
