@@ -25,7 +25,9 @@ import (
 //
 // Every account wants one unit (per-user limit 1). The report gives the
 // bots' share of the accounts and of the units won, and the audit of the
-// item once every 202 settled.
+// item once every 202 settled. -bots-queue plays the same mix against an
+// item with its waiting room (bots_queue.go), -bots-compare both modes in
+// one invocation (bots_compare.go).
 
 // botsOutcome names an answer of the bots mode.
 func botsOutcome(code int, body []byte, transportErr string) string {
