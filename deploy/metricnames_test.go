@@ -13,6 +13,7 @@ import (
 
 	"github.com/flashsale-dev/flashsale/pkg/admission"
 	"github.com/flashsale-dev/flashsale/pkg/auditor"
+	"github.com/flashsale-dev/flashsale/pkg/gate"
 	"github.com/flashsale-dev/flashsale/pkg/httpapi"
 	"github.com/flashsale-dev/flashsale/pkg/ops"
 	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
@@ -82,6 +83,7 @@ func exportedLabels(t *testing.T) map[string]map[string]bool {
 	reap.NewMetrics(r)
 	auditor.NewMetrics(r)
 	rebalance.NewMetrics(r)
+	gate.NewMetrics(r)
 	ops.NewDependencyGauge(r)
 	// Go runtime and process collectors, as every main registers them.
 	for _, mf := range must(ops.NewRegistry("ingress").Gather()) {

@@ -33,9 +33,13 @@ type client struct {
 	http  *http.Client
 }
 
-func (o *options) client() (*client, error) {
+func (o *options) client() (*client, error) { return o.newClient(true) }
+
+// newClient is the client of the resolved server; a public read (needToken
+// false) goes without a token when none is set, so a buyer can run it too.
+func (o *options) newClient(needToken bool) (*client, error) {
 	tok := o.resolvedToken()
-	if tok == "" {
+	if tok == "" && needToken {
 		return nil, usageErr("no admin token: pass --token or set FLASHSALE_TOKEN (for the local stack: export FLASHSALE_TOKEN=$(flashsalectl token --admin))")
 	}
 	u, err := url.Parse(o.resolvedServer())
@@ -62,7 +66,9 @@ func (c *client) do(ctx context.Context, method, path string, q url.Values, body
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
 		req.Header.Set("Content-Type", ctype)
@@ -105,6 +111,15 @@ func (o *options) send(cmd interface{ Context() context.Context }, method, path 
 	return o.call(cmd, method, path, nil, body, ctype, out)
 }
 
+// getPublic reads a public path (one the API serves without a token).
+func (o *options) getPublic(cmd interface{ Context() context.Context }, path string, out any) (json.RawMessage, error) {
+	c, err := o.newClient(false)
+	if err != nil {
+		return nil, err
+	}
+	return c.call(cmd, http.MethodGet, path, nil, nil, "", out)
+}
+
 // call is one request of a command: the answer as sent, and decoded into
 // out when out is not nil.
 func (o *options) call(cmd interface{ Context() context.Context }, method, path string, q url.Values, body any, ctype string, out any) (json.RawMessage, error) {
@@ -112,6 +127,11 @@ func (o *options) call(cmd interface{ Context() context.Context }, method, path 
 	if err != nil {
 		return nil, err
 	}
+	return c.call(cmd, method, path, q, body, ctype, out)
+}
+
+// call is one request on c, as options.call describes it.
+func (c *client) call(cmd interface{ Context() context.Context }, method, path string, q url.Values, body any, ctype string, out any) (json.RawMessage, error) {
 	ctx := cmd.Context()
 	if ctx == nil {
 		ctx = context.Background()

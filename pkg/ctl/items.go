@@ -26,6 +26,11 @@ type Item struct {
 	State        string    `json:"state"`
 	RedisWarmed  *bool     `json:"redis_warmed,omitempty"`
 	RedisStock   *int64    `json:"redis_stock,omitempty"`
+	// The waiting room, when the item has one.
+	Queue           bool       `json:"queue"`
+	QueueOpensAt    *time.Time `json:"queue_opens_at,omitempty"`
+	QueueCommitment string     `json:"queue_commitment,omitempty"`
+	QueueRate       int        `json:"queue_rate,omitempty"`
 }
 
 type itemPage struct {
@@ -34,11 +39,20 @@ type itemPage struct {
 }
 
 func itemPath(id string) (string, error) {
-	n, err := strconv.ParseInt(id, 10, 64)
-	if err != nil || n <= 0 {
-		return "", usageErr("item %q: expected a positive integer id", id)
+	n, err := itemID(id)
+	if err != nil {
+		return "", err
 	}
 	return "/api/v1/admin/items/" + strconv.FormatInt(n, 10), nil
+}
+
+// itemID is an ITEM argument: a positive integer, else a usage error.
+func itemID(id string) (int64, error) {
+	n, err := strconv.ParseInt(id, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, usageErr("item %q: expected a positive integer id", id)
+	}
+	return n, nil
 }
 
 func itemsCmd(o *options) *cobra.Command {
@@ -111,6 +125,10 @@ func printItem(cmd *cobra.Command, o *options, raw []byte, it Item) error {
 		{"price", money(it.PriceCents)}, {"stock", fmt.Sprintf("%d of %d (MySQL)", it.Stock, it.TotalStock)},
 		{"per_user_limit", strconv.Itoa(it.PerUserLimit)}, {"buckets", strconv.Itoa(it.Buckets)},
 		{"starts_at", stamp(it.StartsAt)}, {"ends_at", stamp(it.EndsAt)}}
+	if it.Queue && it.QueueOpensAt != nil {
+		kv = append(kv, [2]string{"queue", fmt.Sprintf("opens %s, %d a second", stamp(*it.QueueOpensAt), it.QueueRate)},
+			[2]string{"commitment", it.QueueCommitment})
+	}
 	if it.RedisWarmed != nil {
 		r := "not warmed"
 		if it.RedisStock != nil {
@@ -147,6 +165,9 @@ type itemFlags struct {
 	price, stock     int64
 	limit, buckets   int
 	startsAt, endsAt string
+	queue            bool
+	queueOpensAt     string
+	queueRate        int
 	cmd              *cobra.Command
 	nowFunc          func() time.Time
 }
@@ -161,6 +182,9 @@ func (f *itemFlags) register(c *cobra.Command) {
 	fl.IntVar(&f.buckets, "buckets", 1, "stock buckets (spread a hot item over Redis keys and partitions)")
 	fl.StringVar(&f.startsAt, "starts-at", "", "sale start: RFC 3339, now, or a duration from now (+10m, -1h)")
 	fl.StringVar(&f.endsAt, "ends-at", "", "sale end: RFC 3339, now, or a duration from now (+1h)")
+	fl.BoolVar(&f.queue, "queue", false, "a waiting room: buyers take tickets from --queue-opens-at and are admitted in a committed random order at --queue-rate (--queue=false turns it off before it opens)")
+	fl.StringVar(&f.queueOpensAt, "queue-opens-at", "", "when buyers may take tickets, at or before --starts-at: RFC 3339, now, or a duration from now")
+	fl.IntVar(&f.queueRate, "queue-rate", 100, "tickets a second the gate admits once the sale starts (1-100000); may change during the sale")
 }
 
 // saleTime reads RFC 3339, "now" or a signed Go duration from now.
@@ -196,7 +220,14 @@ func (f *itemFlags) body(all bool) (map[string]any, error) {
 	if f.cmd.Flags().Changed("buckets") {
 		b["buckets"] = f.buckets
 	}
-	for _, t := range []struct{ flag, key, v string }{{"starts-at", "starts_at", f.startsAt}, {"ends-at", "ends_at", f.endsAt}} {
+	if f.cmd.Flags().Changed("queue") {
+		b["queue"] = f.queue
+	}
+	if f.cmd.Flags().Changed("queue-rate") {
+		b["queue_rate"] = f.queueRate
+	}
+	for _, t := range []struct{ flag, key, v string }{{"starts-at", "starts_at", f.startsAt}, {"ends-at", "ends_at", f.endsAt},
+		{"queue-opens-at", "queue_opens_at", f.queueOpensAt}} {
 		if !f.cmd.Flags().Changed(t.flag) {
 			continue
 		}
@@ -212,7 +243,7 @@ func (f *itemFlags) body(all bool) (map[string]any, error) {
 func itemsCreate(o *options) *cobra.Command {
 	f := &itemFlags{}
 	c := &cobra.Command{
-		Use:   "create ITEM --name N --price-cents P --stock S --starts-at T --ends-at T [--per-user-limit L] [--buckets B]",
+		Use:   "create ITEM --name N --price-cents P --stock S --starts-at T --ends-at T [--per-user-limit L] [--buckets B] [--queue --queue-opens-at T [--queue-rate R]]",
 		Short: "Create or replace an item (PUT) and warm Redis for its sale",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -242,7 +273,7 @@ func itemsCreate(o *options) *cobra.Command {
 func itemsUpdate(o *options) *cobra.Command {
 	f := &itemFlags{}
 	c := &cobra.Command{
-		Use:               "update ITEM [--name N] [--price-cents P] [--stock S] [--per-user-limit L] [--starts-at T] [--ends-at T] [--buckets B]",
+		Use:               "update ITEM [--name N] [--price-cents P] [--stock S] [--per-user-limit L] [--starts-at T] [--ends-at T] [--buckets B] [--queue-rate R]",
 		Short:             "Change the fields given (a PATCH: the others stay), validated as a create is",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeItems(o),
@@ -256,7 +287,7 @@ func itemsUpdate(o *options) *cobra.Command {
 				return err
 			}
 			if len(b) == 0 {
-				return usageErr("nothing to change: give at least one of --name, --price-cents, --stock, --per-user-limit, --starts-at, --ends-at, --buckets")
+				return usageErr("nothing to change: give at least one of --name, --price-cents, --stock, --per-user-limit, --starts-at, --ends-at, --buckets, --queue, --queue-opens-at, --queue-rate")
 			}
 			var it Item
 			raw, err := o.send(cmd, http.MethodPatch, p, b, "application/merge-patch+json", &it)

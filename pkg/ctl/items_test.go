@@ -121,3 +121,28 @@ func TestErrorsAndTokens(t *testing.T) {
 		t.Errorf("-o yaml: exit %d, want 2", code)
 	}
 }
+
+// TestItemsWithAQueue: create turns an item's waiting room on with its
+// opening and rate, get shows them with the commitment, update changes the
+// rate alone, and the API's refusal of a bad rate is exit 1.
+func TestItemsWithAQueue(t *testing.T) {
+	g := startIngress(t)
+	sid := strconv.FormatInt(testenv.ItemID(), 10)
+	out := mustRun(t, g.lookup, "items", "create", sid, "--name", "q", "--price-cents", "100", "--stock", "10",
+		"--starts-at", "+1h", "--ends-at", "+2h", "--queue", "--queue-opens-at", "+10m", "--queue-rate", "250")
+	for _, want := range []string{"queue:", "250 a second", "commitment:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("create output lacks %q:\n%s", want, out)
+		}
+	}
+	var it Item
+	if err := json.Unmarshal([]byte(mustRun(t, g.lookup, "items", "update", sid, "--queue-rate", "40", "-o", "json")), &it); err != nil {
+		t.Fatal(err)
+	}
+	if !it.Queue || it.QueueRate != 40 || len(it.QueueCommitment) != 64 || it.QueueOpensAt == nil {
+		t.Errorf("after a rate update: %+v", it)
+	}
+	if code, _, errs := run(t, g.lookup, "items", "update", sid, "--queue-rate", "0"); code != ExitAPI || !strings.Contains(errs, "invalid_queue_rate (HTTP 400)") {
+		t.Errorf("rate 0: exit %d %q", code, errs)
+	}
+}

@@ -49,12 +49,13 @@ func TestCompletionScripts(t *testing.T) {
 // and the settings.
 func TestHelp(t *testing.T) {
 	out := mustRun(t, envOf(nil), "--help")
-	for _, want := range []string{"FLASHSALE_URL", "FLASHSALE_TOKEN", "Exit codes", "items", "audit", "sale", "dlq", "token", "completion"} {
+	for _, want := range []string{"FLASHSALE_URL", "FLASHSALE_TOKEN", "Exit codes", "items", "audit", "sale", "queue", "dlq", "token", "completion"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("--help lacks %q", want)
 		}
 	}
-	for _, c := range [][]string{{"items", "create", "--help"}, {"sale", "watch", "--help"}, {"dlq", "replay", "--help"}, {"token", "--help"}} {
+	for _, c := range [][]string{{"items", "create", "--help"}, {"sale", "watch", "--help"}, {"dlq", "replay", "--help"}, {"token", "--help"},
+		{"queue", "show", "--help"}, {"queue", "transcript", "--help"}} {
 		if out := mustRun(t, envOf(nil), c...); !strings.Contains(out, "Usage:") {
 			t.Errorf("%v: %q", c, out)
 		}

@@ -1,13 +1,15 @@
 // Package ctl is flashsalectl, the operator CLI: every command but token
 // talks to the ingress's admin API (GET/PUT/PATCH/POST /api/v1/admin/...),
-// never to MySQL, Redis or Kafka, so an operator needs a URL and an admin
-// token, not the stores' credentials, and every change goes through the
-// same validation, locks and warm-up as the API's.
+// or, for queue transcript, its public transcript, never to MySQL, Redis or
+// Kafka, so an operator needs a URL and an admin token, not the stores'
+// credentials, and every change goes through the same validation, locks and
+// warm-up as the API's.
 //
 // Exit codes (Main): 0 success; 1 the API answered an error (its code and
 // message are printed) or a local refusal (token under a JWK Set); 2 a
-// usage error (flags, arguments, no token); 3 the audit says not ok; 4 the
-// server could not be reached or answered something that is not the API.
+// usage error (flags, arguments, no token); 3 the audit says not ok, or a
+// queue transcript does not verify; 4 the server could not be reached or
+// answered something that is not the API.
 package ctl
 
 import (
@@ -153,16 +155,19 @@ func newRoot(env Env) (*cobra.Command, *options) {
 		Use:   "flashsalectl",
 		Short: "Operate flashsale sales through the ingress's admin API",
 		Long: `flashsalectl operates flashsale through the ingress's admin API: items (sales),
-their audit, a live view of a running sale, and the consumers' dead-letter topic.
-Every command but "token" is an HTTP call with an admin bearer token; "token"
-mints one for a local stack.
+their audit, a live view of a running sale, an item's waiting room and its
+published transcript, and the consumers' dead-letter topic.
+Every command but "token" is an HTTP call with an admin bearer token ("queue
+transcript" reads a public answer and needs none); "token" mints one for a
+local stack.
 
 Server: --server, else $FLASHSALE_URL, else ` + DefaultServer + `.
 Token:  --token, else $FLASHSALE_TOKEN (a local one: flashsalectl token --admin).
 
 Exit codes: 0 ok; 1 the API answered an error (code and message printed);
-2 usage (flags, arguments, no token); 3 the audit is not ok; 4 the server
-could not be reached or did not answer as the API.`,
+2 usage (flags, arguments, no token); 3 the audit is not ok, or a queue
+transcript does not verify; 4 the server could not be reached or did not
+answer as the API.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -179,6 +184,6 @@ could not be reached or did not answer as the API.`,
 	pf.StringVarP(&o.output, "output", "o", "table", "output of reads: table or json")
 	pf.DurationVar(&o.timeout, "timeout", 10*time.Second, "bound of one API call")
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json"}, cobra.ShellCompDirectiveNoFileComp))
-	root.AddCommand(itemsCmd(o), auditCmd(o), saleCmd(o), dlqCmd(o), tokenCmd(o))
+	root.AddCommand(itemsCmd(o), auditCmd(o), saleCmd(o), queueCmd(o), dlqCmd(o), tokenCmd(o))
 	return root, o
 }

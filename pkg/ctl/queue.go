@@ -1,0 +1,78 @@
+package ctl
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// QueueView is GET /api/v1/admin/items/{id}/queue's answer (AdminQueue in
+// ingress/openapi.yaml): one item's waiting room as its gate sees it.
+type QueueView struct {
+	ItemID          int64     `json:"item_id"`
+	OpensAt         time.Time `json:"opens_at"`
+	StartsAt        time.Time `json:"starts_at"`
+	Commitment      string    `json:"commitment"`
+	Rate            int       `json:"rate"`
+	Tickets         int64     `json:"tickets"`
+	ServingPosition int64     `json:"serving_position"`
+	Waiting         int64     `json:"waiting"`
+	// GateHolder is the reaper replica holding the gate, nil when none
+	// does: then nobody is admitted.
+	GateHolder *string `json:"gate_holder"`
+}
+
+func queueCmd(o *options) *cobra.Command {
+	c := &cobra.Command{Use: "queue", Short: "Read an item's waiting room and check its published transcript"}
+	c.AddCommand(queueShow(o), queueTranscript(o))
+	return c
+}
+
+func queueShow(o *options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "show ITEM",
+		Short: "An item's waiting room: tickets taken, serving position, waiting, the gate's holder",
+		Long: `Reads GET /api/v1/admin/items/{id}/queue: when the queue opens and the sale starts,
+the commitment to the shuffle's seed, the rate the gate admits at, the tickets
+taken, the serving position (how many the gate has admitted; 0 before
+starts_at), the tickets beyond it and the reaper replica holding the gate.
+Read it twice a few seconds apart during a sale: a serving position that does
+not move while tickets wait is a stalled gate (runbook FlashsaleQueueGateStalled).`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeItems(o),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := itemPath(args[0])
+			if err != nil {
+				return err
+			}
+			var v QueueView
+			raw, err := o.get(cmd, p+"/queue", nil, &v)
+			if err != nil {
+				return err
+			}
+			if o.output == "json" {
+				return printJSON(cmd.OutOrStdout(), raw)
+			}
+			return printQueue(cmd, v)
+		},
+	}
+}
+
+func printQueue(cmd *cobra.Command, v QueueView) error {
+	i := func(n int64) string { return strconv.FormatInt(n, 10) }
+	holder := "none: no reaper holds the gate, nobody is being admitted"
+	if v.GateHolder != nil {
+		holder = *v.GateHolder
+	}
+	waiting := i(v.Waiting)
+	if v.Rate > 0 && v.Waiting > 0 {
+		// How long the gate takes to admit them all at the item's rate
+		// (from starts_at, before it), as the tickets' own estimates count.
+		waiting += fmt.Sprintf(" (%v at the rate)", time.Duration((v.Waiting+int64(v.Rate)-1)/int64(v.Rate))*time.Second)
+	}
+	return fields(cmd.OutOrStdout(), [][2]string{{"item", i(v.ItemID)}, {"opens_at", stamp(v.OpensAt)}, {"starts_at", stamp(v.StartsAt)},
+		{"commitment", v.Commitment}, {"rate", strconv.Itoa(v.Rate) + " a second"}, {"tickets", i(v.Tickets)},
+		{"serving_position", i(v.ServingPosition)}, {"waiting", waiting}, {"gate_holder", holder}})
+}
