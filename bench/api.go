@@ -113,12 +113,18 @@ func (a *API) CreateItem(ctx context.Context, id int64, units, buckets int) erro
 // CreateSale creates the sale item with its sale window from starts to
 // ends (the bots mode's sale starts in the future).
 func (a *API) CreateSale(ctx context.Context, id int64, units, buckets int, starts, ends time.Time) error {
+	return a.do(ctx, http.MethodPut, "/api/v1/admin/items/"+strconv.FormatInt(id, 10), a.Admin, saleSpec(id, units, buckets, starts, ends), nil)
+}
+
+// saleSpec is the bench's item: units at one per buyer, sold from starts
+// to ends.
+func saleSpec(id int64, units, buckets int, starts, ends time.Time) ItemSpec {
 	spec := ItemSpec{Name: "bench item " + strconv.FormatInt(id, 10), PriceCents: 999, Stock: units,
 		PerUserLimit: 1, StartsAt: starts.UTC(), EndsAt: ends.UTC()}
 	if buckets > 1 {
 		spec.Buckets = buckets
 	}
-	return a.do(ctx, http.MethodPut, "/api/v1/admin/items/"+strconv.FormatInt(id, 10), a.Admin, spec, nil)
+	return spec
 }
 
 // OrderStatus is the body of GET /api/v1/orders/{request_id}.

@@ -1,13 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
@@ -25,13 +25,15 @@ import (
 //
 // Every account wants one unit (per-user limit 1). The report gives the
 // bots' share of the accounts and of the units won, and the audit of the
-// item once every 202 settled.
+// item once every 202 settled. -bots-queue plays the same mix against an
+// item with its waiting room (bots_queue.go), -bots-compare both modes in
+// one invocation (bots_compare.go).
 
 // botsOutcome names an answer of the bots mode.
 func botsOutcome(code int, body []byte, transportErr string) string {
 	out, _, detail := Classify(code, body, transportErr)
-	if out == OutOther && detail == "409 sale_not_active" {
-		return "409 sale_not_active"
+	if out == OutOther && (detail == "409 sale_not_active" || strings.HasPrefix(detail, "403 ")) {
+		return detail // the refusals the bots meet: too early, no or a bad admission grant
 	}
 	return out
 }
@@ -42,8 +44,11 @@ type buyerRun struct {
 	Won       bool
 	RequestID string
 	WonAt     time.Time // the 202's arrival
-	Arrived   time.Time // the first attempt
-	Outcomes  map[string]int
+	// WinLatency is the 202's round trip (the admission's latency as the
+	// buyer saw it).
+	WinLatency time.Duration
+	Arrived    time.Time // the first attempt
+	Outcomes   map[string]int
 }
 
 // account plays one buyer or bot until it wins, is told sold out or
@@ -56,6 +61,7 @@ func account(ctx context.Context, c *http.Client, url, bearer string, body []byt
 	}
 	r.Arrived = time.Now()
 	for ctx.Err() == nil {
+		sent := time.Now()
 		code, b, errText := post(ctx, c, url, bearer, body)
 		r.Attempts++
 		out := botsOutcome(code, b, errText)
@@ -64,6 +70,7 @@ func account(ctx context.Context, c *http.Client, url, bearer string, body []byt
 		case OutAccepted:
 			_, id, _ := Classify(code, b, errText)
 			r.Won, r.RequestID, r.WonAt = true, id, time.Now()
+			r.WinLatency = r.WonAt.Sub(sent)
 			return r
 		case OutSoldOut, OutAlready:
 			return r
@@ -77,22 +84,7 @@ func account(ctx context.Context, c *http.Client, url, bearer string, body []byt
 
 // post sends one order attempt.
 func post(ctx context.Context, c *http.Client, url, bearer string, body []byte) (int, []byte, string) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return 0, nil, err.Error()
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", bearer)
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, nil, err.Error()
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if err != nil {
-		return 0, nil, err.Error()
-	}
-	return resp.StatusCode, b, ""
+	return send(ctx, c, http.MethodPost, url, bearer, body)
 }
 
 // sleepUntil waits until t; false if ctx ended first.
@@ -123,9 +115,17 @@ func humanArrivals(n int, start time.Time, before, after time.Duration, seed int
 	return out
 }
 
-// runBots runs the bots mode against s.Target and writes its report.
+// runBots runs the bots mode against s.Target (first come first served,
+// with the queue, or both side by side) and writes its report.
 func runBots(ctx context.Context, s Settings, bs BotSettings, w io.Writer) error {
-	rep, err := RunBots(ctx, s, bs)
+	if bs.Compare {
+		return runBotsCompare(ctx, s, bs, w)
+	}
+	run := RunBots
+	if bs.Queue {
+		run = RunBotsQueue
+	}
+	rep, err := run(ctx, s, bs)
 	if err != nil {
 		return err
 	}
@@ -138,34 +138,73 @@ func runBots(ctx context.Context, s Settings, bs BotSettings, w io.Writer) error
 	return nil
 }
 
-// RunBots creates the item, lets the humans and bots at it, waits for every
-// 202 to settle and audits the item.
-func RunBots(ctx context.Context, s Settings, bs BotSettings) (BotsReport, error) {
-	humans, bots := s.Buyers, bs.Bots
-	tokens, err := MintTokens(s.JWTSecret, humans+bots, 6*time.Hour)
+// botsRig is what every bots run shares: the accounts (the -buyers humans,
+// then the bots), one client and the server's clock as the bots read it.
+type botsRig struct {
+	s      Settings
+	bs     BotSettings
+	tokens Tokens
+	c      *http.Client
+	api    *API
+	offset time.Duration
+}
+
+// newBotsRig mints the accounts and reads the server's clock. conns is the
+// client's connection bound: the first-come-first-served mode keeps 512
+// (its published numbers were measured so); the queue holds one long poll
+// per ticket, and a skipping bot a second request, so it needs one each.
+func newBotsRig(ctx context.Context, s Settings, bs BotSettings, conns int) (*botsRig, error) {
+	tokens, err := MintTokens(s.JWTSecret, s.Buyers+bs.Bots, 6*time.Hour)
 	if err != nil {
-		return BotsReport{}, err
+		return nil, err
 	}
-	conns := max(s.Concurrency, 512)
+	conns = max(s.Concurrency, conns)
 	c := NewHTTPClient(conns, s.RequestTimeout)
 	c.Transport.(*http.Transport).MaxConnsPerHost = conns
-	api := &API{Base: s.Target, Client: c, Admin: tokens.Admin}
-	id := s.ItemID
-	if id == 0 {
-		id = newItemID()
-	}
 	offset, err := serverClockOffset(ctx, c, s.Target+"/healthz", 10*time.Millisecond)
+	if err != nil {
+		return nil, err
+	}
+	return &botsRig{s: s, bs: bs, tokens: tokens, c: c, api: &API{Base: s.Target, Client: c, Admin: tokens.Admin}, offset: offset}, nil
+}
+
+// queueConns is the connections a queue run needs.
+func queueConns(s Settings, bs BotSettings) int { return max(512, s.Buyers+2*bs.Bots+64) }
+
+// serverNow is now by the server's clock, to the millisecond, as an operator
+// announces a sale.
+func (g *botsRig) serverNow() time.Time {
+	return time.Now().Add(g.offset).UTC().Truncate(time.Millisecond)
+}
+
+// itemID is the run's item: -item for a single run, else a fresh one.
+func (g *botsRig) itemID(fresh bool) int64 {
+	if g.s.ItemID != 0 && !fresh {
+		return g.s.ItemID
+	}
+	return newItemID()
+}
+
+// RunBots creates the item, lets the humans and bots at it first come
+// first served, waits for every 202 to settle and audits the item.
+func RunBots(ctx context.Context, s Settings, bs BotSettings) (BotsReport, error) {
+	g, err := newBotsRig(ctx, s, bs, 512)
 	if err != nil {
 		return BotsReport{}, err
 	}
-	// The start is chosen on the server's clock, as an operator announces it.
-	startServer := time.Now().Add(offset).Add(bs.StartIn).UTC().Truncate(time.Millisecond)
-	if err := api.CreateSale(ctx, id, s.Units, s.Buckets, startServer, startServer.Add(time.Hour)); err != nil {
+	return g.firstComeFirstServed(ctx, g.itemID(false))
+}
+
+func (g *botsRig) firstComeFirstServed(ctx context.Context, id int64) (BotsReport, error) {
+	s, bs := g.s, g.bs
+	humans, bots := s.Buyers, bs.Bots
+	startServer := g.serverNow().Add(bs.StartIn)
+	if err := g.api.CreateSale(ctx, id, s.Units, s.Buckets, startServer, startServer.Add(time.Hour)); err != nil {
 		return BotsReport{}, err
 	}
-	start := startServer.Add(-offset) // the same moment by our clock
+	start := startServer.Add(-g.offset) // the same moment by our clock
 	slog.Info("bots: sale created", "item", id, "units", s.Units, "humans", humans, "bots", bots,
-		"starts_in", time.Until(start).Round(time.Millisecond), "server_clock_offset", offset.Round(time.Millisecond))
+		"starts_in", time.Until(start).Round(time.Millisecond), "server_clock_offset", g.offset.Round(time.Millisecond))
 
 	runCtx, cancel := context.WithTimeout(ctx, bs.StartIn+bs.HumansAfter+s.PollTimeout)
 	defer cancel()
@@ -181,27 +220,35 @@ func RunBots(ctx context.Context, s Settings, bs BotSettings) (BotsReport, error
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			runs[i] = account(runCtx, c, url, tokens.Buyers[i], body, first, retry)
+			runs[i] = account(runCtx, g.c, url, g.tokens.Buyers[i], body, first, retry)
 		}()
 	}
 	wg.Wait()
 	attackEnd := time.Now()
 
 	rep := summarizeBots(runs, humans, start, s.Units)
-	rep.ItemID, rep.ServerClockOffsetMS = id, ms(offset)
-	rep.Settings = botsSettingsOf(s, bs)
+	rep, err := g.finish(ctx, id, rep, runs)
+	slog.Info("bots: done", "attack", attackEnd.Sub(start).Round(time.Millisecond), "won_by_bots", rep.Bots.Won, "won_by_humans", rep.Humans.Won, "pass", rep.Pass)
+	return rep, err
+}
+
+// finish fills what every mode reports: the run's shape, the 202s' round
+// trip, then waits for every 202 to settle, audits the item and checks.
+func (g *botsRig) finish(ctx context.Context, id int64, rep BotsReport, runs []buyerRun) (BotsReport, error) {
+	rep.ItemID, rep.ServerClockOffsetMS = id, ms(g.offset)
+	rep.Settings = botsSettingsOf(g.s, g.bs)
+	rep.Admission = admissionStats(runs)
 	// Every 202 settles before the audit (I4), as in a sale.
-	settleCtx, cancelSettle := context.WithTimeout(ctx, s.PollTimeout)
+	settleCtx, cancelSettle := context.WithTimeout(ctx, g.s.PollTimeout)
 	defer cancelSettle()
-	rep.Unsettled = settleAll(settleCtx, api, runs, tokens)
-	au, err := auditSettled(settleCtx, func(ctx context.Context) (Audit, error) { return api.Audit(ctx, id) })
+	rep.Unsettled = settleAll(settleCtx, g.api, runs, g.tokens)
+	au, err := auditSettled(settleCtx, func(ctx context.Context) (Audit, error) { return g.api.Audit(ctx, id) })
 	if err != nil {
 		return rep, fmt.Errorf("bench: bots audit: %w", err)
 	}
 	rep.Audit = &au
-	rep.Checks = botsChecks(rep, s.Units)
+	rep.Checks = append(botsChecks(rep, g.s.Units), rep.Checks...)
 	rep.Pass = au.OK && len(rep.Checks) == 0
-	slog.Info("bots: done", "attack", attackEnd.Sub(start).Round(time.Millisecond), "won_by_bots", rep.Bots.Won, "won_by_humans", rep.Humans.Won, "pass", rep.Pass)
 	return rep, nil
 }
 

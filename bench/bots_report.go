@@ -31,6 +31,11 @@ type BotsReport struct {
 	// rate compares them with the bots, who all arrived before it.
 	HumansBeforeSellOut    int     `json:"humans_before_sell_out"`
 	HumansBeforeSellOutWon float64 `json:"humans_before_sell_out_win_rate"`
+	// Admission is the round trip of the 202s (with the queue, orders
+	// with their admission grant).
+	Admission OutcomeStats `json:"admission_202"`
+	// Queue is set for a run with the waiting room on (-bots-queue).
+	Queue *QueueStats `json:"queue,omitempty"`
 	// Unsettled counts 202s still PENDING at the end of the poll timeout.
 	Unsettled int      `json:"unsettled"`
 	Audit     *Audit   `json:"audit,omitempty"`
@@ -138,7 +143,11 @@ func WriteBots(w io.Writer, rep BotsReport, asJSON bool) error {
 		return enc.Encode(rep)
 	}
 	s := rep.Settings
-	fmt.Fprintf(w, "bots: %d humans and %d bots for %d units (item %d), first come first served\n", s.Humans, s.Bots, s.Units, rep.ItemID)
+	mode := "first come first served"
+	if rep.Queue != nil {
+		mode = fmt.Sprintf("with the waiting room, %d admissions/s", rep.Queue.Rate)
+	}
+	fmt.Fprintf(w, "bots: %d humans and %d bots for %d units (item %d), %s\n", s.Humans, s.Bots, s.Units, rep.ItemID, mode)
 	fmt.Fprintf(w, "  bots fire %.0f ms before the start (server clock offset %.1f ms) and retry every %.0f ms;\n", s.LeadMS, rep.ServerClockOffsetMS, s.BotRetryMS)
 	fmt.Fprintf(w, "  humans arrive from %.1f s before to %.1f s after it and retry after %.1f s\n", s.HumansBeforeMS/1000, s.HumansAfterMS/1000, s.HumanRetryMS/1000)
 	for _, g := range []struct {
@@ -150,6 +159,11 @@ func WriteBots(w io.Writer, rep BotsReport, asJSON bool) error {
 	fmt.Fprintf(w, "  bots' share: %.1f%% of the accounts, %.1f%% of the units won (%.2fx)\n", 100*rep.BotsShareOfAccounts, 100*rep.BotsShareOfUnits, rep.BotsAdvantage)
 	fmt.Fprintf(w, "  units won from %.0f ms to %.0f ms after the start; %d humans arrived before the last one, %.1f%% of them won\n",
 		rep.FirstWinMS, rep.LastWinMS, rep.HumansBeforeSellOut, 100*rep.HumansBeforeSellOutWon)
+	a := rep.Admission
+	fmt.Fprintf(w, "  202 round trip over %d orders: p50 %.1f ms, p99 %.1f ms, max %.1f ms\n", a.Count, a.P50ms, a.P99ms, a.Maxms)
+	if rep.Queue != nil {
+		writeQueue(w, rep)
+	}
 	verdict := "PASS"
 	if !rep.Pass {
 		verdict = "FAIL"

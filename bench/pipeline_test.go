@@ -14,6 +14,7 @@ import (
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/config"
+	"github.com/flashsale-dev/flashsale/pkg/gate"
 	"github.com/flashsale-dev/flashsale/pkg/httpapi"
 	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
 	"github.com/flashsale-dev/flashsale/pkg/queue"
@@ -81,6 +82,14 @@ func startPipeline(t *testing.T, paymentWindow time.Duration) pipeline {
 	go func() {
 		defer wg.Done()
 		_ = r.Run(ctx)
+	}()
+	// The waiting room's gate, as the reaper runs it (its default pace),
+	// under a lease of this test's own on the shared Redis.
+	g := gate.New(gate.Config{LeaseKey: "fs:test:gate:" + testenv.Suffix() + t.Name(), StoreTimeout: 2 * time.Second}, db, rdb, gate.NewMetrics(reg), log)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = g.Run(ctx)
 	}()
 	t.Cleanup(func() {
 		ts.Close()

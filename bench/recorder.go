@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"slices"
 	"sync"
 	"time"
@@ -148,10 +149,12 @@ func summarize(outcome string, lat []time.Duration, secs float64) OutcomeStats {
 	return s
 }
 
-// quantile is the nearest-rank quantile of sorted durations.
-func quantile(sorted []time.Duration, q float64) time.Duration {
+// quantile is the nearest-rank quantile of sorted values (durations,
+// ratios).
+func quantile[T cmp.Ordered](sorted []T, q float64) T {
 	if len(sorted) == 0 {
-		return 0
+		var zero T
+		return zero
 	}
 	i := int(q*float64(len(sorted)) + 0.5)
 	return sorted[min(max(i-1, 0), len(sorted)-1)]

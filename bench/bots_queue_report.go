@@ -1,0 +1,284 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+// QueueStats is what a queue-mode run adds to its BotsReport.
+type QueueStats struct {
+	Rate int `json:"queue_rate"`
+	// HumanTickets and BotTickets count the accounts that got a ticket;
+	// the Early ones took it before starts_at (the shuffled tickets: the
+	// ones taken later queue behind them in arrival order).
+	HumanTickets      int `json:"human_tickets"`
+	BotTickets        int `json:"bot_tickets"`
+	EarlyHumanTickets int `json:"early_human_tickets"`
+	EarlyBotTickets   int `json:"early_bot_tickets"`
+	// BotsShareOfTickets is the bots' part of the tickets and
+	// BotsUnitsOverTickets their share of the units over it (the issue's
+	// goal: at most 1.5); the Early pair compares with the shuffled
+	// tickets alone, which is what the shuffle makes fair.
+	BotsShareOfTickets        float64 `json:"bots_share_of_tickets"`
+	BotsUnitsOverTickets      float64 `json:"bots_units_over_tickets"`
+	BotsShareOfEarlyTickets   float64 `json:"bots_share_of_early_tickets"`
+	BotsUnitsOverEarlyTickets float64 `json:"bots_units_over_early_tickets"`
+	// FairBotUnits is the most units a uniform draw of the winners from
+	// the shuffled tickets gives the bots but with probability 1e-4
+	// (fairUpperBound).
+	FairBotUnits int            `json:"fair_bot_units_bound"`
+	Estimate     EstimateStats  `json:"estimate"`
+	SellOut      SellOutStats   `json:"sell_out"`
+	Polls        int            `json:"polls"`
+	PollAnswers  map[string]int `json:"poll_answers,omitempty"`
+	// TicketAnswers counts every answer to POST .../queue.
+	TicketAnswers map[string]int `json:"ticket_answers"`
+	// Skips and Copied count the bots' orders without a grant and with
+	// another bot's by answer; BypassWins those that got a 202.
+	Skips      map[string]int `json:"bot_skips"`
+	Copied     map[string]int `json:"bot_copied_grants"`
+	BypassWins int            `json:"bypass_wins"`
+	// Refusals counts every 403 to an order, by error code.
+	Refusals map[string]int `json:"refusals_403"`
+}
+
+// EstimateStats is the wait estimate's error: for each ticket admitted
+// after waiting, the estimated_wait_ms of its first poll answered from the
+// start on against the time from that answer to the one that admitted it.
+type EstimateStats struct {
+	Tickets int `json:"tickets"`
+	// AdmittedAtOnce were admitted by their first poll from the start on
+	// (nothing left to estimate); NeverAdmitted had an estimate and saw
+	// the sell-out instead.
+	AdmittedAtOnce int `json:"admitted_at_once"`
+	NeverAdmitted  int `json:"never_admitted"`
+	// P50 and P90 are |estimate - actual| / actual; AbsP50MS and AbsP90MS
+	// the same error in milliseconds.
+	P50      float64 `json:"error_p50"`
+	P90      float64 `json:"error_p90"`
+	AbsP50MS float64 `json:"error_abs_p50_ms"`
+	AbsP90MS float64 `json:"error_abs_p90_ms"`
+}
+
+// SellOutStats is the waiting after the sell-out: from the moment the item
+// sold out (the last unit's 202, or the first sold-out anyone saw if
+// earlier) to each waiting ticket's first sight of it.
+type SellOutStats struct {
+	SoldOut bool `json:"sold_out"`
+	// AtMS is the sell-out after the start.
+	AtMS float64 `json:"at_ms"`
+	// Waiting held a ticket, not admitted, at the sell-out; NotTold of
+	// them never saw it before the run ended.
+	Waiting int     `json:"waiting"`
+	NotTold int     `json:"not_told"`
+	P99MS   float64 `json:"wasted_p99_ms"`
+	MaxMS   float64 `json:"wasted_max_ms"`
+}
+
+// estimateErrors reduces the tickets' estimates (EstimateStats).
+func estimateErrors(runs []ticketRun) EstimateStats {
+	var st EstimateStats
+	var rel []float64
+	var abs []time.Duration
+	for _, r := range runs {
+		switch {
+		case r.SawStart && r.FirstState == ticketAdmitted:
+			st.AdmittedAtOnce++
+		case r.HasEst && r.AdmittedAt.IsZero():
+			st.NeverAdmitted++
+		case r.HasEst && r.AdmittedAt.After(r.EstAt):
+			actual := r.AdmittedAt.Sub(r.EstAt)
+			miss := time.Duration(r.EstMS)*time.Millisecond - actual
+			if miss < 0 {
+				miss = -miss
+			}
+			rel = append(rel, float64(miss)/float64(actual))
+			abs = append(abs, miss)
+		}
+	}
+	st.Tickets = len(rel)
+	slices.Sort(rel)
+	slices.Sort(abs)
+	st.P50, st.P90 = quantile(rel, .5), quantile(rel, .9)
+	st.AbsP50MS, st.AbsP90MS = ms(quantile(abs, .5)), ms(quantile(abs, .9))
+	return st
+}
+
+// sellOutMoment is when the item sold out as the buyers can tell: the last
+// unit's 202 if every unit was won, or the first sold-out anyone saw if
+// that was earlier; false if it did not sell out.
+func sellOutMoment(runs []ticketRun, units int) (time.Time, bool) {
+	var at, last time.Time
+	won := 0
+	for _, r := range runs {
+		if r.Won {
+			won++
+			if r.WonAt.After(last) {
+				last = r.WonAt
+			}
+		}
+		if !r.SoldOutAt.IsZero() && (at.IsZero() || r.SoldOutAt.Before(at)) {
+			at = r.SoldOutAt
+		}
+	}
+	if won >= units && won > 0 && (at.IsZero() || last.Before(at)) {
+		at = last
+	}
+	return at, !at.IsZero()
+}
+
+// wastedAfterSellOut measures, for every ticket waiting at the sell-out,
+// how long it took to see it (SellOutStats).
+func wastedAfterSellOut(runs []ticketRun, units int, start time.Time) SellOutStats {
+	at, ok := sellOutMoment(runs, units)
+	if !ok {
+		return SellOutStats{}
+	}
+	st := SellOutStats{SoldOut: true, AtMS: ms(at.Sub(start))}
+	var wasted []time.Duration
+	for _, r := range runs {
+		if r.Ticket == "" || !r.TicketAt.Before(at) || (!r.AdmittedAt.IsZero() && !r.AdmittedAt.After(at)) {
+			continue // no ticket then, or already told to buy
+		}
+		st.Waiting++
+		if r.SoldOutAt.IsZero() {
+			st.NotTold++
+			continue
+		}
+		wasted = append(wasted, r.SoldOutAt.Sub(at))
+	}
+	slices.Sort(wasted)
+	st.P99MS = ms(quantile(wasted, .99))
+	if n := len(wasted); n > 0 {
+		st.MaxMS = ms(wasted[n-1])
+	}
+	return st
+}
+
+// summarizeQueue counts a queue-mode run: the orders as summarizeBots does,
+// then the tickets, the estimate, the sell-out and the skips. startsAt is
+// the item's starts_at (the server's clock, as taken_at); start the same
+// moment by the bench's.
+func summarizeQueue(runs []ticketRun, humans int, start, startsAt time.Time, units, rate int) BotsReport {
+	orders := make([]buyerRun, len(runs))
+	for i, r := range runs {
+		orders[i] = r.buyerRun
+	}
+	rep := summarizeBots(orders, humans, start, units)
+	q := &QueueStats{Rate: rate, TicketAnswers: map[string]int{}, PollAnswers: map[string]int{}, Skips: map[string]int{}, Copied: map[string]int{}, Refusals: map[string]int{}}
+	for i, r := range runs {
+		human := i < humans
+		if r.Ticket != "" {
+			early := r.TakenAt.Before(startsAt)
+			switch {
+			case human && early:
+				q.HumanTickets++
+				q.EarlyHumanTickets++
+			case human:
+				q.HumanTickets++
+			case early:
+				q.BotTickets++
+				q.EarlyBotTickets++
+			default:
+				q.BotTickets++
+			}
+		}
+		q.Polls += r.Polls
+		q.BypassWins += r.BypassWins
+		for _, m := range []struct{ from, to map[string]int }{{r.TicketAnswers, q.TicketAnswers}, {r.PollAnswers, q.PollAnswers}, {r.Skips, q.Skips}, {r.Copied, q.Copied}} {
+			for k, v := range m.from {
+				m.to[k] += v
+			}
+		}
+		for _, m := range []map[string]int{r.Outcomes, r.Skips, r.Copied} {
+			for k, v := range m {
+				if code, ok := strings.CutPrefix(k, "403 "); ok {
+					q.Refusals[code] += v
+				}
+			}
+		}
+	}
+	if t := q.HumanTickets + q.BotTickets; t > 0 {
+		q.BotsShareOfTickets = float64(q.BotTickets) / float64(t)
+	}
+	if t := q.EarlyHumanTickets + q.EarlyBotTickets; t > 0 {
+		q.BotsShareOfEarlyTickets = float64(q.EarlyBotTickets) / float64(t)
+		q.FairBotUnits = fairUpperBound(t, q.EarlyBotTickets, rep.Humans.Won+rep.Bots.Won, 1e-4)
+	}
+	if q.BotsShareOfTickets > 0 {
+		q.BotsUnitsOverTickets = rep.BotsShareOfUnits / q.BotsShareOfTickets
+	}
+	if q.BotsShareOfEarlyTickets > 0 {
+		q.BotsUnitsOverEarlyTickets = rep.BotsShareOfUnits / q.BotsShareOfEarlyTickets
+	}
+	q.Estimate = estimateErrors(runs)
+	q.SellOut = wastedAfterSellOut(runs, units, start)
+	rep.Queue = q
+	return rep
+}
+
+// admissionStats is the round trip of the run's 202s.
+func admissionStats(runs []buyerRun) OutcomeStats {
+	var lat []time.Duration
+	for _, r := range runs {
+		if r.Won {
+			lat = append(lat, r.WinLatency)
+		}
+	}
+	return summarize(OutAccepted, lat, 0)
+}
+
+// queueChecks are the gate's promises as the bots test them: no order won
+// without its own grant, a grant-less order refused as admission_required,
+// another buyer's grant as admission_invalid, and the own grant never
+// refused but for its age.
+func queueChecks(q *QueueStats, own map[string]int) []string {
+	var c []string
+	if q.BypassWins > 0 {
+		c = append(c, fmt.Sprintf("gate: %d orders won without their own admission grant", q.BypassWins))
+	}
+	for _, want := range []struct {
+		what   string
+		counts map[string]int
+		code   string
+	}{{"an order without a grant", q.Skips, "admission_required"}, {"an order with another buyer's grant", q.Copied, "admission_invalid"}, {"an order with its own grant", own, "admission_expired"}} {
+		for _, k := range slices.Sorted(maps.Keys(want.counts)) {
+			if code, ok := strings.CutPrefix(k, "403 "); ok && code != want.code {
+				c = append(c, fmt.Sprintf("gate: %s refused %d times as %s, not %s", want.what, want.counts[k], code, want.code))
+			}
+		}
+	}
+	return c
+}
+
+// writeQueue prints a queue run's own lines.
+func writeQueue(w io.Writer, rep BotsReport) {
+	q := rep.Queue
+	fmt.Fprintf(w, "  tickets: %d humans (%d before the start), %d bots (%d before it); answers %v; %d polls %v\n",
+		q.HumanTickets, q.EarlyHumanTickets, q.BotTickets, q.EarlyBotTickets, q.TicketAnswers, q.Polls, q.PollAnswers)
+	fmt.Fprintf(w, "  bots' share: %.1f%% of the tickets, %.1f%% of the units won: %.2fx (goal <= 1.5x: %s); %.1f%% of the shuffled tickets: %.2fx (a fair draw gives them <= %d units but with p 1e-4)\n",
+		100*q.BotsShareOfTickets, 100*rep.BotsShareOfUnits, q.BotsUnitsOverTickets, goal(q.BotsUnitsOverTickets <= 1.5),
+		100*q.BotsShareOfEarlyTickets, q.BotsUnitsOverEarlyTickets, q.FairBotUnits)
+	fmt.Fprintf(w, "  bots skipping the queue: no grant %v, another's grant %v, %d won that way; 403s by code %v\n", q.Skips, q.Copied, q.BypassWins, q.Refusals)
+	e := q.Estimate
+	fmt.Fprintf(w, "  wait estimate error over %d admitted tickets: p50 %.1f%%, p90 %.1f%% (goal <= 20%%: %s), p50 %.0f ms, p90 %.0f ms; %d admitted at once, %d estimated but sold out first\n",
+		e.Tickets, 100*e.P50, 100*e.P90, goal(e.Tickets > 0 && e.P90 <= .2), e.AbsP50MS, e.AbsP90MS, e.AdmittedAtOnce, e.NeverAdmitted)
+	if so := q.SellOut; so.SoldOut {
+		fmt.Fprintf(w, "  sold out %.0f ms after the start with %d tickets waiting: told within p99 %.0f ms, max %.0f ms (goal <= 1 s: %s), %d never told\n",
+			so.AtMS, so.Waiting, so.P99MS, so.MaxMS, goal(so.NotTold == 0 && so.MaxMS <= 1000), so.NotTold)
+	} else {
+		fmt.Fprintf(w, "  did not sell out\n")
+	}
+}
+
+// goal names whether a goal was met.
+func goal(met bool) string {
+	if met {
+		return "met"
+	}
+	return "missed"
+}

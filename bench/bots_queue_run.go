@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// RunBotsQueue creates an item with its waiting room on, lets the humans
+// and bots at it (bots_queue.go), waits for every 202 to settle and audits
+// the item.
+func RunBotsQueue(ctx context.Context, s Settings, bs BotSettings) (BotsReport, error) {
+	g, err := newBotsRig(ctx, s, bs, queueConns(s, bs))
+	if err != nil {
+		return BotsReport{}, err
+	}
+	return g.queued(ctx, g.itemID(false))
+}
+
+func (g *botsRig) queued(ctx context.Context, id int64) (BotsReport, error) {
+	s, bs := g.s, g.bs
+	humans, bots := s.Buyers, bs.Bots
+	now := g.serverNow()
+	opensServer, startServer := now.Add(bs.QueueOpenIn), now.Add(bs.StartIn)
+	if err := g.api.CreateQueuedSale(ctx, id, s.Units, s.Buckets, opensServer, startServer, startServer.Add(time.Hour), bs.QueueRate); err != nil {
+		return BotsReport{}, err
+	}
+	opens, start := opensServer.Add(-g.offset), startServer.Add(-g.offset) // by our clock
+	slog.Info("bots: queued sale created", "item", id, "units", s.Units, "humans", humans, "bots", bots, "queue_rate", bs.QueueRate,
+		"opens_in", time.Until(opens).Round(time.Millisecond), "starts_in", time.Until(start).Round(time.Millisecond), "server_clock_offset", g.offset.Round(time.Millisecond))
+
+	// Room for the gate to admit every ticket if the item does not sell
+	// out, on top of the first-come-first-served run's bound.
+	admitAll := time.Duration(float64(humans+bots) / float64(bs.QueueRate) * float64(time.Second))
+	runCtx, cancel := context.WithTimeout(ctx, bs.StartIn+bs.HumansAfter+admitAll+s.PollTimeout)
+	defer cancel()
+	game := newQueueGame(g.c, s.Target, id)
+	runs := make([]ticketRun, humans+bots)
+	arrivals := humanArrivals(humans, start, bs.HumansBefore, bs.HumansAfter, s.Seed)
+	var wg sync.WaitGroup
+	for i := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if i < humans {
+				runs[i] = game.human(runCtx, g.tokens.Buyers[i], arrivals[i], bs.HumanRetry)
+				return
+			}
+			runs[i] = game.bot(runCtx, i, g.tokens.Buyers[i], opens, start.Add(-bs.Lead), bs.Retry)
+		}()
+	}
+	wg.Wait()
+	attackEnd := time.Now()
+	rep := summarizeQueue(runs, humans, start, startServer, s.Units, bs.QueueRate)
+	orders := make([]buyerRun, len(runs))
+	own := map[string]int{}
+	for i, r := range runs {
+		orders[i] = r.buyerRun
+		for k, v := range r.Outcomes {
+			own[k] += v
+		}
+	}
+	rep.Checks = queueChecks(rep.Queue, own)
+	rep, err := g.finish(ctx, id, rep, orders)
+	slog.Info("bots: queued sale done", "attack", attackEnd.Sub(start).Round(time.Millisecond), "won_by_bots", rep.Bots.Won, "won_by_humans", rep.Humans.Won, "pass", rep.Pass)
+	return rep, err
+}
