@@ -36,6 +36,8 @@ type watchedItem struct {
 	read    bool  // serving was read at least once
 	serving int64 // the gate's serving position, as last read
 	moved   chan struct{}
+	leftOK  bool  // left was read at least once
+	left    int64 // the item's Redis stock, as last read
 }
 
 func newQueueWatch(st *stock.Store, every, timeout time.Duration) *queueWatch {
@@ -77,6 +79,19 @@ func (wi *watchedItem) servingNow() (serving int64, ok bool, moved <-chan struct
 	return wi.serving, wi.read, wi.moved
 }
 
+// stockNow is the item's stock as last read (ok false before the first).
+func (wi *watchedItem) stockNow() (left int64, ok bool) {
+	wi.mu.Lock()
+	defer wi.mu.Unlock()
+	return wi.left, wi.leftOK
+}
+
+func (wi *watchedItem) setStock(v int64) {
+	wi.mu.Lock()
+	defer wi.mu.Unlock()
+	wi.left, wi.leftOK = v, true
+}
+
 func (wi *watchedItem) setServing(v int64) {
 	wi.mu.Lock()
 	defer wi.mu.Unlock()
@@ -106,6 +121,9 @@ func (w *queueWatch) watch(id int64, wi *watchedItem) {
 			w.mu.Unlock()
 			close(wi.sold)
 			return
+		}
+		if err == nil && warmed {
+			wi.setStock(left)
 		}
 		if g, err := w.st.ReadGate(ctx, id); err == nil {
 			wi.setServing(g.Serving)
