@@ -36,8 +36,9 @@ type watchedItem struct {
 	read    bool  // serving was read at least once
 	serving int64 // the gate's serving position, as last read
 	moved   chan struct{}
-	leftOK  bool  // left was read at least once
-	left    int64 // the item's Redis stock, as last read
+	leftOK  bool      // left was read at least once
+	left    int64     // the item's Redis stock, as last read
+	readAt  time.Time // when the last read of both stock and gate ended
 }
 
 func newQueueWatch(st *stock.Store, every, timeout time.Duration) *queueWatch {
@@ -127,6 +128,11 @@ func (w *queueWatch) watch(id int64, wi *watchedItem) {
 		}
 		if g, err := w.st.ReadGate(ctx, id); err == nil {
 			wi.setServing(g.Serving)
+			if warmed {
+				wi.mu.Lock()
+				wi.readAt = time.Now()
+				wi.mu.Unlock()
+			}
 		}
 		cancel()
 		select {
@@ -135,4 +141,23 @@ func (w *queueWatch) watch(id int64, wi *watchedItem) {
 			return
 		}
 	}
+}
+
+// fresh is item id's stock and serving position as this replica's reader
+// last read them, when one runs for the item and read both within maxAge:
+// a ticket read then need not ask Redis what the reader already knows (a
+// queued sale's polls are many, and each would cost two round trips).
+func (w *queueWatch) fresh(id int64, maxAge time.Duration) (left, serving int64, ok bool) {
+	w.mu.Lock()
+	wi := w.items[id]
+	w.mu.Unlock()
+	if wi == nil {
+		return 0, 0, false
+	}
+	wi.mu.Lock()
+	defer wi.mu.Unlock()
+	if !wi.leftOK || !wi.read || time.Since(wi.readAt) > maxAge {
+		return 0, 0, false
+	}
+	return wi.left, wi.serving, true
 }

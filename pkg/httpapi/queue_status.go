@@ -74,7 +74,7 @@ func (s *Server) getTicket(c echo.Context) error {
 		return err
 	}
 	rctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
-	t, found, err := s.st.TicketByID(rctx, id, tid)
+	t, found, err := s.tickets.ticket(rctx, s.st, id, tid)
 	cancel()
 	if err != nil {
 		return unavailable("ticket temporarily unavailable")
@@ -110,9 +110,15 @@ func validTicketID(v string) bool {
 func (s *Server) ticketView(ctx context.Context, it store.Item, t stock.Ticket) (ticketStatus, error) {
 	rctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
 	defer cancel()
-	left, warmed, err := s.st.Stock(rctx, it.ID)
-	if err != nil {
-		return ticketStatus{}, unavailable("ticket temporarily unavailable")
+	// What this replica's reader of the item read in the last interval
+	// and a half stands for a read of our own.
+	left, serving, cached := s.soldOut.fresh(it.ID, 150*time.Millisecond)
+	warmed := cached
+	if !cached {
+		var err error
+		if left, warmed, err = s.st.Stock(rctx, it.ID); err != nil {
+			return ticketStatus{}, unavailable("ticket temporarily unavailable")
+		}
 	}
 	v := ticketStatus{Ticket: t.ID, ItemID: it.ID, Arrival: t.Arrival, StockLeft: max(left, 0), ShuffleAt: it.StartsAt.UTC()}
 	now := time.Now()
@@ -131,11 +137,14 @@ func (s *Server) ticketView(ctx context.Context, it store.Item, t stock.Ticket) 
 	if err != nil {
 		return ticketStatus{}, err
 	}
-	g, err := s.st.ReadGate(rctx, it.ID)
-	if err != nil {
-		return ticketStatus{}, unavailable("ticket temporarily unavailable")
+	if !cached {
+		g, err := s.st.ReadGate(rctx, it.ID)
+		if err != nil {
+			return ticketStatus{}, unavailable("ticket temporarily unavailable")
+		}
+		serving = g.Serving
 	}
-	ahead, serving := pos-1, g.Serving
+	ahead := pos - 1
 	v.Position, v.Ahead, v.ServingPosition = &pos, &ahead, &serving
 	if v.State != "" {
 		return v, nil // sold out or ended: where it stood, and no estimate

@@ -79,6 +79,7 @@ type Server struct {
 	soldOut     *queueWatch // waiting ticket polls' fan-out of sell-outs and admissions
 	queueOrders *queueOrders
 	grantKeys   *grantKeys
+	tickets     *ticketCache
 	tally       *tally.Tally // order answers per item, for /live
 	ipl         *ipLimiter   // nil = off
 	ready       ops.Readiness
@@ -122,6 +123,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 		soldOut:     newQueueWatch(d.Stock, 100*time.Millisecond, cfg.StoreTimeout),
 		queueOrders: newQueueOrders(),
 		grantKeys:   newGrantKeys(),
+		tickets:     newTicketCache(),
 		m:           NewMetrics(d.Registerer),
 	}
 	RegisterWaitMetrics(d.Registerer, s.waits.waiting)
