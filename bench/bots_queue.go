@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"hash/fnv"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -226,10 +227,29 @@ func (g *queueGame) playTicket(ctx context.Context, r *ticketRun, bearer string,
 				!sleepUntil(ctx, now.Add(retry)) {
 				return
 			}
-			wait = ticketPollWait
+			wait = pollWait(st, r.Ticket, now)
 		}
 		prev = st
 	}
+}
+
+// refreshSpread spreads the pages' refreshes at the start (pollWait).
+const refreshSpread = 500 * time.Millisecond
+
+// pollWait is the long poll's wait after answer st of ticket at now. Before
+// the start a page refreshes once the order is drawn, to show its place in
+// line: the server's long poll of a waiting ticket goes on across the start
+// (it answers at the admission), so the wait is cut to end just after it,
+// spread over refreshSpread by the ticket's hash so the pages do not all
+// ask at once.
+func pollWait(st ticketState, ticket string, now time.Time) time.Duration {
+	if st.Position != nil || st.ShuffleAt.IsZero() || !now.Before(st.ShuffleAt) {
+		return ticketPollWait
+	}
+	h := fnv.New32a()
+	h.Write([]byte(ticket))
+	jitter := time.Duration(h.Sum32()%uint32(refreshSpread.Milliseconds())) * time.Millisecond
+	return min(ticketPollWait, st.ShuffleAt.Sub(now)+jitter+time.Millisecond)
 }
 
 // sawPoll notes the estimate of the first answer from starts_at on and the

@@ -44,6 +44,7 @@ type ticketState struct {
 	StockLeft       int64     `json:"stock_left"`
 	AdmissionGrant  string    `json:"admission_grant"`
 	GrantExpiresAt  time.Time `json:"grant_expires_at"`
+	ShuffleAt       time.Time `json:"shuffle_at"`
 }
 
 // queuedSpec is ItemSpec with the waiting room on.
