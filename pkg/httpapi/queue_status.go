@@ -112,7 +112,7 @@ func (s *Server) ticketView(ctx context.Context, it store.Item, t stock.Ticket) 
 	defer cancel()
 	// What this replica's reader of the item read in the last interval
 	// and a half stands for a read of our own.
-	left, serving, cached := s.soldOut.fresh(it.ID, 150*time.Millisecond)
+	left, serving, cached := s.queueWatch.fresh(it.ID, 150*time.Millisecond)
 	warmed := cached
 	if !cached {
 		var err error
@@ -193,8 +193,8 @@ func admitIn(n int64, rate int) time.Duration {
 func (s *Server) awaitTicket(ctx context.Context, it store.Item, t stock.Ticket, v ticketStatus, wait time.Duration) ticketStatus {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
-	wi := s.soldOut.acquire(it.ID)
-	defer s.soldOut.release(it.ID, wi)
+	wi := s.queueWatch.acquire(it.ID)
+	defer s.queueWatch.release(it.ID, wi)
 	var start <-chan time.Time
 	if v.State == ticketWaiting && time.Now().Before(it.StartsAt) {
 		st := time.NewTimer(time.Until(it.StartsAt))

@@ -153,9 +153,9 @@ func TestSoldOutFanOut(t *testing.T) {
 	}
 	// Every poll is waiting before the last unit goes.
 	testenv.Eventually(t, 5*time.Second, 10*time.Millisecond, func() bool {
-		h.srv.soldOut.mu.Lock()
-		defer h.srv.soldOut.mu.Unlock()
-		si := h.srv.soldOut.items[item]
+		h.srv.queueWatch.mu.Lock()
+		defer h.srv.queueWatch.mu.Unlock()
+		si := h.srv.queueWatch.items[item]
 		return si != nil && si.refs == waiters
 	}, "the polls did not all wait")
 	g, _, err := h.srv.grantFor(t.Context(), item, 999)

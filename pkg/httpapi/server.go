@@ -76,7 +76,7 @@ type Server struct {
 	items       *itemCache
 	reqs        *requestCache
 	waits       *statusWaits
-	soldOut     *queueWatch // waiting ticket polls' fan-out of sell-outs and admissions
+	queueWatch  *queueWatch // waiting ticket polls' fan-out of sell-outs and admissions
 	queueOrders *queueOrders
 	grantKeys   *grantKeys
 	tickets     *ticketCache
@@ -120,7 +120,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 		items:       newItemCache(time.Second),
 		reqs:        newRequestCache(),
 		waits:       newStatusWaits(d.Stock, cfg.Ingress.StatusWaiters, cfg.StoreTimeout, d.Log),
-		soldOut:     newQueueWatch(d.Stock, 100*time.Millisecond, cfg.StoreTimeout),
+		queueWatch:  newQueueWatch(d.Stock, 100*time.Millisecond, cfg.StoreTimeout),
 		queueOrders: newQueueOrders(),
 		grantKeys:   newGrantKeys(),
 		tickets:     newTicketCache(),

@@ -12,6 +12,7 @@ import (
 	"crypto/rand"
 	"embed"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -74,7 +75,7 @@ func Holder() string {
 // view, never for a decision (it may change the moment after).
 func Current(ctx context.Context, rdb redis.Cmdable, key string) (string, error) {
 	v, err := rdb.Get(ctx, key).Result()
-	if err == redis.Nil {
+	if errors.Is(err, redis.Nil) {
 		return "", nil
 	}
 	if err != nil {
