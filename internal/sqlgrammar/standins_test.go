@@ -30,6 +30,8 @@ func standIns(t *testing.T) map[string][]string {
 		// Multi-row INSERTs: the prefix the builder writes, then a tuple per
 		// row, comma-separated; two rows here.
 		"pkg/store.TakeStocks: cases.String()": {" WHEN ? THEN ? WHEN ? THEN ?"},
+		// An OR of one (item, bucket) row each; two rows here.
+		"pkg/store.LockStockRows: where.String()": {"(item_id = ? AND bucket = ?) OR (item_id = ? AND bucket = ?)"},
 		"pkg/store.InsertOrdersOf: sb.String()": {
 			"INSERT INTO orders (request_id, user_id, item_id, bucket, qty, price_cents, status, expires_at) VALUES " +
 				"(?,?,?,?,?,?,'UNPAID',DATE_ADD(NOW(3), INTERVAL ? MICROSECOND))," +

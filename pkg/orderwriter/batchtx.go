@@ -25,6 +25,9 @@ import (
 // the whole transaction back, and WriteBatch names the groups of the short
 // rows, which the caller decides through ItemWriter (its fallback decides
 // request by request under the row lock) while the rest are tried again.
+// So it does with a row another transaction holds locked: the batch locks
+// its stock rows without waiting (store.LockStockRows) and names the
+// groups of the busy ones, which wait for their rows apart.
 type BatchWriter struct {
 	DB            *sql.DB
 	PaymentWindow time.Duration
@@ -34,11 +37,12 @@ type BatchWriter struct {
 
 // WriteBatch decides groups (each all of one item and bucket, in offset
 // order) in one transaction. It returns one result per group when it
-// committed; or, with nothing committed, short: the indexes of the groups
-// whose stock rows cannot cover them. Errors are ItemWriter's: errRace
+// committed; or, with nothing committed, apart: the indexes of the groups
+// to decide one item at a time, those whose stock rows cannot cover them
+// or are locked by another transaction. Errors are ItemWriter's: errRace
 // (retry now), store.IsTransient (retry with backoff), anything else
 // permanent.
-func (w *BatchWriter) WriteBatch(ctx context.Context, groups [][]queue.OrderMessage) (res []ItemResult, short []int, err error) {
+func (w *BatchWriter) WriteBatch(ctx context.Context, groups [][]queue.OrderMessage) (res []ItemResult, apart []int, err error) {
 	for _, g := range groups {
 		for _, m := range g[1:] {
 			if m.StockKey() != g[0].StockKey() {
@@ -58,6 +62,10 @@ func (w *BatchWriter) WriteBatch(ctx context.Context, groups [][]queue.OrderMess
 		res, takes, rows, err = w.decide(ctx, tx, groups)
 		return err
 	})
+	var busy rowsBusy
+	if errors.As(err, &busy) {
+		return nil, groupsOf(rows, busy.rows), nil
+	}
 	if !errors.Is(err, errShortStock) {
 		return res, nil, err
 	}
@@ -65,16 +73,30 @@ func (w *BatchWriter) WriteBatch(ctx context.Context, groups [][]queue.OrderMess
 	if err != nil {
 		return nil, nil, err
 	}
-	for i, r := range rows {
-		if lacking[r] {
-			short = append(short, i)
-		}
-	}
-	if len(short) == 0 {
+	if apart = groupsOf(rows, lacking); len(apart) == 0 {
 		// The stock came back (a cancel) between the CAS and the read.
 		return nil, nil, fmt.Errorf("%w: batch stock short, then enough", errRace)
 	}
-	return nil, short, nil
+	return nil, apart, nil
+}
+
+// rowsBusy rolls a batch back whose stock rows (some of them) another
+// transaction holds locked.
+type rowsBusy struct{ rows map[[2]int64]bool }
+
+func (e rowsBusy) Error() string {
+	return fmt.Sprintf("orderwriter: %d stock rows locked by another transaction", len(e.rows))
+}
+
+// groupsOf is the indexes of the groups whose stock row (rows[i]) is in set.
+func groupsOf(rows [][2]int64, set map[[2]int64]bool) []int {
+	var out []int
+	for i, r := range rows {
+		if set[r] {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // decide is WriteBatch's transaction: ItemWriter.decide for every group at
@@ -195,6 +217,13 @@ func (w *BatchWriter) decide(ctx context.Context, tx *sql.Tx, groups [][]queue.O
 	for _, o := range back {
 		i := owner[o.RequestID]
 		res[i].Ordered = append(res[i].Ordered, o)
+	}
+	busy, err := store.LockStockRows(ctx, tx, takes)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if busy != nil {
+		return nil, nil, rows, rowsBusy{busy}
 	}
 	ok, err := store.TakeStocks(ctx, tx, takes)
 	if err != nil {

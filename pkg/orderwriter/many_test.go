@@ -205,6 +205,48 @@ func TestShortItemIsDecidedApart(t *testing.T) {
 	}
 }
 
+// An item whose row another transaction holds locked, in one batch with two
+// free items: the batch does not wait for it (the lock is held past the
+// batch's deadline) but names it to be decided apart, with nothing
+// committed, and the free items then commit in a batch of their own. A
+// batch that waited on the row held the free items' rows locked until the
+// server's lock wait timeout (50 s), even after its deadline had closed
+// the connection: TestKilledWithTwoBatchesInFlight decided none of item A
+// in 60 s on a loaded CI machine.
+func TestLockedItemIsDecidedApart(t *testing.T) {
+	t.Parallel()
+	m := newManyEnv(t, 1, []int64{10, 10, 10}, []int64{10, 10, 10})
+	groups := m.admitAll(users(1, 4))
+	ctx := context.Background()
+	lock, err := m.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback()
+	var stk int64
+	if err := lock.QueryRowContext(ctx, "SELECT stock FROM items WHERE id = ? FOR UPDATE", m.items[1]).Scan(&stk); err != nil {
+		t.Fatal(err)
+	}
+	w := m.writer()
+	w.TxTimeout = 5 * time.Second
+	_, apart, err := w.WriteBatch(ctx, groups)
+	if err != nil || len(apart) != 1 || apart[0] != 1 {
+		t.Fatalf("WriteBatch with item 1 locked: apart %v, %v; want [1]", apart, err)
+	}
+	if got := m.decided(); got != 0 {
+		t.Fatalf("a batch with a locked item committed %d decisions", got)
+	}
+	res, apart, err := w.WriteBatch(ctx, [][]queue.OrderMessage{groups[0], groups[2]})
+	if err != nil || apart != nil || len(res) != 2 || len(res[0].Ordered) != 4 || len(res[1].Ordered) != 4 {
+		t.Fatalf("WriteBatch of the free items: %+v apart %v, %v", res, apart, err)
+	}
+	if err := lock.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	m.checkMySQL(m.items[0], 4)
+	m.checkMySQL(m.items[2], 4)
+}
+
 // Requests of an item MySQL does not have, in one batch with a known item's:
 // they are REJECTED unknown_item and the known item's are ORDERED, in one
 // transaction.

@@ -11,17 +11,17 @@ import (
 
 // writeSetBased writes a round of several groups (stock rows) in one
 // BatchWriter transaction, until they are done or the round's context ends.
-// Groups whose stock is short go through writeGroup (ItemWriter's
-// request-by-request fallback under the row lock) while the rest are tried
-// set-based again. A lost race (another writer decided some of the
+// Groups whose stock is short, or whose row another transaction holds
+// locked, go through writeGroup (ItemWriter's request-by-request fallback
+// under the row lock, waiting for its own row alone) while the rest are
+// tried set-based again. A lost race (another writer decided some of the
 // requests) retries the batch at once. Any other error, transient or not,
 // hands every group of the round to writeGroup, which retries and gives up
 // per item as it always has: one bad message still cannot take its
-// neighbours down, and an item whose row stays locked (or a deadlock, a
-// lock wait timeout, an outage) holds up only its own group once the batch
-// transaction has timed out (TxTimeout), not the round's other items.
+// neighbours down, and a deadlock or an outage holds up the round's items
+// at most until the batch transaction times out (TxTimeout).
 func (c *Consumer) writeSetBased(ctx context.Context, order []queue.StockKey, groups map[queue.StockKey][]*entry, decoded map[*entry]queue.OrderMessage) {
-	var aside sync.WaitGroup // short groups, written one item each
+	var aside sync.WaitGroup // groups set apart, written one item each
 	defer aside.Wait()
 	for len(order) > 1 {
 		msgs := make([][]queue.OrderMessage, len(order))
@@ -36,19 +36,19 @@ func (c *Consumer) writeSetBased(ctx context.Context, order []queue.StockKey, gr
 			return
 		}
 		tctx, span := startItemTx(ctx, 0, n)
-		res, short, err := c.batch.WriteBatch(tctx, msgs)
-		endBatchTx(span, len(order), res, short, err)
+		res, apart, err := c.batch.WriteBatch(tctx, msgs)
+		endBatchTx(span, len(order), res, apart, err)
 		<-c.itemSlots
 		switch {
-		case err == nil && short == nil:
+		case err == nil && apart == nil:
 			c.settleAll(ctx, order, groups, res)
 			return
 		case err == nil:
-			c.log.DebugContext(ctx, "stock short in a set-based batch; deciding those items one by one", "items", len(short), "of", len(order))
-			isShort := make(map[int]bool, len(short))
-			keys := make([]queue.StockKey, 0, len(short))
-			for _, i := range short {
-				isShort[i] = true
+			c.log.DebugContext(ctx, "stock short or row locked in a set-based batch; deciding those items one by one", "items", len(apart), "of", len(order))
+			isApart := make(map[int]bool, len(apart))
+			keys := make([]queue.StockKey, 0, len(apart))
+			for _, i := range apart {
+				isApart[i] = true
 				keys = append(keys, order[i])
 			}
 			aside.Add(1)
@@ -56,9 +56,9 @@ func (c *Consumer) writeSetBased(ctx context.Context, order []queue.StockKey, gr
 				defer aside.Done()
 				c.writeGroups(ctx, keys, groups, decoded)
 			}()
-			rest := make([]queue.StockKey, 0, len(order)-len(short))
+			rest := make([]queue.StockKey, 0, len(order)-len(apart))
 			for i, k := range order {
-				if !isShort[i] {
+				if !isApart[i] {
 					rest = append(rest, k)
 				}
 			}

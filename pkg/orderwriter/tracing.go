@@ -67,15 +67,17 @@ func endItemTx(span trace.Span, res ItemResult, err error) {
 
 // endBatchTx records a set-based batch attempt over items on span (started
 // by startItemTx with item 0) and ends it.
-func endBatchTx(span trace.Span, items int, res []ItemResult, short []int, err error) {
+// flashsale.apart_items counts the items it set apart (stock short or row
+// locked elsewhere) to be written one at a time.
+func endBatchTx(span trace.Span, items int, res []ItemResult, apart []int, err error) {
 	if span.IsRecording() {
 		ordered, rejected := 0, 0
 		for _, r := range res {
 			ordered += len(r.Ordered)
 			rejected += len(r.Rejected)
 		}
-		span.SetAttributes(attribute.Int("flashsale.items", items), attribute.Int("flashsale.short_items", len(short)))
-		if err == nil && short == nil {
+		span.SetAttributes(attribute.Int("flashsale.items", items), attribute.Int("flashsale.apart_items", len(apart)))
+		if err == nil && apart == nil {
 			span.SetAttributes(attribute.Int("flashsale.ordered", ordered), attribute.Int("flashsale.rejected", rejected))
 		}
 		tracing.Fail(span, err)
