@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -227,5 +229,46 @@ func TestQueuePlayerPolite(t *testing.T) {
 	r := g.human(ctx, "Bearer h1", now, 100*time.Millisecond) // admitted at the start + 1 s
 	if !r.Won || r.Polls < 5 || r.Polls > 25 {
 		t.Errorf("won %v after %d polls, want a win after about 15", r.Won, r.Polls)
+	}
+}
+
+// TestBotCopiesAGrantAtOnce: a bot tries another bot's grant on its first
+// try after one is known, not on every other try. The server learns of a
+// grant after the bot's second try and sells out on its third, as a sale
+// that sells out within two retries of its first admission does (the
+// queue test failed so in CI, with no copy tried at all).
+func TestBotCopiesAGrantAtOnce(t *testing.T) {
+	var g *queueGame
+	var mu sync.Mutex
+	var bodies []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, string(b))
+		n := len(bodies)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case n == 2:
+			g.grants.add(1, "g:b1:1", time.Now().Add(time.Minute))
+			fallthrough
+		case n < 3:
+			w.WriteHeader(http.StatusForbidden)
+			io.WriteString(w, `{"error":"admission_required","message":"x"}`)
+		default:
+			w.WriteHeader(http.StatusGone)
+			io.WriteString(w, `{"error":"sold_out","message":"x"}`)
+		}
+	}))
+	defer srv.Close()
+	g = newQueueGame(srv.Client(), srv.URL, 7)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var admitted atomic.Bool
+	r := g.skip(ctx, cancel, 2, "Bearer b2", time.Now(), 10*time.Millisecond, &admitted)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(bodies) != 3 || !strings.Contains(bodies[2], `"admission_grant":"g:b1:1"`) || r.Copied[OutSoldOut] != 1 {
+		t.Errorf("orders %q, copied %v: the try after the grant became known should carry it", bodies, r.Copied)
 	}
 }
