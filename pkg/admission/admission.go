@@ -67,6 +67,10 @@ type Request struct {
 	// Granted: the caller checked the buyer's admission grant for the item
 	// (required by an item with a waiting room, else NeedGrant).
 	Granted bool
+	// Claim: the caller checked the buyer's waitlist offer grant; the order
+	// claims the unit the offer holds (stock.AdmitRequest.Claim), so the
+	// in-memory sold-out flag, which knows only the stock, is not asked.
+	Claim bool
 
 	// buckets is the item's bucket count and bucket the buyer's home
 	// bucket, set by admit.
@@ -151,7 +155,7 @@ func (s *Service) admit(ctx context.Context, r Request) Result {
 	now := s.now()
 	// A keyed request of a holder may be the replay of an admission, whose
 	// first answer (a 202) only Redis knows: the flag lets it through.
-	if s.soldOut.Hit(r.ItemID, r.UserID, r.IdempotencyKey != "", now) {
+	if !r.Claim && s.soldOut.Hit(r.ItemID, r.UserID, r.IdempotencyKey != "", now) {
 		s.m.soldOutHits.Inc()
 		return Result{Outcome: SoldOutMem}
 	}
@@ -227,7 +231,7 @@ func (s *Service) reserve(ctx context.Context, r Request, rid string, now time.T
 	defer cancel()
 	ar, err := s.stock.Admit(rctx, stock.AdmitRequest{
 		ItemID: r.ItemID, Buckets: r.buckets, Bucket: r.bucket, UserID: r.UserID, Qty: r.Qty, RequestID: rid, Now: now, Deadline: deadline,
-		UserRatePerSec: userRate, IdempotencyKey: r.IdempotencyKey, IdempotencyTTL: s.cfg.IdempotencyTTL, Granted: r.Granted,
+		UserRatePerSec: userRate, IdempotencyKey: r.IdempotencyKey, IdempotencyTTL: s.cfg.IdempotencyTTL, Granted: r.Granted, Claim: r.Claim,
 		WaitReplicas: s.cfg.WaitReplicas, WaitTimeout: s.cfg.WaitTimeout,
 	})
 	if span.IsRecording() {
@@ -283,6 +287,8 @@ func (s *Service) answer(ctx context.Context, r Request, rid string, now time.Ti
 		return Result{Outcome: NotActive}
 	case stock.NeedGrant:
 		return Result{Outcome: NeedGrant}
+	case stock.NoOffer:
+		return Result{Outcome: NoOffer}
 	case stock.OverLimit:
 		return Result{Outcome: OverLimit, Limit: ar.Limit}
 	case stock.RateLimited:

@@ -13,6 +13,7 @@ const (
 	UnknownItem Outcome = "unknown_item" // not warmed in Redis: 404
 	NotActive   Outcome = "not_active"   // outside the sale window: 409
 	NeedGrant   Outcome = "need_grant"   // a queued item without a checked admission grant: 403
+	NoOffer     Outcome = "no_offer"     // a waitlist claim of an offer the buyer does not hold: 403
 	OverLimit   Outcome = "over_limit"   // qty above the per-user limit: 400
 	RateLimited Outcome = "rate_limited" // per-user window: 429
 	Already     Outcome = "already"      // the user holds this item (RequestID says by which request): 409

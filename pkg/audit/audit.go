@@ -52,9 +52,12 @@ type Report struct {
 	// its one bucket is the item (items.stock, the {item:<id>} keys), so an
 	// entry would repeat the item's numbers and be a second copy for
 	// clients to keep in step; per_bucket is there exactly when buckets > 1.
-	PerBucket  []BucketReport `json:"per_bucket,omitempty"`
-	OK         bool           `json:"ok"`
-	Violations []string       `json:"violations"`
+	PerBucket []BucketReport `json:"per_bucket,omitempty"`
+	// Waitlist is the hand-off of released units of an item with a
+	// waiting room (I9); absent for an item without one.
+	Waitlist   *Waitlist `json:"waitlist,omitempty"`
+	OK         bool      `json:"ok"`
+	Violations []string  `json:"violations"`
 	// Info notes checks that were not made, and why (a transfer between
 	// buckets under way); not violations.
 	Info []string `json:"info,omitempty"`
@@ -78,6 +81,20 @@ type numbers struct {
 	changes      changeView
 	changesQuiet bool
 	buckets      bucketNumbers
+	waitlist     stock.Waitlist // zero for an item without a queue
+}
+
+// Waitlist is what an item's waitlist holds and did, in units (pkg/stock
+// waitlist.go): I9 says every unit that came In is in the pool, on one
+// live offer, claimed by an order, or returned to the stock.
+type Waitlist struct {
+	In       int64 `json:"in"`
+	Pool     int64 `json:"pool"`
+	Offers   int64 `json:"offers"`
+	Offered  int64 `json:"offered"`
+	Claimed  int64 `json:"claimed"`
+	Lapsed   int64 `json:"lapsed"`
+	Returned int64 `json:"returned"`
 }
 
 // Item audits one item; store.ErrNotFound when MySQL does not know it.
@@ -108,6 +125,10 @@ func Item(ctx context.Context, db *sql.DB, st *stock.Store, itemID int64) (Repor
 	rep.RedisStock, rep.Pending, rep.PendingQty = n.redis.Stock, n.redis.Pending, n.redis.PendingQty
 	rep.OldestReservedAt = n.redis.OldestReservedAt
 	rep.Buckets = max(n.item.Buckets, 1)
+	if n.item.Queue {
+		w := n.waitlist
+		rep.Waitlist = &Waitlist{In: w.In, Pool: w.Pool, Offers: w.Offers, Offered: w.Offered, Claimed: w.Claimed, Lapsed: w.Lapsed, Returned: w.Returned}
+	}
 	rep.Violations = check(n, rep)
 	if n.item.Bucketed() {
 		rep.PerBucket = bucketReports(n)
@@ -128,6 +149,11 @@ func readItem(ctx context.Context, db *sql.DB, st *stock.Store, itemID int64, n 
 	var err error
 	if n.redis, err = st.ReadState(ctx, itemID); err != nil {
 		return err
+	}
+	if n.item.Queue {
+		if n.waitlist, err = st.ReadWaitlist(ctx, itemID); err != nil {
+			return err
+		}
 	}
 	if err := readOrders(ctx, db, itemID, rep); err != nil {
 		return err
@@ -251,9 +277,13 @@ func check(n numbers, r Report) []string {
 		// Not checked now; the report's info names the transfer.
 	} else if !n.changesQuiet {
 		// Not checked now; the report's info says a stock change ran.
-	} else if got := r.RedisStock + r.PendingQty - n.orderedPending + active + n.unappliedRestore + n.changes.total(); got != r.Total {
-		add("I3 redis conservation: stock %d + pending %d - pending already ordered %d + active %d + restores not yet in redis %d + stock changes not yet in redis %d = %d != total %d",
-			r.RedisStock, r.PendingQty, n.orderedPending, active, n.unappliedRestore, n.changes.total(), got, r.Total)
+	} else if got := r.RedisStock + n.waitlist.Held() + r.PendingQty - n.orderedPending + active + n.unappliedRestore + n.changes.total(); got != r.Total {
+		add("I3 redis conservation: stock %d + held for the waitlist %d + pending %d - pending already ordered %d + active %d + restores not yet in redis %d + stock changes not yet in redis %d = %d != total %d",
+			r.RedisStock, n.waitlist.Held(), r.PendingQty, n.orderedPending, active, n.unappliedRestore, n.changes.total(), got, r.Total)
+	}
+	if w := n.waitlist; w.Pool < 0 || w.Offers < 0 || w.In != w.Pool+w.Offers+w.Claimed+w.Returned {
+		add("I9 waitlist hand-off: in %d != pool %d + on offer %d + claimed %d + returned %d (a unit in two places, or lost)",
+			w.In, w.Pool, w.Offers, w.Claimed, w.Returned)
 	}
 	if n.orderedNoOrder > 0 || n.orderNoOutcome > 0 {
 		add("I4 nothing lost: %d ORDERED requests without an order, %d orders without an ORDERED outcome", n.orderedNoOrder, n.orderNoOutcome)

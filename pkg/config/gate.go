@@ -19,11 +19,16 @@ type Gate struct {
 	// once would still admit at the rate (the advance is one script by
 	// Redis' clock): the lease keeps one actor and one set of gauges.
 	Lease time.Duration
+	// ClaimWindow is how long a waitlist offer holds a released unit for
+	// its buyer (pkg/stock waitlist.go) before it passes to the next ticket
+	// in line.
+	ClaimWindow time.Duration
 }
 
 // RegisterFlags implements Registerer.
 func (c *Gate) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Interval, "queue-gate-interval", 100*time.Millisecond, "pause between passes of the waiting room's gate, a Go duration from 0 (off: queued items admit nobody) to 5s")
+	fs.DurationVar(&c.ClaimWindow, "queue-claim-window", time.Minute, "how long a waitlist offer of a released unit waits for its buyer's order before it passes to the next ticket in line, a Go duration from 1s to 1h")
 	fs.DurationVar(&c.Lease, "queue-gate-lease", time.Second, "how long one reaper replica holds the waiting room's gate, a Go duration from 100ms to 1m, above the interval")
 }
 
@@ -34,6 +39,9 @@ func (c *Gate) Validate() error {
 	}
 	if c.Interval == 0 {
 		return nil
+	}
+	if c.ClaimWindow < time.Second || c.ClaimWindow > time.Hour {
+		return fmt.Errorf("FLASHSALE_QUEUE_CLAIM_WINDOW: %v (expected a duration from 1s to 1h)", c.ClaimWindow)
 	}
 	if c.Lease < 100*time.Millisecond || c.Lease > time.Minute || c.Lease <= c.Interval {
 		return fmt.Errorf("FLASHSALE_QUEUE_GATE_LEASE: %v (expected a duration from 100ms to 1m, above FLASHSALE_QUEUE_GATE_INTERVAL %v)", c.Lease, c.Interval)

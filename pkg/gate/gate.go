@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -35,6 +36,9 @@ type Config struct {
 	StoreTimeout time.Duration
 	// Holder names this replica in the lease (default lease.Holder()).
 	Holder string
+	// ClaimWindow is how long a waitlist offer holds its unit (default
+	// 1m; waitlist.go).
+	ClaimWindow time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -53,6 +57,9 @@ func (c Config) withDefaults() Config {
 	if c.Holder == "" {
 		c.Holder = lease.Holder()
 	}
+	if c.ClaimWindow <= 0 {
+		c.ClaimWindow = defaultClaimWindow
+	}
 	return c
 }
 
@@ -68,11 +75,12 @@ type Gate struct {
 
 	items   []store.Item
 	itemsAt time.Time
+	lines   map[int64]line // the items' serving orders (waitlist.go)
 }
 
 // New returns a gate on db and rdb; it makes no call until Run or Pass.
 func New(cfg Config, db *sql.DB, rdb redis.UniversalClient, m *Metrics, log *slog.Logger) *Gate {
-	return &Gate{cfg: cfg.withDefaults(), db: db, rdb: rdb, st: stock.New(rdb), m: m, log: log}
+	return &Gate{cfg: cfg.withDefaults(), db: db, rdb: rdb, st: stock.New(rdb), m: m, log: log, lines: map[int64]line{}}
 }
 
 // Run passes every Interval until ctx is done, then gives the lease up so
@@ -139,7 +147,12 @@ func (g *Gate) Pass(ctx context.Context) error {
 			continue
 		}
 		g.m.Admitted.Add(float64(st.Advanced))
-		waiting += max(st.Tickets-st.Serving, 0)
+		if now.Before(it.EndsAt) {
+			waiting += max(st.Tickets-st.Serving, 0)
+		}
+		if err := g.waitlist(ctx, it, st); err != nil {
+			errs = append(errs, fmt.Errorf("gate: item %d: %w", it.ID, err))
+		}
 	}
 	g.m.Waiting.Set(float64(waiting))
 	return errors.Join(errs...)
@@ -157,14 +170,19 @@ func (g *Gate) advance(ctx context.Context, it store.Item) (stock.GateState, err
 	return g.st.AdvanceGate(ctx, it.ID, it.QueueRate)
 }
 
-// list is the live queued items, read again every itemsTTL.
+// endedGrace is how long after its end a queued item is still passed: its
+// waitlist gives what it holds back to the stock once the sale is over.
+const endedGrace = time.Minute
+
+// list is the live queued items (and those ended within endedGrace), read
+// again every itemsTTL.
 func (g *Gate) list(ctx context.Context) ([]store.Item, error) {
 	if g.items != nil && time.Since(g.itemsAt) < itemsTTL {
 		return g.items, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, g.cfg.StoreTimeout)
 	defer cancel()
-	items, err := store.LiveQueuedItems(ctx, g.db, time.Now())
+	items, err := store.LiveQueuedItems(ctx, g.db, time.Now().Add(-endedGrace))
 	if err != nil {
 		return nil, err
 	}
@@ -172,5 +190,10 @@ func (g *Gate) list(ctx context.Context) ([]store.Item, error) {
 		items = []store.Item{}
 	}
 	g.items, g.itemsAt = items, time.Now()
+	for id := range g.lines {
+		if !slices.ContainsFunc(items, func(it store.Item) bool { return it.ID == id }) {
+			delete(g.lines, id)
+		}
+	}
 	return items, nil
 }

@@ -18,6 +18,11 @@ type Metrics struct {
 	Waiting prometheus.Gauge
 	// PassFailures counts passes that ended with an error.
 	PassFailures prometheus.Counter
+	// Waitlist counts released units by what the waitlist did with them:
+	// offered to a ticket, lapsed (an offer's window ended unclaimed) and
+	// returned (to the stock: nobody left in line, or the sale over). The
+	// claims are the ingress's (flashsale_queue_offer_claims_total).
+	Waitlist *prometheus.CounterVec
 }
 
 // NewMetrics registers the gate's series on reg.
@@ -40,5 +45,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "flashsale_queue_gate_pass_failures_total",
 			Help: "Passes of the waiting room's gate that ended with an error (logged); the next pass admits what the rate allowed meanwhile.",
 		}),
+		Waitlist: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "flashsale_queue_waitlist_units_total",
+			Help: "Released units of queued items by what the waitlist did: offered to the next ticket in line, lapsed (the claim window ended), returned (to the stock: nobody left in line, or the sale over).",
+		}, []string{"event"}),
 	}
 }

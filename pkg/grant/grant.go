@@ -12,6 +12,11 @@
 // makes a grant useless to another buyer or for another item, and the
 // expiry what makes a copied or hoarded grant die soon. Reuse by its own
 // buyer is harmless: admission already allows one order per buyer per item.
+//
+// An offer grant ("w1.…", SignOffer) is the same under another version: it
+// says the buyer holds a waitlist offer (pkg/stock waitlist.go) and expires
+// with the offer's claim window. The version is inside the mac, so neither
+// kind can be turned into the other; IsOffer tells a verified grant's kind.
 package grant
 
 import (
@@ -35,16 +40,32 @@ var (
 // MaxLen bounds a grant's length: longer input is refused before parsing.
 const MaxLen = 200
 
-const version = "g1"
+const (
+	version      = "g1"
+	offerVersion = "w1"
+)
 
 // Sign returns the grant of user for item under key, valid until expires.
 func Sign(key []byte, item, user int64, expires time.Time) string {
-	body := fmt.Sprintf("%s.%d.%d.%d", version, item, user, expires.UnixMilli())
+	return sign(key, version, item, user, expires)
+}
+
+// SignOffer returns the offer grant of user for item under key: user holds
+// a waitlist offer of item until expires.
+func SignOffer(key []byte, item, user int64, expires time.Time) string {
+	return sign(key, offerVersion, item, user, expires)
+}
+
+// IsOffer reports whether g, a grant Verify accepted, is an offer grant.
+func IsOffer(g string) bool { return strings.HasPrefix(g, offerVersion+".") }
+
+func sign(key []byte, v string, item, user int64, expires time.Time) string {
+	body := fmt.Sprintf("%s.%d.%d.%d", v, item, user, expires.UnixMilli())
 	return body + "." + base64.RawURLEncoding.EncodeToString(mac(key, body))
 }
 
-// Verify checks that g is a grant under key of user for item, unexpired at
-// now, and returns its expiry. Errors: ErrInvalid, ErrExpired.
+// Verify checks that g is a grant (of either kind) under key of user for
+// item, unexpired at now, and returns its expiry. Errors: ErrInvalid, ErrExpired.
 func Verify(key []byte, g string, item, user int64, now time.Time) (time.Time, error) {
 	if len(g) > MaxLen {
 		return time.Time{}, ErrInvalid
@@ -61,7 +82,7 @@ func Verify(key []byte, g string, item, user int64, now time.Time) (time.Time, e
 		return time.Time{}, ErrInvalid
 	}
 	parts := strings.Split(body, ".")
-	if len(parts) != 4 || parts[0] != version || parts[1] != strconv.FormatInt(item, 10) || parts[2] != strconv.FormatInt(user, 10) {
+	if len(parts) != 4 || (parts[0] != version && parts[0] != offerVersion) || parts[1] != strconv.FormatInt(item, 10) || parts[2] != strconv.FormatInt(user, 10) {
 		return time.Time{}, ErrInvalid
 	}
 	ms, err := strconv.ParseInt(parts[3], 10, 64)

@@ -57,3 +57,27 @@ func FuzzVerifyNeverAcceptsWithoutTheKey(f *testing.F) {
 		}
 	})
 }
+
+// An offer grant is told from an admission grant by its version, which the
+// mac covers: rewriting one kind's version into the other's is refused.
+func TestOfferGrantKindIsSigned(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	now := time.UnixMilli(1_800_000_000_000)
+	o := SignOffer(key, 7, 42, now.Add(time.Minute))
+	a := Sign(key, 7, 42, now.Add(time.Minute))
+	if _, err := Verify(key, o, 7, 42, now); err != nil || !IsOffer(o) {
+		t.Fatalf("offer grant: %v, IsOffer %v", err, IsOffer(o))
+	}
+	if _, err := Verify(key, a, 7, 42, now); err != nil || IsOffer(a) {
+		t.Fatalf("admission grant: %v, IsOffer %v", err, IsOffer(a))
+	}
+	for name, g := range map[string]string{
+		"admission made an offer": offerVersion + strings.TrimPrefix(a, version),
+		"offer made an admission": version + strings.TrimPrefix(o, offerVersion),
+		"another version":         "x1" + strings.TrimPrefix(o, offerVersion),
+	} {
+		if _, err := Verify(key, g, 7, 42, now); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", name, err)
+		}
+	}
+}

@@ -24,6 +24,8 @@ type Metrics struct {
 	// by reason (required, invalid, expired).
 	tickets       *prometheus.CounterVec
 	grantsRefused *prometheus.CounterVec
+	// offerClaims counts the orders accepted (202) on a waitlist offer.
+	offerClaims prometheus.Counter
 }
 
 // NewMetrics registers the HTTP metrics on reg.
@@ -49,8 +51,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"result"}),
 		grantsRefused: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "flashsale_queue_grants_refused_total",
-			Help: "Orders of items with a waiting room refused for their admission grant (403), by reason: required (none sent), invalid (forged, another buyer's or item's), expired.",
+			Help: "Orders of items with a waiting room refused for their admission grant (403), by reason: required (none sent), invalid (forged, another buyer's or item's), expired, offer_gone (a waitlist offer claimed already or lapsed).",
 		}, []string{"reason"}),
+		offerClaims: f.NewCounter(prometheus.CounterOpts{
+			Name: "flashsale_queue_offer_claims_total",
+			Help: "Orders accepted (202) on a waitlist offer: released units of queued items sold again to the next ticket in line.",
+		}),
 	}
 }
 

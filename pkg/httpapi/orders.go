@@ -63,17 +63,21 @@ func (s *Server) order(c echo.Context, b orderBody) error {
 		return badRequest("invalid_idempotency_key", "Idempotency-Key must be 1 to 64 characters of A-Z a-z 0-9 . _ : -")
 	}
 	user := principal(c).UserID
-	var granted bool
+	kind := noGrant
 	if b.AdmissionGrant != nil {
 		var err error
-		if granted, err = s.checkGrant(c.Request().Context(), *b.ItemID, user, *b.AdmissionGrant); err != nil {
+		if kind, err = s.checkGrant(c.Request().Context(), *b.ItemID, user, *b.AdmissionGrant); err != nil {
 			return err
 		}
 	}
 	res := s.admission.Admit(c.Request().Context(), admission.Request{
-		ItemID: *b.ItemID, UserID: user, Qty: *b.Qty, IdempotencyKey: key, Granted: granted,
+		ItemID: *b.ItemID, UserID: user, Qty: *b.Qty, IdempotencyKey: key,
+		Granted: kind == admitGrant, Claim: kind == offerGrant,
 	})
 	if res.OK() {
+		if kind == offerGrant && res.Outcome == admission.Accepted {
+			s.m.offerClaims.Inc()
+		}
 		return c.JSON(http.StatusAccepted, accepted{RequestID: res.RequestID, Status: orderstatus.Pending})
 	}
 	if res.Outcome == admission.NotActive {
@@ -82,6 +86,9 @@ func (s *Server) order(c echo.Context, b orderBody) error {
 	}
 	if res.Outcome == admission.NeedGrant {
 		s.m.grantsRefused.WithLabelValues("required").Inc()
+	}
+	if res.Outcome == admission.NoOffer {
+		s.m.grantsRefused.WithLabelValues("offer_gone").Inc()
 	}
 	return admissionError(res)
 }
@@ -94,6 +101,8 @@ func admissionError(r admission.Result) error {
 		return newErr(http.StatusNotFound, "unknown_item", "no such item on sale")
 	case admission.NeedGrant:
 		return errGrantRequired
+	case admission.NoOffer:
+		return errOfferGone
 	case admission.OverLimit:
 		return badRequest("invalid_qty", fmt.Sprintf("qty exceeds the per-user limit of %d", r.Limit))
 	case admission.RateLimited:

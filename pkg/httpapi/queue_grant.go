@@ -22,6 +22,8 @@ var (
 		"admission_grant is not a grant of this item for you: order with the grant your own admitted ticket shows")
 	errGrantExpired = newErr(http.StatusForbidden, "admission_expired",
 		"admission_grant has expired: read your ticket again (GET /api/v1/items/{id}/queue/{ticket}) for a fresh one")
+	errOfferGone = newErr(http.StatusForbidden, "offer_gone",
+		"your waitlist offer was claimed already or its claim window ended; nothing was reserved")
 )
 
 // grantKeys caches the items' grant keys (store.QueueGrantKey): an order's
@@ -95,27 +97,52 @@ func (s *Server) grantFor(ctx context.Context, item, user int64) (string, time.T
 	return grant.Sign(k, item, user, exp), exp, nil
 }
 
-// checkGrant checks an order's admission_grant g for item and user: true
-// when it is good; false with no error for an item without a queue (a grant
-// sent for it is ignored, and admit.lua decides as for any item); an
-// errGrant* for a bad one, 503 when the key cannot be read.
-func (s *Server) checkGrant(ctx context.Context, item, user int64, g string) (bool, error) {
+// offerGrantFor signs the grant of user's waitlist offer of item, good
+// until the offer's claim window ends.
+func (s *Server) offerGrantFor(ctx context.Context, item, user int64, expires time.Time) (string, error) {
+	k, err := s.grantKeys.key(ctx, s, item)
+	if err != nil || k == nil {
+		s.log.WarnContext(ctx, "queue: grant key", "item_id", item, "err", err)
+		return "", unavailable("ticket temporarily unavailable")
+	}
+	return grant.SignOffer(k, item, user, expires), nil
+}
+
+// grantKind is what an order's checked grant lets it do.
+type grantKind int
+
+const (
+	noGrant    grantKind = iota // none, or an item without a queue
+	admitGrant                  // an admitted ticket's: order from the stock
+	offerGrant                  // a waitlist offer's: claim the unit it holds
+)
+
+// checkGrant checks an order's admission_grant g for item and user: its
+// kind when it is good; noGrant with no error for an item without a queue
+// (a grant sent for it is ignored, and admit.lua decides as for any item);
+// an errGrant* for a bad one, 503 when the key cannot be read.
+func (s *Server) checkGrant(ctx context.Context, item, user int64, g string) (grantKind, error) {
 	k, err := s.grantKeys.key(ctx, s, item)
 	if err != nil {
 		s.log.WarnContext(ctx, "queue: grant key", "item_id", item, "err", err)
-		return false, unavailable("the order could not be taken; nothing was reserved, please retry")
+		return noGrant, unavailable("the order could not be taken; nothing was reserved, please retry")
 	}
 	if k == nil {
-		return false, nil
+		return noGrant, nil
 	}
 	_, err = grant.Verify(k, g, item, user, time.Now())
 	switch {
 	case errors.Is(err, grant.ErrExpired):
 		s.m.grantsRefused.WithLabelValues("expired").Inc()
-		return false, errGrantExpired
+		if grant.IsOffer(g) {
+			return noGrant, errOfferGone
+		}
+		return noGrant, errGrantExpired
 	case err != nil:
 		s.m.grantsRefused.WithLabelValues("invalid").Inc()
-		return false, errGrantInvalid
+		return noGrant, errGrantInvalid
+	case grant.IsOffer(g):
+		return offerGrant, nil
 	}
-	return true, nil
+	return admitGrant, nil
 }

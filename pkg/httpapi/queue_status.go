@@ -21,6 +21,10 @@ const (
 	ticketAdmitted = "admitted"
 	ticketSoldOut  = "sold_out"
 	ticketExpired  = "expired"
+	// ticketOffered: the item sold out, and the waitlist holds a released
+	// unit for this ticket's buyer until grant_expires_at (pkg/stock
+	// waitlist.go); the order sends the offer's admission_grant.
+	ticketOffered = "offered"
 )
 
 // ticketStatus is GET /api/v1/items/{id}/queue/{ticket}'s answer.
@@ -146,6 +150,9 @@ func (s *Server) ticketView(ctx context.Context, it store.Item, t stock.Ticket) 
 	}
 	ahead := pos - 1
 	v.Position, v.Ahead, v.ServingPosition = &pos, &ahead, &serving
+	if v.State == ticketSoldOut && now.Before(it.EndsAt) && it.Buckets <= 1 {
+		return s.offeredView(rctx, it, t, v)
+	}
 	if v.State != "" {
 		return v, nil // sold out or ended: where it stood, and no estimate
 	}
@@ -161,6 +168,26 @@ func (s *Server) ticketView(ctx context.Context, it store.Item, t stock.Ticket) 
 	}
 	var zero int64
 	v.State, v.EstimatedWaitMs, v.AdmissionGrant, v.GrantExpiresAt = ticketAdmitted, &zero, grant, &exp
+	return v, nil
+}
+
+// offeredView is sold-out view v of ticket t, or its offer when the
+// waitlist holds a unit for its buyer: one more Redis read, made only for a
+// ticket of a sold-out item.
+func (s *Server) offeredView(ctx context.Context, it store.Item, t stock.Ticket, v ticketStatus) (ticketStatus, error) {
+	o, ok, err := s.st.OfferOf(ctx, it.ID, t.UserID)
+	if err != nil {
+		return ticketStatus{}, unavailable("ticket temporarily unavailable")
+	}
+	if !ok || o.Ticket != t.ID || !time.Now().Before(o.Expires) {
+		return v, nil
+	}
+	g, err := s.offerGrantFor(ctx, it.ID, t.UserID, o.Expires)
+	if err != nil {
+		return ticketStatus{}, err
+	}
+	exp := o.Expires.UTC()
+	v.State, v.AdmissionGrant, v.GrantExpiresAt = ticketOffered, g, &exp
 	return v, nil
 }
 
@@ -340,10 +367,13 @@ func (q *queueOrders) draw(ctx context.Context, s *Server, it store.Item) (drawn
 	if err != nil {
 		return drawnOrder{}, err
 	}
-	entries, byHash := earlyEntries(tickets, it.StartsAt)
-	d := drawnOrder{expires: time.Now().Add(time.Second), shuffled: int64(len(entries)), pos: make(map[string]int64, len(entries))}
-	for i, e := range waitroom.Order(seed, entries, d.shuffled) {
-		d.pos[byHash[e.Ticket]] = int64(i + 1)
+	d := drawnOrder{expires: time.Now().Add(time.Second), pos: make(map[string]int64, len(tickets))}
+	for i, h := range waitroom.Line(seed, heldTickets(tickets, it.StartsAt)) {
+		if !h.Early {
+			break // the late ones follow in arrival order: position = arrival
+		}
+		d.pos[h.ID] = int64(i + 1)
+		d.shuffled++
 	}
 	q.mu.Lock()
 	q.m[it.ID] = d
@@ -351,17 +381,12 @@ func (q *queueOrders) draw(ctx context.Context, s *Server, it store.Item) (drawn
 	return d, nil
 }
 
-// earlyEntries are the tickets taken before starts as the shuffle sees them
-// (hash, arrival), with the id of each hash.
-func earlyEntries(tickets []stock.Ticket, starts time.Time) ([]waitroom.Entry, map[string]string) {
-	var out []waitroom.Entry
-	byHash := map[string]string{}
-	for _, t := range tickets {
-		if t.TakenAt.Before(starts) {
-			h := waitroom.Hash(t.ID)
-			out = append(out, waitroom.Entry{Ticket: h, Arrival: t.Arrival})
-			byHash[h] = t.ID
-		}
+// heldTickets are tickets as waitroom.Line takes them: early when taken
+// before starts.
+func heldTickets(tickets []stock.Ticket, starts time.Time) []waitroom.Held {
+	out := make([]waitroom.Held, len(tickets))
+	for i, t := range tickets {
+		out[i] = waitroom.Held{ID: t.ID, Arrival: t.Arrival, Early: t.TakenAt.Before(starts)}
 	}
-	return out, byHash
+	return out
 }

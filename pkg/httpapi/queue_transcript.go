@@ -42,10 +42,13 @@ func (s *Server) getTranscript(c echo.Context) error {
 	if err != nil {
 		return unavailable("transcript temporarily unavailable")
 	}
-	early, _ := earlyEntries(tickets, it.StartsAt)
+	var early int64
 	all := make([]waitroom.Entry, 0, len(tickets))
 	for _, t := range tickets {
 		all = append(all, waitroom.Entry{Ticket: waitroom.Hash(t.ID), Arrival: t.Arrival})
+		if t.TakenAt.Before(it.StartsAt) {
+			early++
+		}
 	}
-	return c.JSON(http.StatusOK, waitroom.NewTranscript(id, seed, all, int64(len(early))))
+	return c.JSON(http.StatusOK, waitroom.NewTranscript(id, seed, all, early))
 }

@@ -83,7 +83,7 @@ func (r *Reaper) applyRestores(ctx context.Context, orders []store.Order) error 
 	}
 	for i, res := range results {
 		switch res {
-		case stock.RestoreApplied:
+		case stock.RestoreApplied, stock.RestoreWaitlisted:
 			r.m.RestoresRedis.Inc()
 		case stock.RestoreNoStock:
 			r.log.Warn("Redis has no stock for item; restore left to warm from MySQL",

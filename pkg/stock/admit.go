@@ -35,6 +35,9 @@ const (
 	// NeedGrant: the item has a waiting room and the request was not
 	// Granted; nothing was done.
 	NeedGrant AdmitCode = "need_grant"
+	// NoOffer: a Claim of a waitlist offer the buyer does not hold (claimed
+	// already, lapsed, or never made); nothing was done.
+	NoOffer AdmitCode = "no_offer"
 )
 
 // AdmitRequest is one buyer's attempt.
@@ -68,6 +71,10 @@ type AdmitRequest struct {
 	// grant for this item (pkg/grant); an item with a waiting room refuses
 	// a request without it (NeedGrant).
 	Granted bool
+	// Claim is the caller's word that it checked the buyer's waitlist
+	// offer grant (pkg/grant, waitlist.go): the order takes the unit the
+	// buyer's offer holds, not the stock's, or answers NoOffer.
+	Claim bool
 }
 
 // AdmitResult is the script's answer.
@@ -109,9 +116,19 @@ func (s *Store) Admit(ctx context.Context, r AdmitRequest) (AdmitResult, error) 
 	if r.Buckets > 1 {
 		wantKey = k.Want
 	}
-	keys := []string{k.Stock, k.Meta, k.Holders, k.Reservations, idemKey, rateKey, k.HolderBits, wantKey}
+	// The waitlist's keys only for a claim, which only an unbucketed item's
+	// buyer (bucket 0) makes: as the want flag, a key that is not used is
+	// one that exists.
+	offersKey, waitlistKey, grant := k.Stock, k.Stock, flag(r.Granted)
+	if r.Claim && r.Bucket == 0 {
+		q := QueueKeysOf(r.ItemID)
+		offersKey, waitlistKey, grant = q.Offers, q.Waitlist, "2"
+	} else if r.Claim {
+		grant = "2" // the script answers no_offer: no bucket but 0 holds offers
+	}
+	keys := []string{k.Stock, k.Meta, k.Holders, k.Reservations, idemKey, rateKey, k.HolderBits, wantKey, offersKey, waitlistKey}
 	args := []any{r.UserID, r.Qty, r.RequestID, deadlineMs(r.Deadline), r.UserRatePerSec,
-		r.IdempotencyTTL.Milliseconds(), hasIdem, HolderBit(r.UserID), max(r.Buckets, 1), wantTTL.Milliseconds(), flag(r.Granted)}
+		r.IdempotencyTTL.Milliseconds(), hasIdem, HolderBit(r.UserID), max(r.Buckets, 1), wantTTL.Milliseconds(), grant}
 	var res []string
 	var replicas int
 	var err error
@@ -139,7 +156,7 @@ func (s *Store) Admit(ctx context.Context, r AdmitRequest) (AdmitResult, error) 
 		out.Limit, _ = strconv.Atoi(res[1])
 	case Moved:
 		out.Buckets, _ = strconv.Atoi(res[1])
-	case Unknown, NotActive, Late, NeedGrant:
+	case Unknown, NotActive, Late, NeedGrant, NoOffer:
 	default:
 		return AdmitResult{}, fmt.Errorf("stock: admit: unknown verdict %q", res[0])
 	}

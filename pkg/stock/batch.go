@@ -74,8 +74,7 @@ func (s *Store) RestoreMany(ctx context.Context, entries []RestoreEntry) ([]Rest
 	}
 	calls := make([]scriptCall, len(entries))
 	for i, e := range entries {
-		k := BucketKeys(e.ItemID, e.Bucket)
-		calls[i] = scriptCall{restoreScript, []string{k.Stock, k.RestoreGuard(e.RequestID)}, []any{e.Qty}}
+		calls[i] = scriptCall{restoreScript, restoreKeys(e.ItemID, e.Bucket, e.RequestID), []any{e.Qty}}
 	}
 	cmds, err := s.pipelined(ctx, "stock: restore many", calls)
 	if err != nil {

@@ -20,6 +20,10 @@ type GateState struct {
 	Tickets int64
 	// Advanced is how many positions this call admitted.
 	Advanced int64
+	// Pool, Offers and Cursor are the waitlist's (AdvanceGate only): units
+	// released and not on offer, live offers, and the serving position of
+	// the last ticket considered for one (waitlist.go).
+	Pool, Offers, Cursor int64
 }
 
 // AdvanceGate moves item itemID's serving position on by what rate
@@ -27,25 +31,30 @@ type GateState struct {
 // ErrQueueNotWarmed: the item has no meta in Redis.
 func (s *Store) AdvanceGate(ctx context.Context, itemID int64, rate int) (GateState, error) {
 	k := QueueKeysOf(itemID)
-	res, err := s.run(ctx, gateAdvanceScript, []string{k.Gate, k.Arrivals, k.Meta}, max(rate, 1)).StringSlice()
+	res, err := s.run(ctx, gateAdvanceScript, []string{k.Gate, k.Arrivals, k.Meta, k.Waitlist, k.Offers}, max(rate, 1)).StringSlice()
 	if err != nil {
 		return GateState{}, unavailable("stock: advance gate", err)
 	}
 	if len(res) == 1 && res[0] == "unknown" {
 		return GateState{}, ErrQueueNotWarmed
 	}
-	if len(res) != 3 {
-		return GateState{}, fmt.Errorf("stock: advance gate: unexpected reply %v", res)
-	}
 	var g GateState
-	var errs [3]error
-	g.Serving, errs[0] = strconv.ParseInt(res[0], 10, 64)
-	g.Tickets, errs[1] = strconv.ParseInt(res[1], 10, 64)
-	g.Advanced, errs[2] = strconv.ParseInt(res[2], 10, 64)
-	if err := errors.Join(errs[:]...); err != nil {
+	if err := parseInts(res, &g.Serving, &g.Tickets, &g.Advanced, &g.Pool, &g.Offers, &g.Cursor); err != nil {
 		return GateState{}, fmt.Errorf("stock: advance gate: %w", err)
 	}
 	return g, nil
+}
+
+// parseInts parses res into dst, one to one.
+func parseInts(res []string, dst ...*int64) error {
+	if len(res) != len(dst) {
+		return fmt.Errorf("unexpected reply %v", res)
+	}
+	errs := make([]error, len(dst))
+	for i, d := range dst {
+		*d, errs[i] = strconv.ParseInt(res[i], 10, 64)
+	}
+	return errors.Join(errs...)
 }
 
 // ReadGate reads item itemID's serving position and ticket count without

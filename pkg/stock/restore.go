@@ -20,19 +20,33 @@ type RestoreResult int
 
 // Restore outcomes; see lua/restore.lua.
 const (
-	RestoreApplied RestoreResult = 1  // qty given back now
-	RestoreSeen    RestoreResult = 0  // given back before: no-op
-	RestoreNoStock RestoreResult = -1 // Redis has no state for the item; warm rebuilds it from MySQL
+	RestoreApplied RestoreResult = 1 // qty given back now
+	// RestoreWaitlisted: given back now, to the waitlist's pool (an
+	// unbucketed queued item's sale is open and sold out; waitlist.go).
+	RestoreWaitlisted RestoreResult = 2
+	RestoreSeen       RestoreResult = 0  // given back before: no-op
+	RestoreNoStock    RestoreResult = -1 // Redis has no state for the item; warm rebuilds it from MySQL
 )
 
 // Restore gives the qty of requestID's cancelled order back to bucket of the
 // item in Redis exactly once. Its guard has no TTL until
 // ExpireRestoreGuards, after the mark.
 func (s *Store) Restore(ctx context.Context, itemID int64, bucket int, requestID string, qty int) (RestoreResult, error) {
-	k := BucketKeys(itemID, bucket)
-	n, err := restoreScript.Run(ctx, s.rdb, []string{k.Stock, k.RestoreGuard(requestID)}, qty).Int()
+	n, err := restoreScript.Run(ctx, s.rdb, restoreKeys(itemID, bucket, requestID), qty).Int()
 	if err != nil {
 		return 0, unavailable("stock: restore", err)
 	}
 	return RestoreResult(n), nil
+}
+
+// restoreKeys are restore.lua's keys for requestID's qty going back to
+// bucket of item itemID: the waitlist's hash is bucket 0's, and for another
+// bucket (where the waitlist never applies) a key of that bucket's slot.
+func restoreKeys(itemID int64, bucket int, requestID string) []string {
+	k := BucketKeys(itemID, bucket)
+	wl := k.Stock
+	if bucket == 0 {
+		wl = QueueKeysOf(itemID).Waitlist
+	}
+	return []string{k.Stock, k.RestoreGuard(requestID), k.Meta, wl}
 }

@@ -39,7 +39,7 @@ var (
 // caches them all after a NOSCRIPT retry). The rebalancer's scripts are its
 // own (pkg/rebalance, lua/), and it loads them itself.
 var allScripts = []*redis.Script{admitScript, releaseScript, settleScript, restoreScript, statusPutScript, warmScript, ackScript, lookupScript, statusMarkScript,
-	retireScript, wantLowerScript, ticketTakeScript, stockChangeScript, gateAdvanceScript}
+	retireScript, wantLowerScript, ticketTakeScript, stockChangeScript, gateAdvanceScript, waitlistOfferScript}
 
 // LoadScripts loads every script once at start-up so the first requests do
 // not pay for EVAL. It is an optimisation: NOSCRIPT is handled on every call.

@@ -21,12 +21,20 @@ type QueueKeys struct {
 	Arrivals string // string: the number of tickets taken
 	Meta     string // the item's meta (bucket 0)
 	Gate     string // hash: serving (positions admitted), last_ms (pkg/gate)
+	// Waitlist is a hash: the released units held for the waitlist (pool),
+	// the serving position of the last ticket considered for one (cursor),
+	// and counts of units (in, offered, claimed, lapsed, returned); Offers
+	// a hash of the live offers, user id -> "ticket:position:expires_ms"
+	// (waitlist.go).
+	Waitlist string
+	Offers   string
 }
 
 // QueueKeysOf returns item id's waiting room keys.
 func QueueKeysOf(id int64) QueueKeys {
 	p := bucketPrefix(id, 0)
-	return QueueKeys{ByUser: p + "qu", ByTicket: p + "qt", Arrivals: p + "qn", Meta: p + "meta", Gate: p + "qg"}
+	return QueueKeys{ByUser: p + "qu", ByTicket: p + "qt", Arrivals: p + "qn", Meta: p + "meta", Gate: p + "qg",
+		Waitlist: p + "qw", Offers: p + "qo"}
 }
 
 // Ticket is one buyer's place in an item's waiting room.

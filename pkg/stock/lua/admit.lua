@@ -14,8 +14,12 @@
 -- ARGV[7] "1" when an Idempotency-Key was sent   ARGV[8] the user's holder bit
 -- ARGV[9] the item's bucket count as the caller knows it
 -- ARGV[10] the want flag's TTL (ms)
+-- KEYS[9] the item's waitlist offers, KEYS[10] its waitlist hash (bucket
+--         0's, waitlist.go; any key of the bucket when ARGV[11] is not "2")
 -- ARGV[11] "1" when the ingress checked the buyer's admission grant for this
---          item (pkg/grant): required when the item's meta says queue "1"
+--          item (pkg/grant): required when the item's meta says queue "1";
+--          "2" when it checked a waitlist offer's grant: the order claims the
+--          unit the buyer's offer holds, not one of the stock
 -- All keys are one stock bucket's: the buyer's home bucket.
 -- Returns {code, detail}:
 --   {"ok", stock_left}          admitted: stock taken, buyer marked, reserved
@@ -30,6 +34,8 @@
 --   {"not_active", ""}          outside the sale window
 --   {"need_grant", ""}          the item has a waiting room and no checked
 --                               grant came with the request: nothing done
+--   {"no_offer", ""}            a claim (ARGV[11] "2") of an offer the buyer
+--                               does not hold (claimed, lapsed, never made)
 --   {"over_limit", limit}       qty above the per-user limit
 --   {"rate_limited", retry_ms}  per-user window exceeded
 --   {"already", request_id}     this user holds this item, by request_id
@@ -76,7 +82,7 @@ local buckets = tonumber(meta[4] or "1")
 if buckets ~= tonumber(ARGV[9]) then return {"moved", tostring(buckets)} end
 if not meta[1] then return {"unknown", ""} end
 if now < tonumber(meta[1]) or now >= tonumber(meta[2]) then return {"not_active", ""} end
-if meta[5] == "1" and ARGV[11] ~= "1" then return {"need_grant", ""} end
+if meta[5] == "1" and ARGV[11] == "0" then return {"need_grant", ""} end
 if qty > tonumber(meta[3]) then return {"over_limit", meta[3]} end
 local rl = tonumber(ARGV[5])
 if rl > 0 then
@@ -85,12 +91,25 @@ if rl > 0 then
   if n > rl then return {"rate_limited", tostring(redis.call("PTTL", KEYS[6]))} end
 end
 if held then return {"already", held} end
+local claim = ARGV[11] == "2"
+if claim then
+  -- The unit is the one the buyer's offer holds (waitlist_offer.lua): it
+  -- leaves the offer for this reservation, so it is claimed once.
+  local o = redis.call("HGET", KEYS[9], ARGV[1])
+  local exp = o and tonumber(string.match(o, ":(%d+)$"))
+  if buckets ~= 1 or not exp or now >= exp then return {"no_offer", ""} end
+  if qty ~= 1 then return {"over_limit", "1"} end
+  redis.call("HDEL", KEYS[9], ARGV[1])
+  redis.call("HINCRBY", KEYS[10], "claimed", 1)
+  redis.call("HINCRBY", KEYS[10], "ver", 1)
+end
 local stock = tonumber(redis.call("GET", KEYS[1]) or "0")
-if stock < qty then
+if not claim and stock < qty then
   if buckets > 1 then redis.call("SET", KEYS[8], ARGV[2], "PX", ARGV[10]) end
   return {"sold_out", tostring(stock)}
 end
-local left = redis.call("DECRBY", KEYS[1], qty)
+local left = stock
+if not claim then left = redis.call("DECRBY", KEYS[1], qty) end
 redis.call("HSET", KEYS[3], ARGV[1], rid)
 redis.call("SETBIT", KEYS[7], ARGV[8], 1)
 redis.call("HSET", KEYS[4], rid, ARGV[1] .. ":" .. ARGV[2] .. ":" .. tostring(now))

@@ -3,10 +3,12 @@
 -- one admit.lua and ticket_take.lua judge the sale by). Every key carries
 -- the item's bucket 0 hash tag.
 -- KEYS[1] the gate (hash: serving, last_ms)   KEYS[2] arrivals (the item's
--- ticket count)   KEYS[3] item meta (start_ms, end_ms)
+-- ticket count)   KEYS[3] item meta (start_ms, end_ms)   KEYS[4] the
+-- waitlist hash   KEYS[5] the waitlist's offers (both only read: they tell
+-- the gate whether the waitlist has work, waitlist_offer.lua)
 -- ARGV[1] the rate, admissions a second (>= 1)
--- Returns {serving, tickets, advanced}, or {"unknown"} for an item not
--- warmed. Before start_ms nothing moves. The position never passes the
+-- Returns {serving, tickets, advanced, pool, offers, cursor}, or {"unknown"}
+-- for an item not warmed. Before start_ms and from end_ms on nothing moves. The position never passes the
 -- tickets taken, and time spent with every ticket admitted is not banked:
 -- a late ticket waits its turn at the rate, never behind a burst of credit.
 -- Time with no gate running is banked for a second at most.
@@ -22,8 +24,10 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local g = redis.call("HMGET", KEYS[1], "serving", "last_ms")
 local serving = tonumber(g[1] or "0")
 local tickets = tonumber(redis.call("GET", KEYS[2]) or "0")
-if now < start then
-  return {tostring(serving), tostring(tickets), "0"}
+local wl = redis.call("HMGET", KEYS[4], "pool", "cursor")
+local pool, offers, cursor = wl[1] or "0", tostring(redis.call("HLEN", KEYS[5])), wl[2] or "0"
+if now < start or now >= endms then
+  return {tostring(serving), tostring(tickets), "0", pool, offers, cursor}
 end
 local rate = tonumber(ARGV[1])
 -- At most a second of credit: after a gap with no gate (every reaper
@@ -42,4 +46,4 @@ else
 end
 redis.call("HSET", KEYS[1], "serving", serving, "last_ms", string.format("%.3f", last))
 redis.call("PEXPIREAT", KEYS[1], endms + 86400000)
-return {tostring(serving), tostring(tickets), tostring(advanced)}
+return {tostring(serving), tostring(tickets), tostring(advanced), pool, offers, cursor}

@@ -1,0 +1,148 @@
+package stock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The waitlist (issue 25): units of an unbucketed queued item that the
+// reaper releases (cancelled unpaid orders) while its sale is open and sold
+// out are held in a pool (restore.lua) and offered by the gate, one unit per
+// buyer, to the tickets in serving order whose buyers hold nothing
+// (waitlist_offer.lua). An offer is good for a claim window; its buyer's
+// order claims it (admit.lua with AdmitRequest.Claim), else it lapses back
+// to the pool and passes on. With nobody left in line, or once the sale is
+// over, the pool goes back to the stock. Every step is one script in the
+// item's slot, so a unit is in exactly one place at any moment: the pool,
+// one offer, a reservation, or the stock (I9, pkg/audit).
+
+var waitlistOfferScript = mustScript("waitlist_offer.lua")
+
+// Candidate is a ticket the gate may offer a released unit to.
+type Candidate struct {
+	Position int64 // in the serving order, 1 first
+	Ticket   string
+	UserID   int64
+}
+
+// OfferPass is what one OfferReleased call did and left.
+type OfferPass struct {
+	Pool, Offers, Cursor      int64 // after the call
+	Offered, Lapsed, Returned int64 // units, by this call
+}
+
+// OfferReleased runs one pass of item itemID's waitlist: lapsed offers back
+// to the pool, the pool offered to cands (the tickets after the cursor, in
+// serving order) for window each, and the pool back to the stock when
+// endOfLine says cands reach the end of the line and none is left to offer
+// to, or when the sale is over. ErrQueueNotWarmed: the item has no meta.
+func (s *Store) OfferReleased(ctx context.Context, itemID int64, window time.Duration, cands []Candidate, endOfLine bool) (OfferPass, error) {
+	q := QueueKeysOf(itemID)
+	k := KeysOf(itemID)
+	args := make([]any, 0, 2+3*len(cands))
+	args = append(args, window.Milliseconds(), flag(endOfLine))
+	for _, c := range cands {
+		args = append(args, c.Position, c.Ticket, c.UserID)
+	}
+	res, err := s.run(ctx, waitlistOfferScript, []string{q.Waitlist, q.Offers, k.Holders, k.Meta, k.Stock}, args...).StringSlice()
+	if err != nil {
+		return OfferPass{}, unavailable("stock: waitlist offers", err)
+	}
+	if len(res) == 1 && res[0] == "unknown" {
+		return OfferPass{}, ErrQueueNotWarmed
+	}
+	var p OfferPass
+	if err := parseInts(res, &p.Pool, &p.Offers, &p.Cursor, &p.Offered, &p.Lapsed, &p.Returned); err != nil {
+		return OfferPass{}, fmt.Errorf("stock: waitlist offers of item %d: %w", itemID, err)
+	}
+	return p, nil
+}
+
+// Offer is one buyer's live waitlist offer: one unit held for them until
+// Expires.
+type Offer struct {
+	Ticket   string
+	Position int64
+	Expires  time.Time
+}
+
+// OfferOf reads user's offer of item itemID; found false when there is
+// none. An offer past its expiry that the gate has not lapsed yet is
+// returned as it is: the caller compares Expires (admit.lua refuses its
+// claim).
+func (s *Store) OfferOf(ctx context.Context, itemID, userID int64) (Offer, bool, error) {
+	v, err := s.rdb.HGet(ctx, QueueKeysOf(itemID).Offers, strconv.FormatInt(userID, 10)).Result()
+	if errors.Is(err, redis.Nil) {
+		return Offer{}, false, nil
+	}
+	if err != nil {
+		return Offer{}, false, unavailable("stock: read offer", err)
+	}
+	o, err := parseOffer(v)
+	if err != nil {
+		return Offer{}, false, fmt.Errorf("stock: offer of user %d, item %d: %w", userID, itemID, err)
+	}
+	return o, true, nil
+}
+
+// parseOffer reads "ticket:position:expires_ms".
+func parseOffer(v string) (Offer, error) {
+	parts := strings.Split(v, ":")
+	if len(parts) != 3 {
+		return Offer{}, fmt.Errorf("malformed offer %q", v)
+	}
+	pos, err1 := strconv.ParseInt(parts[1], 10, 64)
+	ms, err2 := strconv.ParseInt(parts[2], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return Offer{}, fmt.Errorf("malformed offer %q: %w", v, err)
+	}
+	return Offer{Ticket: parts[0], Position: pos, Expires: time.UnixMilli(ms)}, nil
+}
+
+// Waitlist is an item's waitlist as the audit checks it (I9): every unit
+// that came In is in the Pool, on one of the Offers, Claimed by an order,
+// or Returned to the stock.
+type Waitlist struct {
+	Pool, Offers, Cursor, Version          int64
+	In, Offered, Claimed, Lapsed, Returned int64
+}
+
+// Held is the units the waitlist holds out of the stock: the pool and the
+// live offers (one unit each).
+func (w Waitlist) Held() int64 { return w.Pool + w.Offers }
+
+// ReadWaitlist reads item itemID's waitlist (all zero for an item that
+// never had one) as one snapshot: both keys share a slot, so one MULTI.
+func (s *Store) ReadWaitlist(ctx context.Context, itemID int64) (Waitlist, error) {
+	q := QueueKeysOf(itemID)
+	var h *redis.SliceCmd
+	var n *redis.IntCmd
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		h = p.HMGet(ctx, q.Waitlist, "pool", "cursor", "ver", "in", "offered", "claimed", "lapsed", "returned")
+		n = p.HLen(ctx, q.Offers)
+		return nil
+	})
+	if err != nil {
+		return Waitlist{}, unavailable("stock: read waitlist", err)
+	}
+	var w Waitlist
+	dst := []*int64{&w.Pool, &w.Cursor, &w.Version, &w.In, &w.Offered, &w.Claimed, &w.Lapsed, &w.Returned}
+	for i, v := range h.Val() {
+		if v == nil {
+			continue
+		}
+		x, err := strconv.ParseInt(fmt.Sprint(v), 10, 64)
+		if err != nil {
+			return Waitlist{}, fmt.Errorf("stock: waitlist of item %d: field %d: %w", itemID, i, err)
+		}
+		*dst[i] = x
+	}
+	w.Offers = n.Val()
+	return w, nil
+}

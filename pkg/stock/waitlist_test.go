@@ -1,0 +1,268 @@
+package stock_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/reqid"
+	"github.com/flashsale-dev/flashsale/pkg/stock"
+)
+
+// claim is user's order on their waitlist offer.
+func claim(t *testing.T, s *stock.Store, item, user int64, qty int) stock.AdmitCode {
+	t.Helper()
+	r, err := s.Admit(context.Background(), stock.AdmitRequest{ItemID: item, Buckets: 1, UserID: user, Qty: qty, RequestID: reqid.New(item, time.Now()), Now: time.Now(), Claim: true})
+	if err != nil {
+		t.Fatalf("claim of user %d: %v", user, err)
+	}
+	return r.Code
+}
+
+// checkI9 fails unless every unit that came into item's waitlist is in
+// exactly one place.
+func checkI9(t *testing.T, s *stock.Store, item int64) stock.Waitlist {
+	t.Helper()
+	w, err := s.ReadWaitlist(context.Background(), item)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Pool < 0 || w.Offers < 0 || w.In != w.Pool+w.Offers+w.Claimed+w.Returned {
+		t.Fatalf("I9: %+v", w)
+	}
+	return w
+}
+
+// TestWaitlistHandOff walks one item's released units through the
+// waitlist: a unit released while the item is sold out is held (not in the
+// stock), offered to the first ticket in line whose buyer holds nothing,
+// claimed once by that buyer only, and an offer left unclaimed passes to
+// the next ticket; with nobody left in line the unit goes back to the
+// stock.
+func TestWaitlistHandOff(t *testing.T) {
+	t.Parallel()
+	s := stock.New(testenv.Redis(t))
+	ctx := context.Background()
+	item := testenv.ItemID()
+	now := time.Now()
+	if err := s.Warm(ctx, stock.Snapshot{ItemID: item, Stock: 2, StartsAt: now.Add(-time.Second), EndsAt: now.Add(time.Hour), PerUserLimit: 2, Queue: true}); err != nil {
+		t.Fatal(err)
+	}
+	rids := map[int64]string{}
+	for _, u := range []int64{1, 2} {
+		rid := reqid.New(item, now)
+		if r, err := s.Admit(ctx, stock.AdmitRequest{ItemID: item, Buckets: 1, UserID: u, Qty: 1, RequestID: rid, Now: now, Granted: true}); err != nil || r.Code != stock.Admitted {
+			t.Fatalf("admit %d: %+v %v", u, r, err)
+		}
+		rids[u] = rid
+		if err := s.Settle(ctx, item, []string{rid}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The line: users 1 and 2 hold the item, 3, 4 and 5 wait.
+	line := make([]stock.Candidate, 5)
+	for i := range line {
+		line[i] = stock.Candidate{Position: int64(i + 1), Ticket: fmt.Sprintf("%032x", i+1), UserID: int64(i + 1)}
+	}
+
+	if r, err := s.Restore(ctx, item, 0, rids[1], 1); err != nil || r != stock.RestoreWaitlisted {
+		t.Fatalf("restore while sold out: %v %v, want held for the waitlist", r, err)
+	}
+	if r, err := s.Restore(ctx, item, 0, rids[1], 1); err != nil || r != stock.RestoreSeen {
+		t.Fatalf("restore again: %v %v, want a no-op", r, err)
+	}
+	if left, _, _ := s.Stock(ctx, item); left != 0 {
+		t.Fatalf("stock %d after a waitlisted restore, want 0: the unit is the waitlist's", left)
+	}
+	if c := claim(t, s, item, 3, 1); c != stock.NoOffer {
+		t.Fatalf("claim before any offer: %s, want no_offer", c)
+	}
+	if w := checkI9(t, s, item); w.Pool != 1 || w.In != 1 {
+		t.Fatalf("after the restore: %+v, want pool 1 of 1", w)
+	}
+
+	p, err := s.OfferReleased(ctx, item, time.Hour, line, true)
+	if err != nil || p.Offered != 1 || p.Cursor != 3 || p.Pool != 0 {
+		t.Fatalf("offer: %+v %v, want one offer, to position 3", p, err)
+	}
+	if o, ok, err := s.OfferOf(ctx, item, 3); err != nil || !ok || o.Ticket != line[2].Ticket || o.Position != 3 {
+		t.Fatalf("user 3's offer: %+v %v %v", o, ok, err)
+	}
+	if _, ok, _ := s.OfferOf(ctx, item, 4); ok {
+		t.Fatal("user 4 has an offer: one unit went to two tickets")
+	}
+	if c := claim(t, s, item, 4, 1); c != stock.NoOffer {
+		t.Fatalf("claim by a buyer without the offer: %s, want no_offer", c)
+	}
+	if c := claim(t, s, item, 3, 2); c != stock.OverLimit {
+		t.Fatalf("claim of 2 units: %s, want over_limit (an offer is one unit)", c)
+	}
+	if c := claim(t, s, item, 3, 1); c != stock.Admitted {
+		t.Fatalf("claim by the offer's buyer: %s, want ok", c)
+	}
+	if c := claim(t, s, item, 3, 1); c != stock.Already {
+		t.Fatalf("second claim: %s, want already", c)
+	}
+	if left, _, _ := s.Stock(ctx, item); left != 0 {
+		t.Fatalf("stock %d after the claim, want 0: it took the offer's unit", left)
+	}
+	if w := checkI9(t, s, item); w.Claimed != 1 || w.Offers != 0 {
+		t.Fatalf("after the claim: %+v", w)
+	}
+
+	// An offer left unclaimed lapses and passes on, in the same pass.
+	if r, _ := s.Restore(ctx, item, 0, rids[2], 1); r != stock.RestoreWaitlisted {
+		t.Fatalf("second restore: %v", r)
+	}
+	if p, err = s.OfferReleased(ctx, item, 200*time.Millisecond, line[3:], true); err != nil || p.Offered != 1 || p.Cursor != 4 {
+		t.Fatalf("second offer: %+v %v, want position 4", p, err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if c := claim(t, s, item, 4, 1); c != stock.NoOffer {
+		t.Fatalf("claim after the window: %s, want no_offer", c)
+	}
+	if p, err = s.OfferReleased(ctx, item, 200*time.Millisecond, line[4:], true); err != nil || p.Lapsed != 1 || p.Offered != 1 || p.Cursor != 5 {
+		t.Fatalf("lapse: %+v %v, want lapsed 1 and offered to position 5", p, err)
+	}
+	if _, ok, _ := s.OfferOf(ctx, item, 4); ok {
+		t.Fatal("user 4 keeps a lapsed offer")
+	}
+	checkI9(t, s, item)
+
+	// Nobody left in line: the unit goes back to the stock.
+	time.Sleep(300 * time.Millisecond)
+	if p, err = s.OfferReleased(ctx, item, time.Second, nil, true); err != nil || p.Lapsed != 1 || p.Returned != 1 || p.Pool != 0 {
+		t.Fatalf("end of the line: %+v %v, want lapsed 1, returned 1", p, err)
+	}
+	if left, _, _ := s.Stock(ctx, item); left != 1 {
+		t.Fatalf("stock %d after the return, want 1", left)
+	}
+	if w := checkI9(t, s, item); w.In != 2 || w.Claimed != 1 || w.Returned != 1 || w.Lapsed != 2 || w.Offered != 3 {
+		t.Fatalf("final: %+v", w)
+	}
+}
+
+// TestRestoreGoesToTheStockOutsideTheWaitlist: a unit released while the
+// item still has stock, or of an item without a queue, goes back to the
+// stock as it always did.
+func TestRestoreGoesToTheStockOutsideTheWaitlist(t *testing.T) {
+	t.Parallel()
+	s := stock.New(testenv.Redis(t))
+	ctx := context.Background()
+	now := time.Now()
+	for _, queue := range []bool{true, false} {
+		item := testenv.ItemID()
+		if err := s.Warm(ctx, stock.Snapshot{ItemID: item, Stock: 2, StartsAt: now.Add(-time.Second), EndsAt: now.Add(time.Hour), PerUserLimit: 1, Queue: queue}); err != nil {
+			t.Fatal(err)
+		}
+		rid := reqid.New(item, now)
+		if r, err := s.Admit(ctx, stock.AdmitRequest{ItemID: item, Buckets: 1, UserID: 1, Qty: 1, RequestID: rid, Now: now, Granted: true}); err != nil || r.Code != stock.Admitted {
+			t.Fatalf("admit: %+v %v", r, err)
+		}
+		if r, err := s.Restore(ctx, item, 0, rid, 1); err != nil || r != stock.RestoreApplied {
+			t.Fatalf("queue %v: restore with stock left: %v %v, want to the stock", queue, r, err)
+		}
+		if left, _, _ := s.Stock(ctx, item); left != 2 {
+			t.Fatalf("queue %v: stock %d, want 2", queue, left)
+		}
+	}
+}
+
+// TestWaitlistClaimsRaceOffersAndLapses races, on one sold-out item, four
+// gate holders passing with a short claim window against every waiting
+// buyer claiming again and again: every claim that won took a unit an
+// offer held for that buyer, no buyer won twice, and every released unit
+// is in exactly one place at the end (I9, and the stock plus the waitlist
+// plus the claims add up to the units released).
+func TestWaitlistClaimsRaceOffersAndLapses(t *testing.T) {
+	t.Parallel()
+	s := stock.New(testenv.Redis(t))
+	ctx := context.Background()
+	item := testenv.ItemID()
+	const units, waiting = 30, 90
+	now := time.Now()
+	if err := s.Warm(ctx, stock.Snapshot{ItemID: item, Stock: units, StartsAt: now.Add(-time.Second), EndsAt: now.Add(time.Hour), PerUserLimit: 1, Queue: true}); err != nil {
+		t.Fatal(err)
+	}
+	var line []stock.Candidate
+	var rids []string
+	for u := int64(1); u <= units; u++ {
+		rid := reqid.New(item, now)
+		if r, err := s.Admit(ctx, stock.AdmitRequest{ItemID: item, Buckets: 1, UserID: u, Qty: 1, RequestID: rid, Now: now, Granted: true}); err != nil || r.Code != stock.Admitted {
+			t.Fatalf("admit %d: %+v %v", u, r, err)
+		}
+		rids = append(rids, rid)
+		line = append(line, stock.Candidate{Position: u, Ticket: fmt.Sprintf("%032x", u), UserID: u})
+	}
+	for i, rid := range rids { // sold out now: every unit released is the waitlist's
+		if r, err := s.Restore(ctx, item, 0, rid, 1); err != nil || r != stock.RestoreWaitlisted {
+			t.Fatalf("restore %d: %v %v", i+1, r, err)
+		}
+	}
+	for u := int64(units + 1); u <= units+waiting; u++ {
+		line = append(line, stock.Candidate{Position: u, Ticket: fmt.Sprintf("%032x", u), UserID: u})
+	}
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var gateErr atomic.Value
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := s.OfferReleased(ctx, item, 30*time.Millisecond, line, true); err != nil {
+					gateErr.Store(err)
+					return
+				}
+				time.Sleep(3 * time.Millisecond)
+			}
+		})
+	}
+	won := make([]atomic.Int32, units+waiting+1)
+	var claims atomic.Int64
+	for u := int64(units + 1); u <= units+waiting; u++ {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				r, err := s.Admit(ctx, stock.AdmitRequest{ItemID: item, Buckets: 1, UserID: u, Qty: 1, RequestID: reqid.New(item, time.Now()), Now: time.Now(), Claim: true})
+				if err == nil && r.Code == stock.Admitted {
+					won[u].Add(1)
+					claims.Add(1)
+				}
+				time.Sleep(time.Duration(u%7) * time.Millisecond)
+			}
+		})
+	}
+	time.Sleep(1500 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	if err := gateErr.Load(); err != nil {
+		t.Fatal(err)
+	}
+	for u := range won {
+		if n := won[u].Load(); n > 1 {
+			t.Errorf("user %d claimed %d units", u, n)
+		}
+	}
+	w := checkI9(t, s, item)
+	left, _, _ := s.Stock(ctx, item)
+	if w.Claimed != claims.Load() || left+w.Pool+w.Offers+w.Claimed != units || w.In != units {
+		t.Fatalf("claims won %d; waitlist %+v; stock %d: want in %d = stock + pool + offers + claimed", claims.Load(), w, left, units)
+	}
+	if w.Claimed == 0 || w.Lapsed == 0 {
+		t.Fatalf("the race claimed %d and lapsed %d: it did not exercise both", w.Claimed, w.Lapsed)
+	}
+	t.Logf("%d units: %d claimed, %d offered, %d lapsed, %d returned, %d left in the waitlist", units, w.Claimed, w.Offered, w.Lapsed, w.Returned, w.Held())
+}
