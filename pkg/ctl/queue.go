@@ -22,6 +22,18 @@ type QueueView struct {
 	// GateHolder is the reaper replica holding the gate, nil when none
 	// does: then nobody is admitted.
 	GateHolder *string `json:"gate_holder"`
+	// Waitlist is the hand-off of released units to the tickets in line,
+	// in units (in = pool + offers + claimed + returned).
+	Waitlist struct {
+		In       int64 `json:"in"`
+		Pool     int64 `json:"pool"`
+		Offers   int64 `json:"offers"`
+		Offered  int64 `json:"offered"`
+		Claimed  int64 `json:"claimed"`
+		Lapsed   int64 `json:"lapsed"`
+		Returned int64 `json:"returned"`
+		Cursor   int64 `json:"cursor"`
+	} `json:"waitlist"`
 }
 
 func queueCmd(o *options) *cobra.Command {
@@ -37,7 +49,9 @@ func queueShow(o *options) *cobra.Command {
 		Long: `Reads GET /api/v1/admin/items/{id}/queue: when the queue opens and the sale starts,
 the commitment to the shuffle's seed, the rate the gate admits at, the tickets
 taken, the serving position (how many the gate has admitted; 0 before
-starts_at), the tickets beyond it and the reaper replica holding the gate.
+starts_at), the tickets beyond it, the reaper replica holding the gate, and
+the waitlist: units released after the sell-out, held, claimed by the next
+tickets in line, and returned to the stock.
 Read it twice a few seconds apart during a sale: a serving position that does
 not move while tickets wait is a stalled gate (runbook FlashsaleQueueGateStalled).`,
 		Args:              cobra.ExactArgs(1),
@@ -66,6 +80,7 @@ func printQueue(cmd *cobra.Command, v QueueView) error {
 	if v.GateHolder != nil {
 		holder = *v.GateHolder
 	}
+	w := v.Waitlist
 	waiting := i(v.Waiting)
 	if v.Rate > 0 && v.Waiting > 0 {
 		// How long the gate takes to admit them all at the item's rate
@@ -74,5 +89,7 @@ func printQueue(cmd *cobra.Command, v QueueView) error {
 	}
 	return fields(cmd.OutOrStdout(), [][2]string{{"item", i(v.ItemID)}, {"opens_at", stamp(v.OpensAt)}, {"starts_at", stamp(v.StartsAt)},
 		{"commitment", v.Commitment}, {"rate", strconv.Itoa(v.Rate) + " a second"}, {"tickets", i(v.Tickets)},
-		{"serving_position", i(v.ServingPosition)}, {"waiting", waiting}, {"gate_holder", holder}})
+		{"serving_position", i(v.ServingPosition)}, {"waiting", waiting}, {"gate_holder", holder},
+		{"waitlist", fmt.Sprintf("%d released: %d held (%d on offer), %d claimed, %d returned; %d offered, %d lapsed",
+			w.In, w.Pool+w.Offers, w.Offers, w.Claimed, w.Returned, w.Offered, w.Lapsed)}})
 }

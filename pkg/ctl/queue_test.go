@@ -42,7 +42,8 @@ func (f *fakeAPI) start(t *testing.T) string {
 // field this CLI does not know, which -o json must still show.
 const queueBody = `{"item_id":7,"opens_at":"2026-12-03T09:00:00Z","starts_at":"2026-12-03T10:00:00Z",
  "commitment":"5d41402abc4b2a76b9719d911017c592ae1f2d8f1e5f1c1e7c1e1b3a6c2c4e1f","rate":100,
- "tickets":1234,"serving_position":500,"waiting":734,"gate_holder":"reaper-abc","later_field":true}`
+ "tickets":1234,"serving_position":500,"waiting":734,"gate_holder":"reaper-abc",
+ "waitlist":{"in":12,"pool":1,"offers":2,"offered":9,"claimed":7,"lapsed":2,"returned":2,"cursor":640},"later_field":true}`
 
 // TestQueueShow: the operator's view of one item's queue, as fields and
 // as sent; a null holder says nobody is admitted; the API's refusals and
@@ -53,7 +54,8 @@ func TestQueueShow(t *testing.T) {
 	out := mustRun(t, env, "queue", "show", "7")
 	for _, want := range []string{`item:\s+7\n`, `opens_at:\s+2026-12-03T09:00:00Z\n`, `starts_at:\s+2026-12-03T10:00:00Z\n`,
 		`commitment:\s+5d41402a`, `rate:\s+100 a second\n`, `tickets:\s+1234\n`, `serving_position:\s+500\n`,
-		`waiting:\s+734 \(8s at the rate\)\n`, `gate_holder:\s+reaper-abc\n`} {
+		`waiting:\s+734 \(8s at the rate\)\n`, `gate_holder:\s+reaper-abc\n`,
+		`waitlist:\s+12 released: 3 held \(2 on offer\), 7 claimed, 2 returned; 9 offered, 2 lapsed\n`} {
 		if !regexp.MustCompile(want).MatchString(out) {
 			t.Errorf("queue show lacks %s:\n%s", want, out)
 		}

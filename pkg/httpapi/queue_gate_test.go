@@ -20,10 +20,13 @@ import (
 
 // runGate runs a waiting-room gate on the harness' stores, as the reaper
 // does, under a lease of the test's own, until the test ends.
-func (h *harness) runGate() {
+func (h *harness) runGate() { h.runGateWith(0) }
+
+// runGateWith is runGate with the waitlist's claim window (0: the default).
+func (h *harness) runGateWith(claimWindow time.Duration) {
 	h.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	g := gate.New(gate.Config{Interval: 20 * time.Millisecond, LeaseKey: "fs:test:gate:" + testenv.Suffix() + h.t.Name()},
+	g := gate.New(gate.Config{Interval: 20 * time.Millisecond, LeaseKey: "fs:test:gate:" + testenv.Suffix() + h.t.Name(), ClaimWindow: claimWindow},
 		h.db, h.rdb, gate.NewMetrics(prometheus.NewRegistry()), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	done := make(chan struct{})
 	go func() { defer close(done); _ = g.Run(ctx) }()

@@ -1,0 +1,137 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/stock"
+)
+
+// stateWithin polls user's ticket (no long poll: a sold-out ticket answers
+// at once) until it is in state want.
+func (h *harness) stateWithin(user, item int64, ticket, want string, within time.Duration) ticketStatus {
+	h.t.Helper()
+	end := time.Now().Add(within)
+	var v ticketStatus
+	for time.Now().Before(end) {
+		var r resp
+		if r, v = h.ticketStatusOf(user, item, ticket, ""); r.Code != http.StatusOK {
+			h.t.Fatalf("ticket of %d: %d %s", user, r.Code, r.Body)
+		}
+		if v.State == want {
+			return v
+		}
+		time.Sleep(30 * time.Millisecond)
+	}
+	h.t.Fatalf("ticket of %d: %+v after %s, want %s", user, v, within, want)
+	return v
+}
+
+// TestWaitlistOfferByTicket: once a queued item sold out, a unit released
+// by the reaper (its Redis restore, called here as the reaper calls it) is
+// offered to the next ticket in line whose buyer holds nothing: that ticket
+// alone reads "offered" with an offer grant until the claim window ends,
+// the buyer's order claims the unit (202) once, and nobody else can use
+// the grant; an offer left unclaimed lapses (403 offer_gone) and, with
+// nobody left in line, the unit goes back to the stock, where an admitted
+// ticket orders it as usual.
+func TestWaitlistOfferByTicket(t *testing.T) {
+	h := newHarness(t, harnessOpts{partitions: 1})
+	h.runGateWith(700 * time.Millisecond)
+	ctx := context.Background()
+	now := time.Now()
+	item, other := testenv.ItemID(), testenv.ItemID()
+	h.putRatedItem(item, 2, now.Add(-time.Minute), now.Add(-time.Second), now.Add(time.Hour), 1000)
+	h.putRatedItem(other, 2, now.Add(-time.Minute), now.Add(-time.Second), now.Add(time.Hour), 1000)
+	// Tickets after the start queue in arrival order: 11, 12, 13, 14.
+	tickets := map[int64]string{}
+	for _, u := range []int64{11, 12, 13, 14} {
+		_, tk := h.take(u, item)
+		tickets[u] = tk.Ticket
+	}
+	rids := map[int64]string{}
+	for _, u := range []int64{11, 12} {
+		g := h.admitted(u, item, tickets[u], 5*time.Second)
+		r := h.orderWith(u, item, g.AdmissionGrant)
+		if r.Code != http.StatusAccepted {
+			t.Fatalf("order of %d: %d %s", u, r.Code, r.Body)
+		}
+		var a accepted
+		if err := json.Unmarshal(r.Body, &a); err != nil {
+			t.Fatal(err)
+		}
+		rids[u] = a.RequestID
+	}
+	h.stateWithin(13, item, tickets[13], ticketSoldOut, 2*time.Second)
+
+	st := stock.New(h.rdb)
+	if res, err := st.Restore(ctx, item, 0, rids[11], 1); err != nil || res != stock.RestoreWaitlisted {
+		t.Fatalf("restore of 11's unit: %v %v, want held for the waitlist", res, err)
+	}
+	offer := h.stateWithin(13, item, tickets[13], ticketOffered, 2*time.Second)
+	if offer.AdmissionGrant == "" || offer.GrantExpiresAt == nil || offer.Position == nil || *offer.Position != 3 {
+		t.Fatalf("offered ticket: %+v", offer)
+	}
+	if _, v := h.ticketStatusOf(14, item, tickets[14], ""); v.State != ticketSoldOut {
+		t.Fatalf("the next ticket: %+v, want sold_out (one unit, one offer)", v)
+	}
+	for name, c := range map[string]struct {
+		user, item int64
+		code       int
+		err        string
+	}{
+		"another buyer":  {14, item, http.StatusForbidden, "admission_invalid"},
+		"another item":   {13, other, http.StatusForbidden, "admission_invalid"},
+		"a holder's try": {11, item, http.StatusForbidden, "admission_invalid"},
+	} {
+		r := h.orderWith(c.user, c.item, offer.AdmissionGrant)
+		if r.Code != c.code || r.json(t)["error"] != c.err {
+			t.Errorf("%s with 13's offer grant: %d %s, want %d %s", name, r.Code, r.Body, c.code, c.err)
+		}
+	}
+	two := fmt.Sprintf(`{"item_id":%d,"qty":2,"admission_grant":%q}`, item, offer.AdmissionGrant)
+	if r := h.do(http.MethodPost, "/api/v1/orders", two, h.as(13)); r.Code != http.StatusBadRequest {
+		t.Errorf("claim of 2 units: %d %s, want 400 (an offer is one unit)", r.Code, r.Body)
+	}
+	if r := h.orderWith(13, item, offer.AdmissionGrant); r.Code != http.StatusAccepted {
+		t.Fatalf("claim: %d %s, want 202", r.Code, r.Body)
+	}
+	if r := h.orderWith(13, item, offer.AdmissionGrant); r.Code != http.StatusConflict {
+		t.Errorf("second claim: %d %s, want 409 already_purchased", r.Code, r.Body)
+	}
+	if left := h.redisStock(item); left != 0 {
+		t.Fatalf("redis stock %d after the claim, want 0: the claim took the offer's unit", left)
+	}
+
+	// 14 is offered the next unit and lets it lapse; nobody is left in
+	// line, so it goes back to the stock.
+	if res, err := st.Restore(ctx, item, 0, rids[12], 1); err != nil || res != stock.RestoreWaitlisted {
+		t.Fatalf("restore of 12's unit: %v %v", res, err)
+	}
+	lapsing := h.stateWithin(14, item, tickets[14], ticketOffered, 2*time.Second)
+	time.Sleep(time.Until(*lapsing.GrantExpiresAt) + 50*time.Millisecond)
+	if r := h.orderWith(14, item, lapsing.AdmissionGrant); r.Code != http.StatusForbidden || r.json(t)["error"] != "offer_gone" {
+		t.Errorf("lapsed offer: %d %s, want 403 offer_gone", r.Code, r.Body)
+	}
+	back := h.stateWithin(14, item, tickets[14], ticketAdmitted, 3*time.Second)
+	if r := h.orderWith(14, item, back.AdmissionGrant); r.Code != http.StatusAccepted {
+		t.Fatalf("order from the stock the unit went back to: %d %s", r.Code, r.Body)
+	}
+	w, err := st.ReadWaitlist(ctx, item)
+	if err != nil || w.In != 2 || w.Claimed != 1 || w.Lapsed != 1 || w.Returned != 1 || w.Held() != 0 {
+		t.Fatalf("waitlist: %+v %v, want 2 in: 1 claimed, 1 lapsed and returned", w, err)
+	}
+	r := h.do(http.MethodGet, fmt.Sprintf("/api/v1/admin/items/%d/queue", item), "", h.admin())
+	var q adminQueue
+	if err := json.Unmarshal(r.Body, &q); r.Code != http.StatusOK || err != nil {
+		t.Fatalf("admin queue: %d %s %v", r.Code, r.Body, err)
+	}
+	if want := (adminWaitlist{In: 2, Offered: 2, Claimed: 1, Lapsed: 1, Returned: 1, Cursor: 4}); q.Waitlist != want {
+		t.Fatalf("admin queue's waitlist: %+v, want %+v", q.Waitlist, want)
+	}
+}
