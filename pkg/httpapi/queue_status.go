@@ -56,8 +56,9 @@ type ticketStatus struct {
 
 // getTicket is GET /api/v1/items/{id}/queue/{ticket}: the caller's ticket
 // (another buyer's is 404, as an unknown one), and with ?wait= the answer
-// once its state changes (sold out, the shuffle at starts_at, the end) or
-// at the end of the wait.
+// once its state changes (sold out, the shuffle at starts_at, the end; for
+// a sold-out ticket a waitlist offer or stock again) or at the end of the
+// wait.
 func (s *Server) getTicket(c echo.Context) error {
 	_, sent := c.QueryParams()["wait"]
 	wait, err := parseWait(c.QueryParam("wait"), sent, s.cfg.Ingress.StatusWaitMax)
@@ -90,8 +91,11 @@ func (s *Server) getTicket(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if wait > 0 && (v.State == ticketWaiting || v.State == ticketAdmitted) {
+	switch {
+	case wait > 0 && (v.State == ticketWaiting || v.State == ticketAdmitted):
 		v = s.awaitTicket(ctx, it, t, v, wait)
+	case wait > 0 && v.State == ticketSoldOut && time.Now().Before(it.EndsAt):
+		v = s.awaitOffer(ctx, it, t, v, wait)
 	}
 	return c.JSON(http.StatusOK, v)
 }
@@ -257,6 +261,52 @@ func (s *Server) awaitTicket(ctx context.Context, it store.Item, t stock.Ticket,
 			return v
 		case <-deadline.C:
 			return waitingView(v, wi, it.QueueRate)
+		case <-ctx.Done():
+			return v
+		case <-s.waits.done:
+			return v
+		}
+	}
+}
+
+// awaitOffer waits, for sold-out ticket t (view v), until the waitlist
+// offers its buyer a unit (offered, with the offer's grant), the item has
+// stock again (a restock, or the waitlist giving its units back: the
+// ticket is read again), ends_at, or the wait's end. Both are answered
+// from offerWatch's reads, not a Redis read per waiter.
+func (s *Server) awaitOffer(ctx context.Context, it store.Item, t stock.Ticket, v ticketStatus, wait time.Duration) ticketStatus {
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	end := time.NewTimer(time.Until(it.EndsAt))
+	defer end.Stop()
+	oi := s.offerWatch.acquire(it.ID)
+	defer s.offerWatch.release(it.ID, oi)
+	for {
+		o, found, left, read, changed := oi.now(t.UserID)
+		if found && o.Ticket == t.ID && time.Now().Before(o.Expires) && it.Buckets <= 1 {
+			g, err := s.offerGrantFor(ctx, it.ID, t.UserID, o.Expires)
+			if err != nil {
+				return v
+			}
+			exp := o.Expires.UTC()
+			v.State, v.AdmissionGrant, v.GrantExpiresAt = ticketOffered, g, &exp
+			return v
+		}
+		if read && left > 0 {
+			if nv, err := s.ticketView(ctx, it, t); err == nil {
+				return nv
+			}
+			return v
+		}
+		select {
+		case <-changed:
+		case <-end.C:
+			if nv, err := s.ticketView(ctx, it, t); err == nil {
+				return nv
+			}
+			return v
+		case <-deadline.C:
+			return v
 		case <-ctx.Done():
 			return v
 		case <-s.waits.done:

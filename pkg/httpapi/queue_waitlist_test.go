@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/config"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
@@ -41,7 +42,7 @@ func (h *harness) stateWithin(user, item int64, ticket, want string, within time
 // nobody left in line, the unit goes back to the stock, where an admitted
 // ticket orders it as usual.
 func TestWaitlistOfferByTicket(t *testing.T) {
-	h := newHarness(t, harnessOpts{partitions: 1})
+	h := newHarness(t, harnessOpts{partitions: 1, ingress: func(in *config.Ingress) { in.StatusWaitMax = 10 * time.Second }})
 	h.runGateWith(700 * time.Millisecond)
 	ctx := context.Background()
 	now := time.Now()
@@ -69,10 +70,27 @@ func TestWaitlistOfferByTicket(t *testing.T) {
 	}
 	h.stateWithin(13, item, tickets[13], ticketSoldOut, 2*time.Second)
 
+	// 13 long-polls its sold-out ticket: the offer answers it.
+	type polled struct {
+		v  ticketStatus
+		at time.Time
+	}
+	longPoll := make(chan polled, 1)
+	go func() {
+		_, v := h.ticketStatusOf(13, item, tickets[13], "10s")
+		longPoll <- polled{v, time.Now()}
+	}()
+	time.Sleep(300 * time.Millisecond)
 	st := stock.New(h.rdb)
+	released := time.Now()
 	if res, err := st.Restore(ctx, item, 0, rids[11], 1); err != nil || res != stock.RestoreWaitlisted {
 		t.Fatalf("restore of 11's unit: %v %v, want held for the waitlist", res, err)
 	}
+	lp := <-longPoll
+	if lp.v.State != ticketOffered || lp.at.Sub(released) > time.Second {
+		t.Fatalf("13's long poll: %+v %s after the release, want offered within 1s", lp.v, lp.at.Sub(released))
+	}
+	t.Logf("the long poll of the next ticket in line answered offered %s after the release", lp.at.Sub(released).Round(time.Millisecond))
 	offer := h.stateWithin(13, item, tickets[13], ticketOffered, 2*time.Second)
 	if offer.AdmissionGrant == "" || offer.GrantExpiresAt == nil || offer.Position == nil || *offer.Position != 3 {
 		t.Fatalf("offered ticket: %+v", offer)
@@ -133,5 +151,46 @@ func TestWaitlistOfferByTicket(t *testing.T) {
 	}
 	if want := (adminWaitlist{In: 2, Offered: 2, Claimed: 1, Lapsed: 1, Returned: 1, Cursor: 4}); q.Waitlist != want {
 		t.Fatalf("admin queue's waitlist: %+v, want %+v", q.Waitlist, want)
+	}
+}
+
+// TestSoldOutTicketToldOfARestock: a long poll of a sold-out ticket answers
+// when the item has stock again (an operator's restock), with the ticket's
+// state then, instead of at the end of its wait: a buyer told sold_out is
+// told when units come back. Before the poll waited on sold-out tickets it
+// answered sold_out at once and the buyer was never told.
+func TestSoldOutTicketToldOfARestock(t *testing.T) {
+	h := newHarness(t, harnessOpts{partitions: 1, ingress: func(in *config.Ingress) { in.StatusWaitMax = 10 * time.Second }})
+	h.runGate()
+	now := time.Now()
+	item := testenv.ItemID()
+	h.putRatedItem(item, 1, now.Add(-time.Minute), now.Add(-time.Second), now.Add(time.Hour), 1000)
+	_, first := h.take(21, item)
+	_, second := h.take(22, item)
+	g := h.admitted(21, item, first.Ticket, 5*time.Second)
+	if r := h.orderWith(21, item, g.AdmissionGrant); r.Code != http.StatusAccepted {
+		t.Fatalf("order: %d %s", r.Code, r.Body)
+	}
+	h.stateWithin(22, item, second.Ticket, ticketSoldOut, 2*time.Second)
+	type polled struct {
+		v  ticketStatus
+		at time.Time
+	}
+	done := make(chan polled, 1)
+	go func() {
+		_, v := h.ticketStatusOf(22, item, second.Ticket, "8s")
+		done <- polled{v, time.Now()}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	restocked := time.Now()
+	if r := h.changeStock(item, 1, "restock-"+testenv.Suffix()); r.Code != http.StatusOK {
+		t.Fatalf("restock: %d %s", r.Code, r.Body)
+	}
+	p := <-done
+	if p.v.State != ticketAdmitted || p.v.AdmissionGrant == "" || p.at.Sub(restocked) > time.Second {
+		t.Fatalf("the sold-out ticket's long poll: %+v %s after the restock, want admitted within 1s", p.v, p.at.Sub(restocked))
+	}
+	if r := h.orderWith(22, item, p.v.AdmissionGrant); r.Code != http.StatusAccepted {
+		t.Fatalf("order after the restock: %d %s", r.Code, r.Body)
 	}
 }

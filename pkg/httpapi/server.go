@@ -77,6 +77,7 @@ type Server struct {
 	reqs        *requestCache
 	waits       *statusWaits
 	queueWatch  *queueWatch // waiting ticket polls' fan-out of sell-outs and admissions
+	offerWatch  *offerWatch // sold-out ticket polls' fan-out of waitlist offers and stock again
 	queueOrders *queueOrders
 	grantKeys   *grantKeys
 	tickets     *ticketCache
@@ -121,6 +122,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 		reqs:        newRequestCache(),
 		waits:       newStatusWaits(d.Stock, cfg.Ingress.StatusWaiters, cfg.StoreTimeout, d.Log),
 		queueWatch:  newQueueWatch(d.Stock, 100*time.Millisecond, cfg.StoreTimeout),
+		offerWatch:  newOfferWatch(d.Stock, 100*time.Millisecond, cfg.StoreTimeout),
 		queueOrders: newQueueOrders(),
 		grantKeys:   newGrantKeys(),
 		tickets:     newTicketCache(),

@@ -146,3 +146,22 @@ func (s *Store) ReadWaitlist(ctx context.Context, itemID int64) (Waitlist, error
 	w.Offers = n.Val()
 	return w, nil
 }
+
+// Offers reads every live offer of item itemID, by user id: one HGETALL of
+// a hash no larger than the units the waitlist holds.
+func (s *Store) Offers(ctx context.Context, itemID int64) (map[int64]Offer, error) {
+	m, err := s.rdb.HGetAll(ctx, QueueKeysOf(itemID).Offers).Result()
+	if err != nil {
+		return nil, unavailable("stock: read offers", err)
+	}
+	out := make(map[int64]Offer, len(m))
+	for u, v := range m {
+		user, err1 := strconv.ParseInt(u, 10, 64)
+		o, err2 := parseOffer(v)
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, fmt.Errorf("stock: offers of item %d: %w", itemID, err)
+		}
+		out[user] = o
+	}
+	return out, nil
+}
