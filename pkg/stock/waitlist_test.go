@@ -173,8 +173,9 @@ func TestRestoreGoesToTheStockOutsideTheWaitlist(t *testing.T) {
 }
 
 // TestWaitlistClaimsRaceOffersAndLapses races, on one sold-out item, four
-// gate holders passing with a short claim window against every waiting
-// buyer claiming again and again: every claim that won took a unit an
+// gate holders passing with a short claim window against every other
+// waiting buyer claiming again and again (the rest never claim, so their
+// offers lapse and pass on): every claim that won took a unit an
 // offer held for that buyer, no buyer won twice, and every released unit
 // is in exactly one place at the end (I9, and the stock plus the waitlist
 // plus the claims add up to the units released).
@@ -228,7 +229,7 @@ func TestWaitlistClaimsRaceOffersAndLapses(t *testing.T) {
 	}
 	won := make([]atomic.Int32, units+waiting+1)
 	var claims atomic.Int64
-	for u := int64(units + 1); u <= units+waiting; u++ {
+	for u := int64(units + 1); u <= units+waiting; u += 2 { // the others let their offers lapse
 		wg.Go(func() {
 			for {
 				select {
@@ -265,4 +266,52 @@ func TestWaitlistClaimsRaceOffersAndLapses(t *testing.T) {
 		t.Fatalf("the race claimed %d and lapsed %d: it did not exercise both", w.Claimed, w.Lapsed)
 	}
 	t.Logf("%d units: %d claimed, %d offered, %d lapsed, %d returned, %d left in the waitlist", units, w.Claimed, w.Offered, w.Lapsed, w.Returned, w.Held())
+}
+
+// TestWarmGivesTheWaitlistsUnitsToTheStock: a full warm sets the stock
+// from MySQL, which never held the waitlist's units apart, so the units the
+// waitlist held (its pool and its offers) are the stock's again and counted
+// as returned: nothing is counted twice (I3) and I9 still adds up.
+func TestWarmGivesTheWaitlistsUnitsToTheStock(t *testing.T) {
+	t.Parallel()
+	s := stock.New(testenv.Redis(t))
+	ctx := context.Background()
+	item := testenv.ItemID()
+	now := time.Now()
+	snap := stock.Snapshot{ItemID: item, Stock: 2, StartsAt: now.Add(-time.Second), EndsAt: now.Add(time.Hour), PerUserLimit: 1, Queue: true}
+	if err := s.Warm(ctx, snap); err != nil {
+		t.Fatal(err)
+	}
+	var rids []string
+	for u := int64(1); u <= 2; u++ {
+		rid := reqid.New(item, now)
+		if r, err := s.Admit(ctx, stock.AdmitRequest{ItemID: item, Buckets: 1, UserID: u, Qty: 1, RequestID: rid, Now: now, Granted: true}); err != nil || r.Code != stock.Admitted {
+			t.Fatalf("admit %d: %+v %v", u, r, err)
+		}
+		rids = append(rids, rid)
+	}
+	if err := s.Settle(ctx, item, rids); err != nil {
+		t.Fatal(err)
+	}
+	for _, rid := range rids {
+		if r, err := s.Restore(ctx, item, 0, rid, 1); err != nil || r != stock.RestoreWaitlisted {
+			t.Fatalf("restore: %v %v", r, err)
+		}
+	}
+	line := []stock.Candidate{{Position: 3, Ticket: fmt.Sprintf("%032x", 3), UserID: 3}}
+	if p, err := s.OfferReleased(ctx, item, time.Minute, line, false); err != nil || p.Offered != 1 || p.Pool != 1 {
+		t.Fatalf("offer: %+v %v", p, err)
+	}
+	// MySQL's stock is the two released units.
+	if err := s.Warm(ctx, snap); err != nil {
+		t.Fatal(err)
+	}
+	w := checkI9(t, s, item)
+	left, _, _ := s.Stock(ctx, item)
+	if left != 2 || w.Held() != 0 || w.Returned != 2 {
+		t.Fatalf("after the warm: stock %d, waitlist %+v; want stock 2, nothing held, 2 returned", left, w)
+	}
+	if c := claim(t, s, item, 3, 1); c != stock.NoOffer {
+		t.Fatalf("claim of an offer the warm took back: %s, want no_offer", c)
+	}
 }

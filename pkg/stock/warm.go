@@ -93,7 +93,12 @@ func (s *Store) Warm(ctx context.Context, snap Snapshot) error {
 
 func (s *Store) warmBucket(ctx context.Context, snap Snapshot, bucket, n int, stock int64, buyers []Holder, guards []string) error {
 	k := BucketKeys(snap.ItemID, bucket)
-	keys := []string{k.Stock, k.Meta, k.Holders, k.Reservations, k.HolderBits}
+	wl, offers := k.Stock, k.Stock // warm.lua leaves them alone
+	if bucket == 0 {
+		q := QueueKeysOf(snap.ItemID)
+		wl, offers = q.Waitlist, q.Offers
+	}
+	keys := []string{k.Stock, k.Meta, k.Holders, k.Reservations, k.HolderBits, wl, offers}
 	for _, rid := range guards {
 		keys = append(keys, k.RestoreGuard(rid))
 	}

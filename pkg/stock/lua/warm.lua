@@ -3,7 +3,9 @@
 -- (Redis lost its data, so there is nothing pending to protect).
 -- KEYS[1] stock  KEYS[2] meta  KEYS[3] holders (hash)  KEYS[4] reservations
 -- KEYS[5] holder bitmap
--- KEYS[6..] restore guards of orders whose restore MySQL holds but Redis has
+-- KEYS[6] the item's waitlist hash, KEYS[7] its offers (bucket 0's; for
+--         another bucket KEYS[1] twice: not touched)
+-- KEYS[8..] restore guards of orders whose restore MySQL holds but Redis has
 --           not seen: the snapshot already counts them, so they must not be
 --           applied again.
 -- ARGV[1] stock  ARGV[2] start_ms  ARGV[3] end_ms  ARGV[4] limit
@@ -35,7 +37,19 @@ end
 for i = 9 + 2 * n, 8 + 3 * n do
   redis.call("SETBIT", KEYS[5], ARGV[i], 1)
 end
-for i = 6, #KEYS do
+for i = 8, #KEYS do
   redis.call("SET", KEYS[i], "1")
+end
+-- The units the waitlist held are in the snapshot's stock (MySQL never
+-- held them apart): they are the stock's again, counted as returned (I9),
+-- and their offers are gone.
+if KEYS[6] ~= KEYS[1] then
+  local held = tonumber(redis.call("HGET", KEYS[6], "pool") or "0") + redis.call("HLEN", KEYS[7])
+  if held > 0 then
+    redis.call("HSET", KEYS[6], "pool", 0)
+    redis.call("HINCRBY", KEYS[6], "returned", held)
+    redis.call("HINCRBY", KEYS[6], "ver", 1)
+    redis.call("DEL", KEYS[7])
+  end
 end
 return {"ok", "0"}
