@@ -86,7 +86,9 @@ type numbers struct {
 
 // Waitlist is what an item's waitlist holds and did, in units (pkg/stock
 // waitlist.go): I9 says every unit that came In is in the pool, on one
-// live offer, claimed by an order, or returned to the stock.
+// live offer, claimed by an order, or returned to the stock. Cursor is the
+// serving position of the last ticket considered for an offer. The admin
+// queue view and flashsalectl show the same.
 type Waitlist struct {
 	In       int64 `json:"in"`
 	Pool     int64 `json:"pool"`
@@ -95,6 +97,13 @@ type Waitlist struct {
 	Claimed  int64 `json:"claimed"`
 	Lapsed   int64 `json:"lapsed"`
 	Returned int64 `json:"returned"`
+	Cursor   int64 `json:"cursor"`
+}
+
+// WaitlistOf is w as the reports show it.
+func WaitlistOf(w stock.Waitlist) Waitlist {
+	return Waitlist{In: w.In, Pool: w.Pool, Offers: w.Offers, Offered: w.Offered, Claimed: w.Claimed,
+		Lapsed: w.Lapsed, Returned: w.Returned, Cursor: w.Cursor}
 }
 
 // Item audits one item; store.ErrNotFound when MySQL does not know it.
@@ -126,8 +135,8 @@ func Item(ctx context.Context, db *sql.DB, st *stock.Store, itemID int64) (Repor
 	rep.OldestReservedAt = n.redis.OldestReservedAt
 	rep.Buckets = max(n.item.Buckets, 1)
 	if n.item.Queue {
-		w := n.waitlist
-		rep.Waitlist = &Waitlist{In: w.In, Pool: w.Pool, Offers: w.Offers, Offered: w.Offered, Claimed: w.Claimed, Lapsed: w.Lapsed, Returned: w.Returned}
+		w := WaitlistOf(n.waitlist)
+		rep.Waitlist = &w
 	}
 	rep.Violations = check(n, rep)
 	if n.item.Bucketed() {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/flashsale-dev/flashsale/pkg/audit"
 )
 
 // QueueView is GET /api/v1/admin/items/{id}/queue's answer (AdminQueue in
@@ -24,16 +26,7 @@ type QueueView struct {
 	GateHolder *string `json:"gate_holder"`
 	// Waitlist is the hand-off of released units to the tickets in line,
 	// in units (in = pool + offers + claimed + returned).
-	Waitlist struct {
-		In       int64 `json:"in"`
-		Pool     int64 `json:"pool"`
-		Offers   int64 `json:"offers"`
-		Offered  int64 `json:"offered"`
-		Claimed  int64 `json:"claimed"`
-		Lapsed   int64 `json:"lapsed"`
-		Returned int64 `json:"returned"`
-		Cursor   int64 `json:"cursor"`
-	} `json:"waitlist"`
+	Waitlist audit.Waitlist `json:"waitlist"`
 }
 
 func queueCmd(o *options) *cobra.Command {

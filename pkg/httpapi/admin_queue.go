@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/flashsale-dev/flashsale/pkg/audit"
 	"github.com/flashsale-dev/flashsale/pkg/gate"
 	"github.com/flashsale-dev/flashsale/pkg/lease"
 )
@@ -29,22 +30,7 @@ type adminQueue struct {
 	GateHolder *string `json:"gate_holder"`
 	// Waitlist is the hand-off of released units (pkg/stock waitlist.go):
 	// what it holds now and what it did, in units.
-	Waitlist adminWaitlist `json:"waitlist"`
-}
-
-// adminWaitlist is AdminQueue's waitlist: units released into it (in),
-// in its pool, on live offers, and counted as offered, claimed by an order,
-// lapsed, returned to the stock; cursor is the serving position of the
-// last ticket considered for an offer.
-type adminWaitlist struct {
-	In       int64 `json:"in"`
-	Pool     int64 `json:"pool"`
-	Offers   int64 `json:"offers"`
-	Offered  int64 `json:"offered"`
-	Claimed  int64 `json:"claimed"`
-	Lapsed   int64 `json:"lapsed"`
-	Returned int64 `json:"returned"`
-	Cursor   int64 `json:"cursor"`
+	Waitlist audit.Waitlist `json:"waitlist"`
 }
 
 // getAdminQueue is GET /api/v1/admin/items/{id}/queue.
@@ -69,8 +55,7 @@ func (s *Server) getAdminQueue(c echo.Context) error {
 	}
 	v := adminQueue{ItemID: it.ID, OpensAt: it.QueueOpensAt.UTC(), StartsAt: it.StartsAt.UTC(), Commitment: it.QueueCommitment,
 		Rate: it.QueueRate, Tickets: g.Tickets, Serving: g.Serving, Waiting: max(g.Tickets-g.Serving, 0),
-		Waitlist: adminWaitlist{In: w.In, Pool: w.Pool, Offers: w.Offers, Offered: w.Offered, Claimed: w.Claimed,
-			Lapsed: w.Lapsed, Returned: w.Returned, Cursor: w.Cursor}}
+		Waitlist: audit.WaitlistOf(w)}
 	if holder != "" {
 		v.GateHolder = &holder
 	}

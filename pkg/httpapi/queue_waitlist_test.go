@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/audit"
 	"github.com/flashsale-dev/flashsale/pkg/config"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
@@ -149,7 +150,7 @@ func TestWaitlistOfferByTicket(t *testing.T) {
 	if err := json.Unmarshal(r.Body, &q); r.Code != http.StatusOK || err != nil {
 		t.Fatalf("admin queue: %d %s %v", r.Code, r.Body, err)
 	}
-	if want := (adminWaitlist{In: 2, Offered: 2, Claimed: 1, Lapsed: 1, Returned: 1, Cursor: 4}); q.Waitlist != want {
+	if want := (audit.Waitlist{In: 2, Offered: 2, Claimed: 1, Lapsed: 1, Returned: 1, Cursor: 4}); q.Waitlist != want {
 		t.Fatalf("admin queue's waitlist: %+v, want %+v", q.Waitlist, want)
 	}
 }
