@@ -195,3 +195,57 @@ func TestSoldOutTicketToldOfARestock(t *testing.T) {
 		t.Fatalf("order after the restock: %d %s", r.Code, r.Body)
 	}
 }
+
+// TestWaitlistFollowsTheShuffledOrder: with tickets taken before the start
+// (shuffled by the seed), the gate offers a released unit to the first
+// ticket of the drawn order whose buyer holds nothing, the position its
+// own ticket reads: the gate and the ingress serve one line.
+func TestWaitlistFollowsTheShuffledOrder(t *testing.T) {
+	h := newHarness(t, harnessOpts{partitions: 1})
+	h.runGateWith(time.Minute)
+	now := time.Now()
+	item := testenv.ItemID()
+	starts := now.Add(1500 * time.Millisecond)
+	h.putRatedItem(item, 2, now.Add(-time.Minute), starts, now.Add(time.Hour), 1000)
+	tickets := map[int64]string{}
+	for u := int64(31); u <= 38; u++ {
+		_, tk := h.take(u, item)
+		tickets[u] = tk.Ticket
+	}
+	time.Sleep(time.Until(starts) + 100*time.Millisecond)
+	byPos := map[int64]int64{}
+	for u, tk := range tickets {
+		_, v := h.ticketStatusOf(u, item, tk, "")
+		if v.Position == nil {
+			t.Fatalf("ticket of %d after the start: %+v", u, v)
+		}
+		byPos[*v.Position] = u
+	}
+	var rid string
+	for _, pos := range []int64{1, 2} {
+		u := byPos[pos]
+		g := h.admitted(u, item, tickets[u], 5*time.Second)
+		r := h.orderWith(u, item, g.AdmissionGrant)
+		if r.Code != http.StatusAccepted {
+			t.Fatalf("order of position %d: %d %s", pos, r.Code, r.Body)
+		}
+		var a accepted
+		if err := json.Unmarshal(r.Body, &a); err != nil {
+			t.Fatal(err)
+		}
+		rid = a.RequestID
+	}
+	h.stateWithin(byPos[3], item, tickets[byPos[3]], ticketSoldOut, 2*time.Second)
+	if res, err := stock.New(h.rdb).Restore(context.Background(), item, 0, rid, 1); err != nil || res != stock.RestoreWaitlisted {
+		t.Fatalf("restore: %v %v", res, err)
+	}
+	v := h.stateWithin(byPos[3], item, tickets[byPos[3]], ticketOffered, 2*time.Second)
+	if *v.Position != 3 {
+		t.Fatalf("offered ticket at position %d, want 3", *v.Position)
+	}
+	for pos := int64(4); pos <= 8; pos++ {
+		if _, o := h.ticketStatusOf(byPos[pos], item, tickets[byPos[pos]], ""); o.State != ticketSoldOut {
+			t.Errorf("position %d: %s, want sold_out (the unit is offered to position 3)", pos, o.State)
+		}
+	}
+}
