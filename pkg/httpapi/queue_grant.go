@@ -132,11 +132,11 @@ func (s *Server) checkGrant(ctx context.Context, item, user int64, g string) (gr
 	}
 	_, err = grant.Verify(k, g, item, user, time.Now())
 	switch {
+	case errors.Is(err, grant.ErrExpired) && grant.IsOffer(g):
+		s.m.grantsRefused.WithLabelValues("offer_gone").Inc()
+		return noGrant, errOfferGone
 	case errors.Is(err, grant.ErrExpired):
 		s.m.grantsRefused.WithLabelValues("expired").Inc()
-		if grant.IsOffer(g) {
-			return noGrant, errOfferGone
-		}
 		return noGrant, errGrantExpired
 	case err != nil:
 		s.m.grantsRefused.WithLabelValues("invalid").Inc()

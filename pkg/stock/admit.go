@@ -119,14 +119,14 @@ func (s *Store) Admit(ctx context.Context, r AdmitRequest) (AdmitResult, error) 
 	// The waitlist's keys only for a claim, which only an unbucketed item's
 	// buyer (bucket 0) makes: as the want flag, a key that is not used is
 	// one that exists.
-	offersKey, waitlistKey, grant := k.Stock, k.Stock, flag(r.Granted)
+	offersKey, waitlistKey, claimsKey, grant := k.Stock, k.Stock, k.Stock, flag(r.Granted)
 	if r.Claim && r.Bucket == 0 {
 		q := QueueKeysOf(r.ItemID)
-		offersKey, waitlistKey, grant = q.Offers, q.Waitlist, "2"
+		offersKey, waitlistKey, claimsKey, grant = q.Offers, q.Waitlist, q.Claims, "2"
 	} else if r.Claim {
 		grant = "2" // the script answers no_offer: no bucket but 0 holds offers
 	}
-	keys := []string{k.Stock, k.Meta, k.Holders, k.Reservations, idemKey, rateKey, k.HolderBits, wantKey, offersKey, waitlistKey}
+	keys := []string{k.Stock, k.Meta, k.Holders, k.Reservations, idemKey, rateKey, k.HolderBits, wantKey, offersKey, waitlistKey, claimsKey}
 	args := []any{r.UserID, r.Qty, r.RequestID, deadlineMs(r.Deadline), r.UserRatePerSec,
 		r.IdempotencyTTL.Milliseconds(), hasIdem, HolderBit(r.UserID), max(r.Buckets, 1), wantTTL.Milliseconds(), grant}
 	var res []string

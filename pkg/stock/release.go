@@ -40,7 +40,14 @@ func releaseCall(itemID int64, requestID string, o ReleaseOptions) ([]string, []
 	if o.IdempotencyKey != "" {
 		extra, dropIdem = k.Idempotency(o.UserID, o.IdempotencyKey), "1"
 	}
-	return []string{k.Stock, k.Holders, k.Reservations, extra},
+	// The waitlist's keys are bucket 0's: for another bucket, where it
+	// never applies, a key of the bucket's own slot (release.lua).
+	wl, offers, claims := k.Stock, k.Stock, k.Stock
+	if k.Bucket == 0 {
+		q := QueueKeysOf(itemID)
+		wl, offers, claims = q.Waitlist, q.Offers, q.Claims
+	}
+	return []string{k.Stock, k.Holders, k.Reservations, extra, k.Meta, wl, offers, claims},
 		[]any{requestID, flag(o.ReturnStock), flag(o.RemoveBuyer), dropIdem, o.Holder}
 }
 

@@ -25,16 +25,19 @@ type QueueKeys struct {
 	// the serving position of the last ticket considered for one (cursor),
 	// and counts of units (in, offered, claimed, lapsed, returned); Offers
 	// a hash of the live offers, user id -> "ticket:position:expires_ms"
-	// (waitlist.go).
+	// (waitlist.go). Claims is a hash of the reservations that claimed an
+	// offer, request id -> the offer, so a claim released (its order not
+	// taken) goes back to its offer or the pool, not to the stock.
 	Waitlist string
 	Offers   string
+	Claims   string
 }
 
 // QueueKeysOf returns item id's waiting room keys.
 func QueueKeysOf(id int64) QueueKeys {
 	p := bucketPrefix(id, 0)
 	return QueueKeys{ByUser: p + "qu", ByTicket: p + "qt", Arrivals: p + "qn", Meta: p + "meta", Gate: p + "qg",
-		Waitlist: p + "qw", Offers: p + "qo"}
+		Waitlist: p + "qw", Offers: p + "qo", Claims: p + "qc"}
 }
 
 // Ticket is one buyer's place in an item's waiting room.

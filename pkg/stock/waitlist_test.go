@@ -315,3 +315,76 @@ func TestWarmGivesTheWaitlistsUnitsToTheStock(t *testing.T) {
 		t.Fatalf("claim of an offer the warm took back: %s, want no_offer", c)
 	}
 }
+
+// TestReleasedClaimGoesBackToTheWaitlist: a claim whose order is not taken
+// (its publish failed, its ingress died: the reservation is released) is no
+// longer claimed: within the offer's window its unit goes back to the same
+// buyer's offer, so the buyer may retry; after it, to the pool and the next
+// ticket. Any other reservation released while the item is sold out feeds
+// the pool too, not whoever asks first. Before release.lua knew the
+// waitlist, such a unit went to the stock and the claim stayed counted
+// (faults TestWaitlistHandOffKilled: claimed 17, 16 orders).
+func TestReleasedClaimGoesBackToTheWaitlist(t *testing.T) {
+	t.Parallel()
+	s := stock.New(testenv.Redis(t))
+	ctx := context.Background()
+	item := testenv.ItemID()
+	now := time.Now()
+	if err := s.Warm(ctx, stock.Snapshot{ItemID: item, Stock: 2, StartsAt: now.Add(-time.Second), EndsAt: now.Add(time.Hour), PerUserLimit: 1, Queue: true}); err != nil {
+		t.Fatal(err)
+	}
+	var rids []string
+	for u := int64(1); u <= 2; u++ {
+		rid := reqid.New(item, now)
+		if r, err := s.Admit(ctx, stock.AdmitRequest{ItemID: item, Buckets: 1, UserID: u, Qty: 1, RequestID: rid, Now: now, Granted: true}); err != nil || r.Code != stock.Admitted {
+			t.Fatalf("admit %d: %+v %v", u, r, err)
+		}
+		rids = append(rids, rid)
+	}
+	// User 1's order is not taken (ABORTED): sold out, so the pool gets it.
+	if ok, err := s.Release(ctx, item, rids[0], stock.ReleaseOptions{ReturnStock: true, RemoveBuyer: true}); err != nil || !ok {
+		t.Fatalf("release: %v %v", ok, err)
+	}
+	if w := checkI9(t, s, item); w.Pool != 1 || w.In != 1 {
+		t.Fatalf("after an ordinary release while sold out: %+v, want pool 1", w)
+	}
+	line := []stock.Candidate{{Position: 3, Ticket: fmt.Sprintf("%032x", 3), UserID: 3}, {Position: 4, Ticket: fmt.Sprintf("%032x", 4), UserID: 4}}
+	if p, err := s.OfferReleased(ctx, item, 400*time.Millisecond, line, false); err != nil || p.Offered != 1 {
+		t.Fatalf("offer: %+v %v", p, err)
+	}
+	claimRID := reqid.New(item, time.Now())
+	if r, err := s.Admit(ctx, stock.AdmitRequest{ItemID: item, Buckets: 1, UserID: 3, Qty: 1, RequestID: claimRID, Now: time.Now(), Claim: true}); err != nil || r.Code != stock.Admitted {
+		t.Fatalf("claim: %+v %v", r, err)
+	}
+	// The claim's publish fails within the window: the offer is 3's again.
+	if ok, err := s.Release(ctx, item, claimRID, stock.ReleaseOptions{ReturnStock: true, RemoveBuyer: true}); err != nil || !ok {
+		t.Fatalf("release of the claim: %v %v", ok, err)
+	}
+	if o, ok, _ := s.OfferOf(ctx, item, 3); !ok || o.Position != 3 {
+		t.Fatalf("3's offer after its claim was released: %+v %v, want it back", o, ok)
+	}
+	if w := checkI9(t, s, item); w.Claimed != 0 || w.Offers != 1 {
+		t.Fatalf("after the claim's release: %+v, want not claimed, on offer", w)
+	}
+	retry := reqid.New(item, time.Now())
+	if r, err := s.Admit(ctx, stock.AdmitRequest{ItemID: item, Buckets: 1, UserID: 3, Qty: 1, RequestID: retry, Now: time.Now(), Claim: true}); err != nil || r.Code != stock.Admitted {
+		t.Fatalf("the buyer's retry: %+v %v", r, err)
+	}
+	// Released again after the window: the pool, then the next ticket.
+	time.Sleep(500 * time.Millisecond)
+	if ok, err := s.Release(ctx, item, retry, stock.ReleaseOptions{ReturnStock: true, RemoveBuyer: true}); err != nil || !ok {
+		t.Fatalf("release of the retry: %v %v", ok, err)
+	}
+	if _, ok, _ := s.OfferOf(ctx, item, 3); ok {
+		t.Fatal("an offer past its window came back")
+	}
+	if w := checkI9(t, s, item); w.Pool != 1 || w.Claimed != 0 {
+		t.Fatalf("after the late release: %+v, want pool 1", w)
+	}
+	if p, err := s.OfferReleased(ctx, item, time.Minute, line, false); err != nil || p.Offered != 1 || p.Cursor != 4 {
+		t.Fatalf("offer to the next: %+v %v, want position 4", p, err)
+	}
+	if left, _, _ := s.Stock(ctx, item); left != 0 {
+		t.Fatalf("stock %d, want 0: no released unit reached the stock", left)
+	}
+}

@@ -14,8 +14,9 @@
 -- ARGV[7] "1" when an Idempotency-Key was sent   ARGV[8] the user's holder bit
 -- ARGV[9] the item's bucket count as the caller knows it
 -- ARGV[10] the want flag's TTL (ms)
--- KEYS[9] the item's waitlist offers, KEYS[10] its waitlist hash (bucket
---         0's, waitlist.go; any key of the bucket when ARGV[11] is not "2")
+-- KEYS[9] the item's waitlist offers, KEYS[10] its waitlist hash, KEYS[11]
+--         its claims (bucket 0's, waitlist.go; any key of the bucket when
+--         ARGV[11] is not "2")
 -- ARGV[11] "1" when the ingress checked the buyer's admission grant for this
 --          item (pkg/grant): required when the item's meta says queue "1";
 --          "2" when it checked a waitlist offer's grant: the order claims the
@@ -102,6 +103,10 @@ if claim then
   redis.call("HDEL", KEYS[9], ARGV[1])
   redis.call("HINCRBY", KEYS[10], "claimed", 1)
   redis.call("HINCRBY", KEYS[10], "ver", 1)
+  -- Kept so that release.lua, if this order is not taken, gives the unit
+  -- back to the offer (or the pool) instead of the stock.
+  redis.call("HSET", KEYS[11], rid, o)
+  redis.call("PEXPIREAT", KEYS[11], tonumber(meta[2]) + 86400000)
 end
 local stock = tonumber(redis.call("GET", KEYS[1]) or "0")
 if not claim and stock < qty then
