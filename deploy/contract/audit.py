@@ -2,8 +2,9 @@
 
 The fuzzer ordered, polled and paid through the real pipeline; once the
 consumer has written everything (no reservation pending), each item's audit
-(GET /api/v1/admin/items/{id}/audit, invariants I1-I7 of docs/design.md)
-must be ok. Exits 1 naming the items that are not, or that never settle.
+(GET /api/v1/admin/items/{id}/audit, invariants I1-I7 of docs/design.md,
+and I9 for an item with a waiting room) must be ok. Exits 1 naming the items
+that are not, or that never settle.
 
 Usage: audit.py BASE_URL ITEMS_FILE   (the admin token in CONTRACT_ADMIN_TOKEN)
 """

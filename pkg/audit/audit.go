@@ -1,4 +1,4 @@
-// Package audit checks the invariants I1–I7 of docs/design.md for one item from
+// Package audit checks the invariants I1–I7 and I9 (the waitlist) of docs/design.md for one item from
 // MySQL and Redis, with the numbers. The ingress serves it to operators; the
 // bench tool, the fault tests and a periodic auditor call the same function.
 //

@@ -39,7 +39,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		orders: f.NewGaugeVec(prometheus.GaugeOpts{Name: "flashsale_orders_units",
 			Help: "Units in orders per status (UNPAID, PAID, CANCELLED)."}, []string{"item", "status"}),
 		violations: f.NewGaugeVec(prometheus.GaugeOpts{Name: "flashsale_audit_violations",
-			Help: "Invariant violations (I1-I7) found by the last audit of the item."}, []string{"item"}),
+			Help: "Invariant violations (I1-I7, I9) found by the last audit of the item."}, []string{"item"}),
 		lastRun: f.NewGauge(prometheus.GaugeOpts{Name: "flashsale_audit_last_success_timestamp_seconds",
 			Help: "Unix time of the last audit pass that read every item."}),
 		failures: f.NewCounter(prometheus.CounterOpts{Name: "flashsale_audit_failures_total",
