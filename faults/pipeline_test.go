@@ -41,6 +41,9 @@ type settings struct {
 	Units          int
 	// Buckets is the item's stock bucket count (0 or 1: unbucketed).
 	Buckets int
+	// ClaimWindow is the reapers' FLASHSALE_QUEUE_CLAIM_WINDOW (0: their
+	// default).
+	ClaimWindow time.Duration
 }
 
 func defaultSettings() settings {
@@ -132,14 +135,18 @@ func newPipeline(t *testing.T, cfg settings) *pipeline {
 
 func (p *pipeline) newReaper(with func(map[string]string) map[string]string, i int) *proc {
 	a := testenv.FreeAddr(p.t)
-	return newProc(p.t, fmt.Sprintf("reaper-%d", i), "reaper", with(map[string]string{
+	env := map[string]string{
 		"METRICS_ADDR": a, "REAP_INTERVAL": p.cfg.ReapInterval.String(), "ORPHAN_GRACE": p.cfg.OrphanGrace.String(),
 		"REAP_BATCH": strconv.Itoa(p.cfg.ReapBatch),
 		// The shared Redis holds every other test's items: sweeping items
 		// this test's database lacks would void theirs, and a backlog of
 		// them (61,898 in one run) kept the expiry pass from running.
 		"SWEEP_UNKNOWN_ITEMS": "false",
-	}), "http://"+a+"/healthz")
+	}
+	if p.cfg.ClaimWindow > 0 {
+		env["QUEUE_CLAIM_WINDOW"] = p.cfg.ClaimWindow.String()
+	}
+	return newProc(p.t, fmt.Sprintf("reaper-%d", i), "reaper", with(env), "http://"+a+"/healthz")
 }
 
 // startAll starts every process and creates the sale item (warming Redis).
