@@ -3,7 +3,8 @@
 // ingress serves at Path. The page is a shell that holds no data: it asks
 // the operator for an admin token, keeps it in the tab's sessionStorage and
 // reads everything from the admin API (GET /api/v1/admin/items, .../live,
-// POST .../end) with Authorization: Bearer. So the page itself needs no
+// .../queue for a sale with a waiting room, POST .../end) with
+// Authorization: Bearer. So the page itself needs no
 // authentication, and a token that is not an admin's draws nothing.
 package console
 

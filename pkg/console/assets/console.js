@@ -9,6 +9,10 @@
   const TIMEOUT_MS = 5000; // a read slower than this is abandoned, and retried
   const PAGE_SIZE = 50;
   const NONE = "\u2013"; // shown where a value is missing or unavailable
+  // The waiting-room card's figures (data-k keys), read from .../queue.
+  const QUEUE_FIGURES = ["queue.tickets", "queue.serving_position", "queue.waiting", "queue.admit_in", "queue.rate",
+    "queue.gate_holder", "queue.waitlist.in", "queue.waitlist.held", "queue.waitlist.offers", "queue.waitlist.offered",
+    "queue.waitlist.claimed", "queue.waitlist.lapsed", "queue.waitlist.returned"];
 
   const $ = (id) => document.getElementById(id);
   const fmtInt = (n) => (n === null || n === undefined ? NONE : Number(n).toLocaleString("en-US"));
@@ -108,6 +112,9 @@
   let timer = null;
   let chain = 0;     // the refresh loop running; a restart ends the older one
   let notOK = 0;     // consecutive reads whose audit was not ok
+  let queued = null; // whether the watched sale has a waiting room: item.queue of its last /live read that had the item; null until one did
+  let queueFlight = 0;    // the refresh loop whose read of the waiting room is under way (0: none)
+  let queueReadAt = null; // when the card's figures were read (ms, this clock); null: not yet for this sale
 
   async function api(method, path) {
     const token = sessionStorage.getItem(TOKEN_KEY);
@@ -143,6 +150,7 @@
     chosen = null;
     prev = null;
     notOK = 0;
+    resetQueue();
     $("sales-rows").replaceChildren();
     $("bucket-rows").replaceChildren();
     $("answer-rows").replaceChildren();
@@ -237,6 +245,8 @@
     chosen = id;
     prev = null;
     notOK = 0;
+    resetQueue();
+    for (const k of QUEUE_FIGURES) set(k, NONE);
     for (const tr of $("sales-rows").children) tr.classList.toggle("chosen", Number(tr.dataset.id) === id);
     $("end-confirm").hidden = true;
     $("end-result").textContent = "";
@@ -248,6 +258,8 @@
   async function tick(c) {
     const g = gen, id = chosen;
     if (id === null || c !== chain) return;
+    // The waiting room is read alongside, once /live has said the sale has one.
+    if (queued) readQueue(g, c, id);
     let cur;
     try {
       cur = await api("GET", "/api/v1/admin/items/" + id + "/live");
@@ -269,7 +281,104 @@
     $("live-stale").hidden = true;
     render(compute(prev, cur), cur);
     prev = cur;
+    // Without the item (MySQL unavailable) what was known of its queue holds.
+    if (cur.item) {
+      const was = queued;
+      queued = cur.item.queue === true;
+      if (queued && !was) readQueue(g, c, id); // the first read of this sale's, or its queue just turned on
+    }
+    $("waiting-room").hidden = !queued;
     timer = setTimeout(tick, REFRESH_MS, c);
+  }
+
+  // resetQueue forgets the waiting room of the sale watched until now.
+  function resetQueue() {
+    queued = null;
+    queueReadAt = null;
+    $("waiting-room").hidden = true;
+    $("queue-stale").hidden = true;
+    $("queue-stale").textContent = "";
+    set("queue.gate_warning", "");
+  }
+
+  // readQueue reads the watched sale's waiting room (GET .../queue) and
+  // draws it in its card. The refresh does not wait for it, so a slow or
+  // failing read never holds up the live view; while one is under way for
+  // this loop no other starts, so reads of a hung endpoint do not pile up.
+  async function readQueue(g, c, id) {
+    if (queueFlight === c) return;
+    queueFlight = c;
+    let q = null, failed = null;
+    try {
+      q = await api("GET", "/api/v1/admin/items/" + id + "/queue");
+    } catch (err) {
+      failed = err;
+    } finally {
+      if (queueFlight === c) queueFlight = 0;
+    }
+    if (g !== gen || c !== chain || !queued) return;
+    if (failed && (failed.status === 401 || failed.status === 403)) return refused(failed);
+    if (failed) return queueStale(failed);
+    drawQueue(q);
+  }
+
+  // queueStale says the card's figures are not the waiting room's now: as
+  // the live view in an outage, the last ones stay, with their age.
+  function queueStale(err) {
+    const s = $("queue-stale");
+    const why = err.message || String(err);
+    if (queueReadAt === null) {
+      for (const k of QUEUE_FIGURES) set(k, NONE);
+      set("queue.gate_warning", "");
+      s.textContent = "The waiting room could not be read (" + why + ").";
+    } else {
+      s.textContent = "The last read of the waiting room failed (" + why + "); the figures are from a read " +
+        ((Date.now() - queueReadAt) / 1000).toFixed(1) + " s ago.";
+    }
+    s.hidden = false;
+  }
+
+  // fmtWait is a wait in whole seconds: 45 s, 4 min 10 s, 2 h 5 min.
+  function fmtWait(s) {
+    if (s < 60) return s + " s";
+    if (s < 3600) return Math.floor(s / 60) + " min " + (s % 60) + " s";
+    return Math.floor(s / 3600) + " h " + Math.floor((s % 3600) / 60) + " min";
+  }
+
+  function drawQueue(q) {
+    queueReadAt = Date.now();
+    $("queue-stale").hidden = true;
+    set("queue.tickets", fmtInt(q.tickets));
+    set("queue.serving_position", fmtInt(q.serving_position));
+    set("queue.waiting", fmtInt(q.waiting));
+    set("queue.rate", fmtInt(q.rate));
+    // The ingress' clock, as of its last /live read, says whether the sale
+    // has started: the gate admits nobody before starts_at, and the time
+    // to admit those waiting counts from then (as flashsalectl queue show).
+    const seconds = (at) => { const p = parseAt(at); return p.whole + p.frac; };
+    const started = !(seconds(q.starts_at) > (prev ? seconds(prev.at) : Date.now() / 1000));
+    set("queue.admit_in", q.rate > 0 ? fmtWait(Math.ceil(q.waiting / q.rate)) + (started ? "" : " from the start") : NONE);
+    set("queue.gate_holder", q.gate_holder === null || q.gate_holder === undefined ? "none" : q.gate_holder);
+    // No holder: no reaper runs the gate, and nobody is admitted (runbook
+    // FlashsaleQueueNoGateHolder). Before the start it is the warning that
+    // the sale would open so; once it has ended nobody needs admitting.
+    const ended = prev && prev.item && prev.item.state === "ended";
+    let warn = "", cls = "";
+    if (q.gate_holder === null && started && !ended && q.waiting > 0) {
+      warn = "No reaper holds the gate while " + fmtInt(q.waiting) + " tickets wait: nobody is being admitted (runbook FlashsaleQueueNoGateHolder).";
+      cls = "error";
+    } else if (q.gate_holder === null && !started) {
+      warn = "No reaper holds the gate: at the start nobody would be admitted (runbook FlashsaleQueueNoGateHolder).";
+      cls = "warn";
+    }
+    set("queue.gate_warning", warn);
+    document.querySelector('[data-k="queue.gate_warning"]').className = cls;
+    // Released units after the sell-out: in = pool + offers + claimed +
+    // returned; held = pool + offers (the audit's I9).
+    const w = q.waitlist;
+    set("queue.waitlist.in", w ? fmtInt(w.in) : NONE);
+    set("queue.waitlist.held", w ? fmtInt(w.pool + w.offers) : NONE);
+    for (const k of ["offers", "offered", "claimed", "lapsed", "returned"]) set("queue.waitlist." + k, w ? fmtInt(w[k]) : NONE);
   }
 
   function render(v, cur) {
