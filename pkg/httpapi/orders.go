@@ -90,6 +90,9 @@ func (s *Server) order(c echo.Context, b orderBody) error {
 	if res.Outcome == admission.NoOffer {
 		s.m.grantsRefused.WithLabelValues("offer_gone").Inc()
 	}
+	if res.Outcome == admission.OverLimit && kind == offerGrant {
+		return badRequest("invalid_qty", "a waitlist offer is one unit: order it with qty 1")
+	}
 	return admissionError(res)
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,8 +115,8 @@ func TestWaitlistOfferByTicket(t *testing.T) {
 		}
 	}
 	two := fmt.Sprintf(`{"item_id":%d,"qty":2,"admission_grant":%q}`, item, offer.AdmissionGrant)
-	if r := h.do(http.MethodPost, "/api/v1/orders", two, h.as(13)); r.Code != http.StatusBadRequest {
-		t.Errorf("claim of 2 units: %d %s, want 400 (an offer is one unit)", r.Code, r.Body)
+	if r := h.do(http.MethodPost, "/api/v1/orders", two, h.as(13)); r.Code != http.StatusBadRequest || !strings.Contains(string(r.Body), "offer is one unit") {
+		t.Errorf("claim of 2 units: %d %s, want 400 invalid_qty (an offer is one unit)", r.Code, r.Body)
 	}
 	if r := h.orderWith(13, item, offer.AdmissionGrant); r.Code != http.StatusAccepted {
 		t.Fatalf("claim: %d %s, want 202", r.Code, r.Body)
