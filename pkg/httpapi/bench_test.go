@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/config"
+	"github.com/flashsale-dev/flashsale/pkg/grant"
+	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
 // benchOrder serves one POST /api/v1/orders in-process and returns its code.
@@ -37,6 +40,36 @@ func BenchmarkAdmission(b *testing.B) {
 		for pb.Next() {
 			tok := h.token(next.Add(1), "")
 			if c := benchOrder(h, body, tok); c != http.StatusAccepted {
+				b.Errorf("status %d", c)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkAdmissionQueued is BenchmarkAdmission on an item with a waiting
+// room, every order carrying its buyer's admission grant: side by side
+// with BenchmarkAdmission (-bench 'Admission(Queued)?$' -count N), the
+// difference is the queue's cost on an admitted order (the grant's check:
+// a cached key and an HMAC, and admit.lua's mark).
+func BenchmarkAdmissionQueued(b *testing.B) {
+	h := newHarness(b, harnessOpts{partitions: 3})
+	item := testenv.ItemID()
+	now := time.Now()
+	h.putRatedItem(item, 1_000_000_000, now.Add(-time.Minute), now.Add(-time.Second), now.Add(time.Hour), 100_000)
+	key, err := store.QueueGrantKey(context.Background(), h.db, item)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var next atomic.Int64
+	b.SetParallelism(16)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			user := next.Add(1)
+			g := grant.Sign(key, item, user, time.Now().Add(time.Minute))
+			body := `{"item_id":` + strconv.FormatInt(item, 10) + `,"qty":1,"admission_grant":"` + g + `"}`
+			if c := benchOrder(h, body, h.token(user, "")); c != http.StatusAccepted {
 				b.Errorf("status %d", c)
 				return
 			}
