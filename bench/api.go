@@ -135,6 +135,9 @@ type OrderStatus struct {
 	Status    string `json:"status"`
 	OrderID   int64  `json:"order_id,omitempty"`
 	Reason    string `json:"reason,omitempty"`
+	// ExpiresAt is an order's end of payment (UNPAID, PAID, CANCELLED),
+	// by the server's clock.
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
 }
 
 // Terminal reports whether a buyer-visible status is final for I4: every

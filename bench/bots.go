@@ -227,14 +227,17 @@ func (g *botsRig) firstComeFirstServed(ctx context.Context, id int64) (BotsRepor
 	attackEnd := time.Now()
 
 	rep := summarizeBots(runs, humans, start, s.Units)
-	rep, err := g.finish(ctx, id, rep, runs)
+	rep, err := g.finish(ctx, id, rep, runs, nil)
 	slog.Info("bots: done", "attack", attackEnd.Sub(start).Round(time.Millisecond), "won_by_bots", rep.Bots.Won, "won_by_humans", rep.Humans.Won, "pass", rep.Pass)
 	return rep, err
 }
 
 // finish fills what every mode reports: the run's shape, the 202s' round
 // trip, then waits for every 202 to settle, audits the item and checks.
-func (g *botsRig) finish(ctx context.Context, id int64, rep BotsReport, runs []buyerRun) (BotsReport, error) {
+// runs are the accounts in order (humans, then bots); claims, nil or in
+// the same order, the queued run's claims of waitlist offers, settled too
+// but not in the 202s' round trip.
+func (g *botsRig) finish(ctx context.Context, id int64, rep BotsReport, runs, claims []buyerRun) (BotsReport, error) {
 	rep.ItemID, rep.ServerClockOffsetMS = id, ms(g.offset)
 	rep.Settings = botsSettingsOf(g.s, g.bs)
 	rep.Admission = admissionStats(runs)
@@ -242,12 +245,17 @@ func (g *botsRig) finish(ctx context.Context, id int64, rep BotsReport, runs []b
 	settleCtx, cancelSettle := context.WithTimeout(ctx, g.s.PollTimeout)
 	defer cancelSettle()
 	rep.Unsettled = settleAll(settleCtx, g.api, runs, g.tokens)
+	if claims != nil {
+		rep.Unsettled += settleAll(settleCtx, g.api, claims, g.tokens)
+	}
 	au, err := auditSettled(settleCtx, func(ctx context.Context) (Audit, error) { return g.api.Audit(ctx, id) })
 	if err != nil {
 		return rep, fmt.Errorf("bench: bots audit: %w", err)
 	}
 	rep.Audit = &au
-	rep.Checks = append(botsChecks(rep, g.s.Units), rep.Checks...)
+	// Units the reaper gave back (cancelled unpaid orders) can be won
+	// again: through the waitlist, or from the stock.
+	rep.Checks = append(botsChecks(rep, g.s.Units+int(au.Cancelled)), rep.Checks...)
 	rep.Pass = au.OK && len(rep.Checks) == 0
 	return rep, nil
 }

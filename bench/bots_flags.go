@@ -41,6 +41,25 @@ type BotSettings struct {
 	// come first served then with the queue, and reports them side by
 	// side (bots_compare.go).
 	Compare bool
+	// Unpaid, above 0, plays the waitlist's resale in the queued run
+	// (bots_queue_resale.go): that fraction of the accounts never pays
+	// an order it wins, the others pay at once, and every ticket told
+	// sold out keeps long-polling until it is offered a released unit
+	// (it claims it) or the resale is over. 0 is the queued run as
+	// before: nobody pays, a sold-out ticket ends its player. The first
+	// come first served run never pays.
+	Unpaid float64
+	// Decline is the fraction of the humans who let an offer lapse (the
+	// bots claim every offer at once); it needs Unpaid.
+	Decline float64
+	// PaymentWindow and ClaimWindow are the server's
+	// FLASHSALE_PAYMENT_WINDOW and FLASHSALE_QUEUE_CLAIM_WINDOW as the
+	// resale's wait bound uses them; 0 learns them from the answers (an
+	// UNPAID order's expires_at, an offer's grant_expires_at).
+	PaymentWindow, ClaimWindow time.Duration
+	// ResaleWait bounds the resale after the sell-out; 0 derives the
+	// bound from the windows and the last unpaid order (resaleBound).
+	ResaleWait time.Duration
 }
 
 // RegisterFlags implements config.Registerer.
@@ -56,13 +75,18 @@ func (b *BotSettings) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&b.QueueRate, "bots-queue-rate", 200, "the queued item's queue_rate: admissions per second from the start, 1 to 100000")
 	fs.DurationVar(&b.QueueOpenIn, "bots-queue-open-in", 500*time.Millisecond, "the waiting room opens this long after the item is created (before the start)")
 	fs.BoolVar(&b.Compare, "bots-compare", false, "run the -bots mix twice in one invocation on fresh items, first come first served then with the queue, and report them side by side")
+	fs.Float64Var(&b.Unpaid, "bots-unpaid", 0, "queued run: this fraction of the accounts never pays an order it wins (the others pay at once), and sold-out tickets wait for the waitlist's offers of the released units and claim them; 0 = off (nobody pays, sold out ends a player)")
+	fs.Float64Var(&b.Decline, "bots-decline", 0, "with -bots-unpaid: this fraction of the humans lets a waitlist offer lapse (bots claim every offer)")
+	fs.DurationVar(&b.PaymentWindow, "bots-payment-window", 0, "with -bots-unpaid: the server's FLASHSALE_PAYMENT_WINDOW for the resale's wait bound; 0 = learn it from the orders' expires_at")
+	fs.DurationVar(&b.ClaimWindow, "bots-claim-window", 0, "with -bots-unpaid: the reaper's FLASHSALE_QUEUE_CLAIM_WINDOW for the resale's wait bound; 0 = learn it from the offers' grant_expires_at (1m, the reaper's default, before any offer)")
+	fs.DurationVar(&b.ResaleWait, "bots-resale-wait", 0, "with -bots-unpaid: the most the run waits after the sell-out for the unpaid orders' release, the offers and their claims; 0 = until 4 x claim window + 30s after the last unpaid order's expiry (at least a payment window after the sell-out)")
 }
 
 // Validate implements config.Registerer.
 func (b *BotSettings) Validate() error {
 	if b.Bots == 0 {
-		if b.Queue || b.Compare {
-			return fmt.Errorf("FLASHSALE_BOTS_QUEUE, FLASHSALE_BOTS_COMPARE: need -bots (FLASHSALE_BOTS) above 0")
+		if b.Queue || b.Compare || b.Unpaid != 0 || b.Decline != 0 {
+			return fmt.Errorf("FLASHSALE_BOTS_QUEUE, FLASHSALE_BOTS_COMPARE, FLASHSALE_BOTS_UNPAID, FLASHSALE_BOTS_DECLINE: need -bots (FLASHSALE_BOTS) above 0")
 		}
 		return nil
 	}
@@ -79,6 +103,14 @@ func (b *BotSettings) Validate() error {
 		return fmt.Errorf("FLASHSALE_BOTS_QUEUE_RATE: %d (expected 1 to 100000 admissions a second, the item's queue_rate)", b.QueueRate)
 	case (b.Queue || b.Compare) && (b.QueueOpenIn < 0 || b.QueueOpenIn >= b.StartIn):
 		return fmt.Errorf("FLASHSALE_BOTS_QUEUE_OPEN_IN: %v (expected 0 or more, before the start %v away)", b.QueueOpenIn, b.StartIn)
+	case !fraction(b.Unpaid) || !fraction(b.Decline):
+		return fmt.Errorf("FLASHSALE_BOTS_UNPAID, FLASHSALE_BOTS_DECLINE: %v, %v (expected fractions from 0 to 1)", b.Unpaid, b.Decline)
+	case b.Unpaid > 0 && !b.Queue && !b.Compare:
+		return fmt.Errorf("FLASHSALE_BOTS_UNPAID: %v needs the queued run (-bots-queue or -bots-compare): the waitlist is the waiting room's", b.Unpaid)
+	case b.Decline > 0 && b.Unpaid == 0:
+		return fmt.Errorf("FLASHSALE_BOTS_DECLINE: %v needs -bots-unpaid above 0 (no unit is released to offer otherwise)", b.Decline)
+	case b.PaymentWindow < 0 || b.ClaimWindow < 0 || b.ResaleWait < 0:
+		return fmt.Errorf("FLASHSALE_BOTS_PAYMENT_WINDOW, FLASHSALE_BOTS_CLAIM_WINDOW, FLASHSALE_BOTS_RESALE_WAIT: expected 0 (learned or derived) or positive durations")
 	}
 	return nil
 }

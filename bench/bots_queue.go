@@ -63,11 +63,22 @@ type ticketRun struct {
 	// (the queue skipped: a bug of the gate).
 	Skips, Copied map[string]int
 	BypassWins    int
+	// The resale (-bots-unpaid, bots_queue_resale.go): Order is what
+	// became of the account's 202 (its own grant's or its claim's);
+	// Offers the waitlist offers its ticket showed; Declined that it let
+	// one lapse and left; Claim its orders with an offer grant, and
+	// ClaimLatency the time from its first sight of the offer it claimed
+	// to the claim's 202.
+	Order        settledOrder
+	Offers       []seenOffer
+	Declined     bool
+	Claim        buyerRun
+	ClaimLatency time.Duration
 }
 
 func newTicketRun() ticketRun {
 	return ticketRun{buyerRun: buyerRun{Outcomes: map[string]int{}}, TicketAnswers: map[string]int{}, PollAnswers: map[string]int{},
-		Skips: map[string]int{}, Copied: map[string]int{}}
+		Skips: map[string]int{}, Copied: map[string]int{}, Claim: buyerRun{Outcomes: map[string]int{}}}
 }
 
 // sawSoldOut keeps the first sight of the sell-out.
@@ -85,6 +96,9 @@ type queueGame struct {
 	paths  queuePaths
 	item   int64
 	grants *grantPool
+	// resale, when set (-bots-unpaid), keeps sold-out tickets waiting for
+	// the waitlist's offers and settles every win (pays or not).
+	resale *resalePlay
 }
 
 func newQueueGame(c *http.Client, base string, item int64) *queueGame {
@@ -170,6 +184,10 @@ func (g *queueGame) takeTicket(ctx context.Context, r *ticketRun, bearer string,
 // playTicket long-polls the ticket until it is admitted, then orders with
 // its grant; admitted (if not nil) hears the first admitted answer. It returns on a
 // 202 or 409 already_purchased, on sold out or expired, or when ctx ends.
+// In the resale (g.resale set) a 202 is settled first (paid or left
+// unpaid), and sold out does not end the play: the ticket's long poll
+// waits for a waitlist offer, which the player claims (or declines and
+// leaves), or for stock again, until ctx ends.
 func (g *queueGame) playTicket(ctx context.Context, r *ticketRun, bearer string, retry time.Duration, admitted func(ticketState)) {
 	// The first read answers at once, as a page shows the place in line
 	// when the ticket is taken; a long poll of a waiting ticket answers
@@ -198,7 +216,20 @@ func (g *queueGame) playTicket(ctx context.Context, r *ticketRun, bearer string,
 		switch st.State {
 		case ticketSoldOut:
 			r.sawSoldOut(now)
-			return
+			if g.resale == nil {
+				return
+			}
+			// Wait for an offer: a long poll that came back at once with
+			// nothing new is not asked again at once.
+			if wait > 0 && now.Sub(sent) < ticketPollWait/2 && prev.State == ticketSoldOut && !sleepUntil(ctx, now.Add(retry)) {
+				return
+			}
+			wait = ticketPollWait
+		case ticketOffered:
+			if g.resale == nil || g.claim(ctx, r, bearer, st, now, retry) {
+				return
+			}
+			wait = 0 // read the ticket again: gone, or still offered
 		case ticketExpired:
 			r.Expired = true
 			return
@@ -207,11 +238,24 @@ func (g *queueGame) playTicket(ctx context.Context, r *ticketRun, bearer string,
 				admitted(st)
 			}
 			switch out := g.order(ctx, &r.buyerRun, bearer, st.AdmissionGrant); out {
-			case OutAccepted, OutAlready:
+			case OutAccepted:
+				g.settle(ctx, r, bearer, r.RequestID)
+				return
+			case OutAlready:
 				return
 			case OutSoldOut:
 				r.sawSoldOut(time.Now())
-				return
+				if g.resale == nil {
+					return
+				}
+				// The ticket may still read admitted for a moment (the
+				// ingress answers from reads up to 150 ms old): a long
+				// poll, answered at the sell-out, not a read at once
+				// (a player read and ordered 20 times in that moment and
+				// gave up, and the offer made to it later lapsed unseen).
+				wait = ticketPollWait
+				prev = st
+				continue
 			case "403 admission_expired":
 				// Ask the ticket at once for a fresh grant.
 			default:
@@ -316,7 +360,9 @@ func (g *queueGame) skip(ctx context.Context, stop context.CancelFunc, self int,
 			return r
 		case OutSoldOut:
 			r.sawSoldOut(time.Now())
-			stop()
+			if g.resale == nil {
+				stop() // the ticket's play ends too; in the resale it waits for an offer
+			}
 			return r
 		case OutAlready:
 			return r

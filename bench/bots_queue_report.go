@@ -44,6 +44,8 @@ type QueueStats struct {
 	BypassWins int            `json:"bypass_wins"`
 	// Refusals counts every 403 to an order, by error code.
 	Refusals map[string]int `json:"refusals_403"`
+	// Resale is set for a run with -bots-unpaid (bots_queue_resale.go).
+	Resale *ResaleStats `json:"resale,omitempty"`
 }
 
 // EstimateStats is the wait estimate's error: for each ticket admitted
@@ -194,7 +196,7 @@ func summarizeQueue(runs []ticketRun, humans int, start, startsAt time.Time, uni
 				m.to[k] += v
 			}
 		}
-		for _, m := range []map[string]int{r.Outcomes, r.Skips, r.Copied} {
+		for _, m := range []map[string]int{r.Outcomes, r.Skips, r.Copied, r.Claim.Outcomes} {
 			for k, v := range m {
 				if code, ok := strings.CutPrefix(k, "403 "); ok {
 					q.Refusals[code] += v
@@ -272,6 +274,9 @@ func writeQueue(w io.Writer, rep BotsReport) {
 			so.AtMS, so.Waiting, so.P99MS, so.MaxMS, goal(so.NotTold == 0 && so.MaxMS <= 1000), so.NotTold)
 	} else {
 		fmt.Fprintf(w, "  did not sell out\n")
+	}
+	if q.Resale != nil {
+		writeResale(w, q.Resale)
 	}
 }
 

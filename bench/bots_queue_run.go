@@ -33,9 +33,20 @@ func (g *botsRig) queued(ctx context.Context, id int64) (BotsReport, error) {
 	// Room for the gate to admit every ticket if the item does not sell
 	// out, on top of the first-come-first-served run's bound.
 	admitAll := time.Duration(float64(humans+bots) / float64(bs.QueueRate) * float64(time.Second))
-	runCtx, cancel := context.WithTimeout(ctx, bs.StartIn+bs.HumansAfter+admitAll+s.PollTimeout)
+	bound := bs.StartIn + bs.HumansAfter + admitAll + s.PollTimeout
+	if bs.Unpaid > 0 {
+		// The resale's own bound (watchResale) ends the players first;
+		// this is the backstop.
+		bound += cmpOr(bs.ResaleWait, time.Hour)
+	}
+	runCtx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	game := newQueueGame(g.c, s.Target, id)
+	if bs.Unpaid > 0 {
+		game.resale = newResalePlay(&API{Base: s.Target, Client: game.poll}, g.offset, g.tokens.Buyers[:humans+bots], humans, bs.Unpaid, bs.Decline, s.Seed)
+	}
+	playCtx, stopPlay := context.WithCancel(runCtx)
+	defer stopPlay()
 	runs := make([]ticketRun, humans+bots)
 	arrivals := humanArrivals(humans, start, bs.HumansBefore, bs.HumansAfter, s.Seed)
 	var wg sync.WaitGroup
@@ -44,25 +55,53 @@ func (g *botsRig) queued(ctx context.Context, id int64) (BotsReport, error) {
 		go func() {
 			defer wg.Done()
 			if i < humans {
-				runs[i] = game.human(runCtx, g.tokens.Buyers[i], arrivals[i], bs.HumanRetry)
+				runs[i] = game.human(playCtx, g.tokens.Buyers[i], arrivals[i], bs.HumanRetry)
 				return
 			}
-			runs[i] = game.bot(runCtx, i, g.tokens.Buyers[i], opens, start.Add(-bs.Lead), bs.Retry)
+			runs[i] = game.bot(playCtx, i, g.tokens.Buyers[i], opens, start.Add(-bs.Lead), bs.Retry)
 		}()
+	}
+	var end resaleEnd
+	if game.resale != nil {
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		end = watchResale(runCtx, g.api, id, game.resale, bs, start, done)
+		slog.Info("bots: resale over", "why", end.Why, "after_sell_out", end.At.Sub(end.SoldOutAt).Round(time.Millisecond))
+		stopPlay()
 	}
 	wg.Wait()
 	attackEnd := time.Now()
 	rep := summarizeQueue(runs, humans, start, startServer, s.Units, bs.QueueRate)
 	orders := make([]buyerRun, len(runs))
-	own := map[string]int{}
+	var claims []buyerRun // in the runs' order, for the resale
+	if game.resale != nil {
+		claims = make([]buyerRun, len(runs))
+	}
+	own, claimed := map[string]int{}, map[string]int{}
 	for i, r := range runs {
 		orders[i] = r.buyerRun
 		for k, v := range r.Outcomes {
 			own[k] += v
 		}
+		for k, v := range r.Claim.Outcomes {
+			claimed[k] += v
+		}
+		if claims != nil {
+			claims[i] = r.Claim
+		}
 	}
 	rep.Checks = queueChecks(rep.Queue, own)
-	rep, err := g.finish(ctx, id, rep, orders)
+	if game.resale != nil {
+		rep.Queue.Resale = summarizeResale(runs, humans, game.resale, bs, end)
+	}
+	rep, err := g.finish(ctx, id, rep, orders, claims)
+	if st := rep.Queue.Resale; st != nil {
+		fillResaleAudit(st, rep.Audit)
+		if c := resaleChecks(st, claimed, rep.Queue.SellOut.SoldOut); len(c) > 0 {
+			rep.Checks = append(rep.Checks, c...)
+			rep.Pass = false
+		}
+	}
 	slog.Info("bots: queued sale done", "attack", attackEnd.Sub(start).Round(time.Millisecond), "won_by_bots", rep.Bots.Won, "won_by_humans", rep.Humans.Won, "pass", rep.Pass)
 	return rep, err
 }

@@ -21,6 +21,10 @@ const (
 	ticketAdmitted = "admitted"
 	ticketSoldOut  = "sold_out"
 	ticketExpired  = "expired"
+	// ticketOffered: the waitlist holds a released unit for the ticket's
+	// buyer; admission_grant is the offer grant that claims it until
+	// grant_expires_at.
+	ticketOffered = "offered"
 )
 
 // ticketPollWait is how long a player's ticket long-poll asks the server to
