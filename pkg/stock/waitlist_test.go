@@ -13,6 +13,29 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
+// soldOutQueued warms an open, queued item of units and admits users
+// 1..units (with grants), so its stock is gone; it returns the item, its
+// snapshot and the admitted request ids in user order.
+func soldOutQueued(t *testing.T, s *stock.Store, units int) (int64, stock.Snapshot, []string) {
+	t.Helper()
+	ctx := context.Background()
+	item := testenv.ItemID()
+	now := time.Now()
+	snap := stock.Snapshot{ItemID: item, Stock: int64(units), StartsAt: now.Add(-time.Second), EndsAt: now.Add(time.Hour), PerUserLimit: 1, Queue: true}
+	if err := s.Warm(ctx, snap); err != nil {
+		t.Fatal(err)
+	}
+	rids := make([]string, units)
+	for i := range rids {
+		rids[i] = reqid.New(item, now)
+		r, err := s.Admit(ctx, stock.AdmitRequest{ItemID: item, Buckets: 1, UserID: int64(i + 1), Qty: 1, RequestID: rids[i], Now: now, Granted: true})
+		if err != nil || r.Code != stock.Admitted {
+			t.Fatalf("admit user %d: %+v %v", i+1, r, err)
+		}
+	}
+	return item, snap, rids
+}
+
 // claim is user's order on their waitlist offer.
 func claim(t *testing.T, s *stock.Store, item, user int64, qty int) stock.AdmitCode {
 	t.Helper()
@@ -47,21 +70,10 @@ func TestWaitlistHandOff(t *testing.T) {
 	t.Parallel()
 	s := stock.New(testenv.Redis(t))
 	ctx := context.Background()
-	item := testenv.ItemID()
-	now := time.Now()
-	if err := s.Warm(ctx, stock.Snapshot{ItemID: item, Stock: 2, StartsAt: now.Add(-time.Second), EndsAt: now.Add(time.Hour), PerUserLimit: 2, Queue: true}); err != nil {
+	item, _, admitted := soldOutQueued(t, s, 2)
+	rids := map[int64]string{1: admitted[0], 2: admitted[1]}
+	if err := s.Settle(ctx, item, admitted); err != nil {
 		t.Fatal(err)
-	}
-	rids := map[int64]string{}
-	for _, u := range []int64{1, 2} {
-		rid := reqid.New(item, now)
-		if r, err := s.Admit(ctx, stock.AdmitRequest{ItemID: item, Buckets: 1, UserID: u, Qty: 1, RequestID: rid, Now: now, Granted: true}); err != nil || r.Code != stock.Admitted {
-			t.Fatalf("admit %d: %+v %v", u, r, err)
-		}
-		rids[u] = rid
-		if err := s.Settle(ctx, item, []string{rid}); err != nil {
-			t.Fatal(err)
-		}
 	}
 	// The line: users 1 and 2 hold the item, 3, 4 and 5 wait.
 	line := make([]stock.Candidate, 5)
@@ -183,20 +195,10 @@ func TestWaitlistClaimsRaceOffersAndLapses(t *testing.T) {
 	t.Parallel()
 	s := stock.New(testenv.Redis(t))
 	ctx := context.Background()
-	item := testenv.ItemID()
 	const units, waiting = 30, 90
-	now := time.Now()
-	if err := s.Warm(ctx, stock.Snapshot{ItemID: item, Stock: units, StartsAt: now.Add(-time.Second), EndsAt: now.Add(time.Hour), PerUserLimit: 1, Queue: true}); err != nil {
-		t.Fatal(err)
-	}
+	item, _, rids := soldOutQueued(t, s, units)
 	var line []stock.Candidate
-	var rids []string
 	for u := int64(1); u <= units; u++ {
-		rid := reqid.New(item, now)
-		if r, err := s.Admit(ctx, stock.AdmitRequest{ItemID: item, Buckets: 1, UserID: u, Qty: 1, RequestID: rid, Now: now, Granted: true}); err != nil || r.Code != stock.Admitted {
-			t.Fatalf("admit %d: %+v %v", u, r, err)
-		}
-		rids = append(rids, rid)
 		line = append(line, stock.Candidate{Position: u, Ticket: fmt.Sprintf("%032x", u), UserID: u})
 	}
 	for i, rid := range rids { // sold out now: every unit released is the waitlist's
@@ -276,20 +278,7 @@ func TestWarmGivesTheWaitlistsUnitsToTheStock(t *testing.T) {
 	t.Parallel()
 	s := stock.New(testenv.Redis(t))
 	ctx := context.Background()
-	item := testenv.ItemID()
-	now := time.Now()
-	snap := stock.Snapshot{ItemID: item, Stock: 2, StartsAt: now.Add(-time.Second), EndsAt: now.Add(time.Hour), PerUserLimit: 1, Queue: true}
-	if err := s.Warm(ctx, snap); err != nil {
-		t.Fatal(err)
-	}
-	var rids []string
-	for u := int64(1); u <= 2; u++ {
-		rid := reqid.New(item, now)
-		if r, err := s.Admit(ctx, stock.AdmitRequest{ItemID: item, Buckets: 1, UserID: u, Qty: 1, RequestID: rid, Now: now, Granted: true}); err != nil || r.Code != stock.Admitted {
-			t.Fatalf("admit %d: %+v %v", u, r, err)
-		}
-		rids = append(rids, rid)
-	}
+	item, snap, rids := soldOutQueued(t, s, 2)
 	if err := s.Settle(ctx, item, rids); err != nil {
 		t.Fatal(err)
 	}
@@ -328,19 +317,7 @@ func TestReleasedClaimGoesBackToTheWaitlist(t *testing.T) {
 	t.Parallel()
 	s := stock.New(testenv.Redis(t))
 	ctx := context.Background()
-	item := testenv.ItemID()
-	now := time.Now()
-	if err := s.Warm(ctx, stock.Snapshot{ItemID: item, Stock: 2, StartsAt: now.Add(-time.Second), EndsAt: now.Add(time.Hour), PerUserLimit: 1, Queue: true}); err != nil {
-		t.Fatal(err)
-	}
-	var rids []string
-	for u := int64(1); u <= 2; u++ {
-		rid := reqid.New(item, now)
-		if r, err := s.Admit(ctx, stock.AdmitRequest{ItemID: item, Buckets: 1, UserID: u, Qty: 1, RequestID: rid, Now: now, Granted: true}); err != nil || r.Code != stock.Admitted {
-			t.Fatalf("admit %d: %+v %v", u, r, err)
-		}
-		rids = append(rids, rid)
-	}
+	item, _, rids := soldOutQueued(t, s, 2)
 	// User 1's order is not taken (ABORTED): sold out, so the pool gets it.
 	if ok, err := s.Release(ctx, item, rids[0], stock.ReleaseOptions{ReturnStock: true, RemoveBuyer: true}); err != nil || !ok {
 		t.Fatalf("release: %v %v", ok, err)
