@@ -133,7 +133,7 @@ func run(ctx context.Context, c config.Common, rc config.Reaper, log *slog.Logge
 	// (pkg/gate); one replica at a time, by its own lease.
 	gateErr := make(chan error, 1)
 	if gc := rc.Gate; gc.Interval > 0 {
-		gt := gate.New(gate.Config{Interval: gc.Interval, Lease: gc.Lease, ClaimWindow: gc.ClaimWindow, StoreTimeout: c.StoreTimeout},
+		gt := gate.New(gate.Config{Interval: gc.Interval, Lease: gc.Lease, ClaimWindow: gc.ClaimWindow, MaxInFlight: gc.MaxInFlight, StoreTimeout: c.StoreTimeout},
 			db, rdb, gate.NewMetrics(reg), log.With("component", "gate"))
 		go func() { gateErr <- gt.Run(ctx) }()
 	} else {

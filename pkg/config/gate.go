@@ -23,12 +23,19 @@ type Gate struct {
 	// its buyer (pkg/stock waitlist.go) before it passes to the next ticket
 	// in line.
 	ClaimWindow time.Duration
+	// MaxInFlight, above 0, derives the pace from the pipeline's headroom:
+	// the gate admits nobody more to an item while that many of its orders
+	// are reserved and not yet written to MySQL (its consumer lag), so the
+	// effective rate is what the consumers commit, up to queue_rate. 0:
+	// queue_rate alone.
+	MaxInFlight int
 }
 
 // RegisterFlags implements Registerer.
 func (c *Gate) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Interval, "queue-gate-interval", 100*time.Millisecond, "pause between passes of the waiting room's gate, a Go duration from 0 (off: queued items admit nobody) to 5s")
 	fs.DurationVar(&c.ClaimWindow, "queue-claim-window", time.Minute, "how long a waitlist offer of a released unit waits for its buyer's order before it passes to the next ticket in line, a Go duration from 1s to 1h")
+	fs.IntVar(&c.MaxInFlight, "queue-max-in-flight", 0, "the waiting room's gate admits nobody more to an item while this many of its orders are reserved and not yet written to MySQL, so admissions follow what the pipeline commits, up to the item's queue_rate; 0 = off (queue_rate alone), up to 1000000")
 	fs.DurationVar(&c.Lease, "queue-gate-lease", time.Second, "how long one reaper replica holds the waiting room's gate, a Go duration from 100ms to 1m, above the interval")
 }
 
@@ -39,6 +46,9 @@ func (c *Gate) Validate() error {
 	}
 	if c.Interval == 0 {
 		return nil
+	}
+	if c.MaxInFlight < 0 || c.MaxInFlight > 1_000_000 {
+		return fmt.Errorf("FLASHSALE_QUEUE_MAX_IN_FLIGHT: %d (expected 0, off, to 1000000)", c.MaxInFlight)
 	}
 	if c.ClaimWindow < time.Second || c.ClaimWindow > time.Hour {
 		return fmt.Errorf("FLASHSALE_QUEUE_CLAIM_WINDOW: %v (expected a duration from 1s to 1h)", c.ClaimWindow)

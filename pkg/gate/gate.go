@@ -39,6 +39,9 @@ type Config struct {
 	// ClaimWindow is how long a waitlist offer holds its unit (default
 	// 1m; waitlist.go).
 	ClaimWindow time.Duration
+	// MaxInFlight, above 0, holds an item's gate while that many of its
+	// orders are reserved and not yet written (config.Gate.MaxInFlight).
+	MaxInFlight int
 }
 
 func (c Config) withDefaults() Config {
@@ -164,9 +167,25 @@ func (g *Gate) hold(ctx context.Context) (bool, error) {
 	return lease.Hold(ctx, g.rdb, g.cfg.LeaseKey, g.cfg.Holder, g.cfg.Lease)
 }
 
+// advance moves item it's serving position on at its rate, unless the
+// pipeline's headroom is used up: with MaxInFlight set and that many of
+// the item's orders reserved and not yet written, the gate holds (nothing
+// admitted, no time banked), so admissions follow what the consumers
+// commit. Orders follow admissions late (a buyer orders after seeing the
+// admission), so the bound is on the pipeline's backlog, not on tickets.
 func (g *Gate) advance(ctx context.Context, it store.Item) (stock.GateState, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.cfg.StoreTimeout)
 	defer cancel()
+	if g.cfg.MaxInFlight > 0 && !time.Now().Before(it.StartsAt) && time.Now().Before(it.EndsAt) {
+		n, err := g.st.InFlight(ctx, it.ID, it.Buckets)
+		if err != nil {
+			return stock.GateState{}, err
+		}
+		if n >= int64(g.cfg.MaxInFlight) {
+			g.m.HeldBack.Inc()
+			return g.st.HoldGate(ctx, it.ID)
+		}
+	}
 	return g.st.AdvanceGate(ctx, it.ID, it.QueueRate)
 }
 

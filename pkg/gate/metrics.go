@@ -18,6 +18,10 @@ type Metrics struct {
 	Waiting prometheus.Gauge
 	// PassFailures counts passes that ended with an error.
 	PassFailures prometheus.Counter
+	// HeldBack counts item passes in which the gate admitted nobody
+	// because the pipeline had FLASHSALE_QUEUE_MAX_IN_FLIGHT of the item's
+	// orders still to write.
+	HeldBack prometheus.Counter
 	// Waitlist counts released units by what the waitlist did with them:
 	// offered to a ticket, lapsed (an offer's window ended unclaimed) and
 	// returned (to the stock: nobody left in line, or the sale over). The
@@ -44,6 +48,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		PassFailures: f.NewCounter(prometheus.CounterOpts{
 			Name: "flashsale_queue_gate_pass_failures_total",
 			Help: "Passes of the waiting room's gate that ended with an error (logged); the next pass admits what the rate allowed meanwhile.",
+		}),
+		HeldBack: f.NewCounter(prometheus.CounterOpts{
+			Name: "flashsale_queue_gate_held_back_total",
+			Help: "Item passes in which the waiting room's gate admitted nobody because FLASHSALE_QUEUE_MAX_IN_FLIGHT of the item's orders were reserved and not yet written to MySQL (the pipeline's headroom used up).",
 		}),
 		Waitlist: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "flashsale_queue_waitlist_units_total",

@@ -30,8 +30,18 @@ type GateState struct {
 // (admissions a second) allows since its last move (lua/gate_advance.lua).
 // ErrQueueNotWarmed: the item has no meta in Redis.
 func (s *Store) AdvanceGate(ctx context.Context, itemID int64, rate int) (GateState, error) {
+	return s.advanceGate(ctx, itemID, rate, false)
+}
+
+// HoldGate is AdvanceGate when the pipeline is full: nothing moves, and
+// the time held is not banked (the gate's state is returned as it is).
+func (s *Store) HoldGate(ctx context.Context, itemID int64) (GateState, error) {
+	return s.advanceGate(ctx, itemID, 1, true)
+}
+
+func (s *Store) advanceGate(ctx context.Context, itemID int64, rate int, hold bool) (GateState, error) {
 	k := QueueKeysOf(itemID)
-	res, err := s.run(ctx, gateAdvanceScript, []string{k.Gate, k.Arrivals, k.Meta, k.Waitlist, k.Offers}, max(rate, 1)).StringSlice()
+	res, err := s.run(ctx, gateAdvanceScript, []string{k.Gate, k.Arrivals, k.Meta, k.Waitlist, k.Offers}, max(rate, 1), flag(hold)).StringSlice()
 	if err != nil {
 		return GateState{}, unavailable("stock: advance gate", err)
 	}
@@ -87,4 +97,26 @@ func (s *Store) ReadGate(ctx context.Context, itemID int64) (GateState, error) {
 		}
 	}
 	return g, nil
+}
+
+// InFlight is how many of item itemID's orders are reserved in Redis and
+// not yet decided in MySQL (its pending reservations, over its buckets):
+// the orders the pipeline has still to write. One pipelined round trip per
+// Cluster node holding a bucket.
+func (s *Store) InFlight(ctx context.Context, itemID int64, buckets int) (int64, error) {
+	cmds := make([]*redis.IntCmd, max(buckets, 1))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for b := range cmds {
+			cmds[b] = p.HLen(ctx, BucketKeys(itemID, b).Reservations)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, unavailable("stock: orders in flight", err)
+	}
+	var n int64
+	for _, c := range cmds {
+		n += c.Val()
+	}
+	return n, nil
 }

@@ -7,6 +7,10 @@
 -- waitlist hash   KEYS[5] the waitlist's offers (both only read: they tell
 -- the gate whether the waitlist has work, waitlist_offer.lua)
 -- ARGV[1] the rate, admissions a second (>= 1)
+-- ARGV[2] "1" to hold: the pipeline has as many of the item's orders in
+--         flight as the gate allows (pkg/gate), so nothing moves and the
+--         time held is not banked: admissions resume at the rate, never in
+--         a burst, once orders are written
 -- Returns {serving, tickets, advanced, pool, offers, cursor}, or {"unknown"}
 -- for an item not warmed. Before start_ms and from end_ms on nothing moves. The position never passes the
 -- tickets taken, and time spent with every ticket admitted is not banked:
@@ -27,6 +31,11 @@ local tickets = tonumber(redis.call("GET", KEYS[2]) or "0")
 local wl = redis.call("HMGET", KEYS[4], "pool", "cursor")
 local pool, offers, cursor = wl[1] or "0", tostring(redis.call("HLEN", KEYS[5])), wl[2] or "0"
 if now < start or now >= endms then
+  return {tostring(serving), tostring(tickets), "0", pool, offers, cursor}
+end
+if ARGV[2] == "1" then
+  redis.call("HSET", KEYS[1], "serving", serving, "last_ms", now)
+  redis.call("PEXPIREAT", KEYS[1], endms + 86400000)
   return {tostring(serving), tostring(tickets), "0", pool, offers, cursor}
 end
 local rate = tonumber(ARGV[1])
