@@ -2,6 +2,7 @@ package gate_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,23 +23,34 @@ import (
 // the holder admits and exports the waiting gauge. When the holder stops
 // (its lease given up) the other takes over and admissions go on at the
 // item's rate. No gate at all admits nobody.
+// queuedItem saves and warms an item of stock units whose waiting room
+// opened a minute ago and whose sale starts at starts, at rate a second,
+// and gives users 1..tickets a ticket each; it returns the item's id.
+func queuedItem(t *testing.T, db *sql.DB, st *stock.Store, stockUnits int64, starts time.Time, rate, tickets int) int64 {
+	t.Helper()
+	ctx := context.Background()
+	now := time.Now()
+	id := testenv.ItemID()
+	cat := catalog.New(db, st, func(context.Context) (int64, error) { return 0, nil })
+	if _, err := cat.Put(ctx, store.Item{ID: id, Name: "g", PriceCents: 1, TotalStock: stockUnits, PerUserLimit: 1,
+		StartsAt: starts, EndsAt: now.Add(time.Hour), Queue: true, QueueOpensAt: now.Add(-time.Minute), QueueRate: rate}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range tickets {
+		if _, _, err := st.TakeTicket(ctx, id, int64(i+1), fmt.Sprintf("%032x", i+1), now.Add(-time.Minute), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return id
+}
+
 func TestGateFailsOver(t *testing.T) {
 	db, _ := testenv.MySQL(t)
 	rdb := testenv.Redis(t)
 	st := stock.New(rdb)
 	ctx := context.Background()
 	now := time.Now()
-	id := testenv.ItemID()
-	cat := catalog.New(db, st, func(context.Context) (int64, error) { return 0, nil })
-	if _, err := cat.Put(ctx, store.Item{ID: id, Name: "g", PriceCents: 1, TotalStock: 10, PerUserLimit: 1,
-		StartsAt: now.Add(500 * time.Millisecond), EndsAt: now.Add(time.Hour), Queue: true, QueueOpensAt: now.Add(-time.Minute), QueueRate: 40}); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 200 {
-		if _, _, err := st.TakeTicket(ctx, id, int64(i+1), fmt.Sprintf("%032x", i+1), now.Add(-time.Minute), false); err != nil {
-			t.Fatal(err)
-		}
-	}
+	id := queuedItem(t, db, st, 10, now.Add(500*time.Millisecond), 40, 200)
 	key := "fs:test:gate:" + testenv.Suffix()
 	type replica struct {
 		m      *gate.Metrics

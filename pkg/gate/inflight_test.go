@@ -2,7 +2,6 @@ package gate_test
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -12,11 +11,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
-	"github.com/flashsale-dev/flashsale/pkg/catalog"
 	"github.com/flashsale-dev/flashsale/pkg/gate"
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
-	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
 // TestGateHoldsWhileThePipelineIsFull: with MaxInFlight, the gate admits
@@ -31,17 +28,7 @@ func TestGateHoldsWhileThePipelineIsFull(t *testing.T) {
 	st := stock.New(rdb)
 	ctx := context.Background()
 	now := time.Now()
-	id := testenv.ItemID()
-	cat := catalog.New(db, st, func(context.Context) (int64, error) { return 0, nil })
-	if _, err := cat.Put(ctx, store.Item{ID: id, Name: "h", PriceCents: 1, TotalStock: 100, PerUserLimit: 1,
-		StartsAt: now.Add(300 * time.Millisecond), EndsAt: now.Add(time.Hour), Queue: true, QueueOpensAt: now.Add(-time.Minute), QueueRate: 100}); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 100 {
-		if _, _, err := st.TakeTicket(ctx, id, int64(i+1), fmt.Sprintf("%032x", i+1), now.Add(-time.Minute), false); err != nil {
-			t.Fatal(err)
-		}
-	}
+	id := queuedItem(t, db, st, 100, now.Add(300*time.Millisecond), 100, 100)
 	time.Sleep(time.Until(now.Add(400 * time.Millisecond)))
 	// Three orders reserved, none written yet.
 	var rids []string
