@@ -48,7 +48,6 @@
 # sent some to node-1 while the table named the backup, and the one-writer
 # hot-row run met 1249 conflicts in 3 s.
 
-GSTATE=$STATE/galera
 GALERA_NODES=(1 2 3)
 GALERA_PROXY_PORT=23300
 GALERA_CHECK_USER=flashsale_check
@@ -57,6 +56,29 @@ GALERA_PROVIDER=/usr/lib/galera/libgalera_smm.so
 # started by root, would write the joiner's files as nobody and be refused
 # by a root-owned data directory ("mkdir ... Permission denied").
 GALERA_USER=$([[ $(id -u) == 0 ]] && echo mysql || id -un)
+
+# Where the nodes keep their state. Nodes that run as the invoking user keep
+# it in $STATE/galera. Nodes that run as mysql must reach it, and a checkout
+# in a private directory (a root user's home, mode 0700; a `mktemp -d`) is
+# not reachable by mysql: mariadb-install-db failed there with "Permission
+# denied" on the node's own data directory. So their state lives in
+# /var/lib/flashsale/galera-<hash of $STATE> (one per checkout), and
+# $STATE/galera is a link to it for this script's own pid files and for
+# whoever reads the logs. A $STATE/galera directory that mysql can reach
+# (the layout before this) is kept as it is.
+galera_user_reaches() { # dir
+  id "$GALERA_USER" >/dev/null 2>&1 && runuser -u "$GALERA_USER" -- test -x "$1" -a -w "$1" 2>/dev/null
+}
+galera_state_dir() {
+  local link=$STATE/galera sum
+  if [[ $GALERA_USER == "$(id -un)" ]] || { [[ -d $link && ! -L $link ]] && galera_user_reaches "$link"; }; then
+    echo "$link"
+    return
+  fi
+  sum=$(printf '%s' "$STATE" | sha256sum)
+  echo "/var/lib/flashsale/galera-${sum:0:12}"
+}
+GSTATE=$(galera_state_dir)
 # A node that stopped answering is suspected after 3 s and evicted from the
 # view after 5 s (Galera's defaults: 5 s and 15 s). Until it is evicted the
 # survivors cannot commit: the writes the failover test times.
@@ -240,7 +262,10 @@ galera_check_script() {
 # server addr, server port): up when it is Synced and ready for queries.
 out=\$(timeout 2 mariadb --no-defaults --connect-timeout=1 -h"\$3" -P"\$4" -u$GALERA_CHECK_USER -N -B \\
   -e "SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_local_state', 'wsrep_ready')" 2>/dev/null) || exit 1
-echo "\$out" | grep -q '^wsrep_local_state[[:space:]]*4\$' && echo "\$out" | grep -q '^wsrep_ready[[:space:]]*ON\$'
+# Read whole by awk, never a pipe into grep -q (deploy/local/lint-scripts.sh).
+awk '\$1 == "wsrep_local_state" { s = \$2 } \$1 == "wsrep_ready" { r = \$2 } END { exit !(s == "4" && r == "ON") }' <<OUT
+\$out
+OUT
 EOF
 }
 
@@ -276,9 +301,17 @@ galera_status() {
   fi
 }
 
+# galera_node_known NAME: dies unless NAME is a node of the Galera mode
+# (without a pipe: see is_one_of in stack.sh).
+galera_node_known() {
+  local names
+  mapfile -t names < <(galera_names)
+  is_one_of "$1" "${names[@]}" || die "unknown node $1 (${names[*]})"
+}
+
 galera_node_cmd() { # cmd name
   local cmd=$1 name=$2 pid
-  galera_names | grep -qx -- "$name" || die "unknown node $name ($(galera_names | tr '\n' ' '))"
+  galera_node_known "$name"
   case $cmd in
   start)
     if [[ $name == haproxy ]]; then galera_start_haproxy; return; fi
@@ -304,15 +337,30 @@ galera_node_cmd() { # cmd name
   esac
 }
 
-galera_main() {
+# galera_prepare_state: the state directory (and its link) exist, owned by
+# the user the nodes run as. Only the verbs that run servers make it: a
+# lookup (node, env, where) writes nothing.
+galera_prepare_state() {
   mkdir -p "$GSTATE"
+  if [[ $GSTATE != "$STATE/galera" ]]; then
+    mkdir -p "$STATE"
+    # A $STATE/galera that mysql cannot reach never held a working node:
+    # it is replaced by the link.
+    [[ -L $STATE/galera || ! -e $STATE/galera ]] || rm -rf "$STATE/galera"
+    ln -sfn "$GSTATE" "$STATE/galera"
+    chmod 755 /var/lib/flashsale
+  fi
   # the nodes' sockets, pid files and logs are written here by GALERA_USER
   [[ $(stat -c %U "$GSTATE") == "$GALERA_USER" ]] || chown "$GALERA_USER" "$GSTATE"
+}
+
+galera_main() {
   local cmd=${1:-up} t0 n
   case $cmd in
   up)
     t0=$(now)
     galera_install
+    galera_prepare_state
     galera_start_nodes
     galera_start_haproxy
     say "galera up in $(elapsed "$t0"): nodes $(galera_nodes_csv), writer through haproxy 127.0.0.1:$GALERA_PROXY_PORT ($(galera_writer))"
@@ -331,11 +379,12 @@ export FLASHSALE_MYSQL_DSN='$MYSQL_USER:$MYSQL_PASS@tcp(127.0.0.1:$GALERA_PROXY_
 export FLASHSALE_GALERA_NODES='$(galera_nodes_csv)'
 ENV
     ;;
-  start | stop | kill) galera_node_cmd "$cmd" "${2:?node: $(galera_names | tr '\n' ' ')}" ;;
+  start | stop | kill) galera_prepare_state && galera_node_cmd "$cmd" "${2:?node: $(galera_names | tr '\n' ' ')}" ;;
+  node) galera_node_known "${2:?node: $(galera_names | tr '\n' ' ')}" && say "$2 is a node of the Galera mode" ;;
   where)
     [[ ${2:-} == writer ]] || die "usage: stack.sh where --galera writer"
     galera_writer || die "no answer through haproxy 127.0.0.1:$GALERA_PROXY_PORT"
     ;;
-  *) die "usage: stack.sh up|down|status|env|start NODE|stop NODE|kill NODE|where writer --galera" ;;
+  *) die "usage: stack.sh up|down|status|env|start NODE|stop NODE|kill NODE|node NAME|where writer --galera" ;;
   esac
 }

@@ -18,6 +18,7 @@
 #   stack.sh env --sentinel     plain env, Redis reached through the Sentinel
 #   stack.sh check-tls          every TLS listener tried with real clients
 #                               (openssl, redis-cli, mariadb, kcat)
+#   stack.sh probe kafka-metadata  the plaintext broker lists itself (kcat)
 #
 # Besides its plaintext ports the single node serves TLS as managed services
 # do: a CA, server and client certificate made once with openssl in
@@ -39,6 +40,7 @@
 #
 #   stack.sh up|down|status|env --cluster
 #   stack.sh start|stop|kill|pause|resume --cluster NODE   kafka-1..3, redis-7001..7006
+#   stack.sh node --cluster NAME                           exit 0 when NAME is a node (the lookup every node verb makes)
 #   stack.sh where --cluster orders-partition N [TOPIC]    the broker leading it
 #   stack.sh where --cluster item ID                       the primary of its slot
 #
@@ -49,6 +51,7 @@
 #
 #   stack.sh up|down|status|env --galera
 #   stack.sh start|stop|kill --galera NODE     node-1..3, haproxy
+#   stack.sh node --galera NAME                exit 0 when NAME is a node
 #   stack.sh where --galera writer
 #
 # Idempotent: a second "up" starts nothing and says so. All state lives in
@@ -105,6 +108,18 @@ declare -A PORT_BASE=([MYSQL_PORT]=13306 [REDIS_PORT]=16379 [REDIS_TLS_PORT]=163
   [KAFKA_PORT]=29092 [KAFKA_CONTROLLER_PORT]=29093 [KAFKA_SASL_PORT]=29094)
 
 say() { printf '%s\n' "$*"; }
+
+# is_one_of NAME WORD...: NAME is one of the words. Membership is tested
+# without a pipe: under pipefail, `list | grep -q` lost the race it always
+# runs (grep -q exits at the first match, the list's next echo dies of
+# SIGPIPE, the pipeline's status is 141) and a listed node read "unknown"
+# 227 times in 300. deploy/local/lint-scripts.sh refuses that shape.
+is_one_of() {
+  local name=$1 w
+  shift
+  for w in "$@"; do [[ $w == "$name" ]] && return 0; done
+  return 1
+}
 die() { printf 'stack: %s\n' "$*" >&2; exit 1; }
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
@@ -739,7 +754,9 @@ redis_plain_ping() { [[ $(timeout 5 redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping
 sentinel_master_ok() {
   local flags
   sentinel_ready || { timeout 2 redis-cli -p "$SENTINEL_PORT" sentinel get-master-addr-by-name "$SENTINEL_MASTER"; return 1; }
-  flags=$(timeout 2 redis-cli -p "$SENTINEL_PORT" sentinel master "$SENTINEL_MASTER" | awk 'p {print; exit} $0 == "flags" {p = 1}')
+  local out
+  out=$(timeout 2 redis-cli -p "$SENTINEL_PORT" sentinel master "$SENTINEL_MASTER") || return 1
+  flags=$(awk 'p {print; exit} $0 == "flags" {p = 1}' <<<"$out")
   echo "flags $flags"
   [[ $flags == master ]]
 }
@@ -781,7 +798,14 @@ EOF
   echo "$out"
   ((rc == 0)) && grep -q "SCRAM credential configs for user-principal '$KAFKA_SASL_USER'" <<<"$out"
 }
-kafka_plain_metadata() { timeout 20 kcat -b "127.0.0.1:$KAFKA_PORT" -L -m 8 | grep -q "at 127.0.0.1:$KAFKA_PORT"; }
+# kafka_plain_metadata: the broker lists itself in its metadata. The output
+# is read whole before it is matched: a `kcat | grep -q` under pipefail
+# reported a healthy broker as down whenever grep left first.
+kafka_plain_metadata() {
+  local out
+  out=$(timeout 20 kcat -b "127.0.0.1:$KAFKA_PORT" -L -m 8) || return 1
+  [[ $out == *"at 127.0.0.1:$KAFKA_PORT"* ]]
+}
 
 check_tls() {
   command -v openssl >/dev/null || apt_install openssl
@@ -1077,9 +1101,18 @@ cluster_where_partition() {
     END { if (!found) { printf "%s has no partition %s (has setup run on the cluster?)\n", topic, part; exit 1 } }' <<<"$out"
 }
 
+# cluster_node_known NAME: dies unless NAME is a node of the cluster mode;
+# every verb that names a node (start, stop, kill, pause, resume, node)
+# asks it.
+cluster_node_known() {
+  local nodes
+  mapfile -t nodes < <(cluster_nodes)
+  is_one_of "$1" "${nodes[@]}" || die "unknown node $1 (${nodes[*]})"
+}
+
 cluster_node_cmd() { # cmd node
   local cmd=$1 name=$2 pid
-  cluster_nodes | grep -qx -- "$name" || die "unknown node $name ($(cluster_nodes | tr '\n' ' '))"
+  cluster_node_known "$name"
   case $cmd in
   start)
     case $name in
@@ -1148,6 +1181,7 @@ export FLASHSALE_STACK='$REPO/deploy/local/stack.sh'
 ENV
     ;;
   start | stop | kill | pause | resume) cluster_node_cmd "$cmd" "${2:?node: $(cluster_nodes | tr '\n' ' ')}" ;;
+  node) cluster_node_known "${2:?node: $(cluster_nodes | tr '\n' ' ')}" && say "$2 is a node of the cluster mode" ;;
   where)
     case ${2:-} in
     orders-partition) cluster_where_partition "${3:?partition}" "${4:-}" ;;
@@ -1155,7 +1189,7 @@ ENV
     *) die "usage: stack.sh where --cluster orders-partition N [TOPIC] | item ID" ;;
     esac
     ;;
-  *) die "usage: stack.sh up|down|status|env|start NODE|stop NODE|kill NODE|pause NODE|resume NODE|where orders-partition N [TOPIC]|where item ID --cluster" ;;
+  *) die "usage: stack.sh up|down|status|env|start NODE|stop NODE|kill NODE|pause NODE|resume NODE|node NAME|where orders-partition N [TOPIC]|where item ID --cluster" ;;
   esac
 }
 
@@ -1302,5 +1336,13 @@ env)
   esac
   ;;
 check-tls) check_tls ;;
-*) die "usage: stack.sh up|down|status|env [--tls|--sentinel]|check-tls|start SVC|stop SVC|pause SVC|resume SVC|wipe-redis" ;;
+probe)
+  # probe kafka-metadata: the readiness probe check-tls makes of the
+  # plaintext listener, alone (deploy/scripts_test.go calls it repeatedly).
+  [[ ${2:-} == kafka-metadata ]] || die "usage: stack.sh probe kafka-metadata"
+  command -v kcat >/dev/null || apt_install kcat
+  kafka_plain_metadata || die "kafka 127.0.0.1:$KAFKA_PORT: no metadata naming itself"
+  say "kafka 127.0.0.1:$KAFKA_PORT lists itself"
+  ;;
+*) die "usage: stack.sh up|down|status|env [--tls|--sentinel]|check-tls|probe kafka-metadata|start SVC|stop SVC|pause SVC|resume SVC|wipe-redis" ;;
 esac
