@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -12,11 +13,12 @@ import (
 	"time"
 )
 
-// chromium returns Debian's headless browser. It fails the test, never
-// skips it: make test installs it (deploy/local/report-deps.sh browser), so
+// chromium returns Debian's headless browser. Under -short (make
+// test-unit) the test skips; otherwise it fails, never skips: make test installs it (deploy/local/report-deps.sh browser), so
 // a missing browser is a broken machine, not a reason to pass.
 func chromium(t *testing.T) string {
 	t.Helper()
+	testenv.NeedStack(t, "chromium")
 	for _, name := range []string{"chromium", "chromium-browser"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p

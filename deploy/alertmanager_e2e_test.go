@@ -32,10 +32,11 @@ type webhookMessage struct {
 	} `json:"alerts"`
 }
 
-// lookBin finds the first of names on PATH; the test fails, never skips,
-// without them: `make stack-up` installs both Debian packages.
+// lookBin finds the first of names on PATH; the test fails without them
+// (skipped only under -short, make test-unit): `make stack-up` installs both Debian packages.
 func lookBin(t *testing.T, names ...string) string {
 	t.Helper()
+	testenv.NeedStack(t, strings.Join(names, " or "))
 	for _, n := range names {
 		if p, err := exec.LookPath(n); err == nil {
 			return p

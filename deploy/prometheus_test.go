@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"os/exec"
 	"testing"
 )
@@ -9,6 +10,7 @@ import (
 // package, which `make stack-up` installs.
 func promtool(t *testing.T, args ...string) {
 	t.Helper()
+	testenv.NeedStack(t, "promtool")
 	bin, err := exec.LookPath("promtool")
 	if err != nil {
 		t.Fatalf("promtool not found: run `make stack-up` (it installs Debian's prometheus package)")

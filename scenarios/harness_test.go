@@ -54,6 +54,7 @@ var (
 // the system" is part of what some of them check.
 func shared(t *testing.T) *system {
 	t.Helper()
+	testenv.NeedStack(t, "the whole pipeline on the stack")
 	sysOnce.Do(func() { sys = start(t) })
 	if sys == nil {
 		t.Fatalf("deployment did not start: %s", sysErr)

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -24,6 +25,11 @@ func repoRoot() string {
 // system under test seen from outside, and the race detector's cost would
 // make their timing, which the scenarios check, unlike production's).
 func TestMain(m *testing.M) {
+	// Under -short (make test-unit) every scenario skips: build nothing.
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
 	code := func() int {
 		dir, err := os.MkdirTemp("", "flashsale-scenarios-bin-")
 		if err != nil {

@@ -16,9 +16,13 @@ import (
 
 // These tests make real namespaces: they need root, ip, nft and iptables
 // (deploy/local/stack.sh up installs them). FLASHSALE_NO_NETNS=1 skips them
-// on a machine that cannot (they are never skipped silently otherwise).
+// on a machine that cannot (they are never skipped silently otherwise);
+// -short (make test-unit) skips them too.
 func needNetns(t *testing.T) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs root, ip, nft and iptables (the stack's packages): skipped under -short; `make test` runs it")
+	}
 	if os.Getenv("FLASHSALE_NO_NETNS") != "" {
 		t.Skip("FLASHSALE_NO_NETNS set")
 	}

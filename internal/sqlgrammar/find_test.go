@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -64,7 +65,35 @@ type listed struct {
 // importing their dependencies from the export data `go list -export` built,
 // and returns the packages, the import lookup it used and the packages it
 // could not check (they do not build).
+//
+// The load is the package's slow part (a `go list -export` of the module
+// and a type-check of every package, 15-20 s under -race): it is made once
+// and shared by the tests that need it.
 func loadModule(t *testing.T) (pkgs []*pkgCode, lookup func(string) (io.ReadCloser, error), broken []string) {
+	t.Helper()
+	moduleOnce.Do(func() {
+		ok := t.Run("load the module", func(t *testing.T) {
+			moduleLoad.pkgs, moduleLoad.lookup, moduleLoad.broken = loadModuleNow(t)
+		})
+		moduleLoad.ok = ok
+	})
+	if !moduleLoad.ok {
+		t.Fatal("loading the module failed (see the first test that loaded it)")
+	}
+	return moduleLoad.pkgs, moduleLoad.lookup, moduleLoad.broken
+}
+
+var (
+	moduleOnce sync.Once
+	moduleLoad struct {
+		pkgs   []*pkgCode
+		lookup func(string) (io.ReadCloser, error)
+		broken []string
+		ok     bool
+	}
+)
+
+func loadModuleNow(t *testing.T) (pkgs []*pkgCode, lookup func(string) (io.ReadCloser, error), broken []string) {
 	t.Helper()
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 // server other tests share. The pool is closed when the test ends.
 func MySQLVia(t testing.TB, dsn string, dial func(ctx context.Context, addr string) (net.Conn, error)) *sql.DB {
 	t.Helper()
+	NeedStack(t, "MySQL")
 	netName := "via-" + Suffix()
 	mysql.RegisterDialContext(netName, dial)
 	cfg, err := mysql.ParseDSN(dsn)

@@ -28,6 +28,7 @@ type PrivateRedis struct {
 // test ends.
 func StartPrivateRedis(t testing.TB) *PrivateRedis {
 	t.Helper()
+	NeedStack(t, "a redis-server of its own")
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatalf("testenv: redis-server not installed; %s", hint)
 	}

@@ -23,6 +23,7 @@ type SlotNode struct {
 // client closes with the test.
 func ClusterNodeAt(t testing.TB, addr string) SlotNode {
 	t.Helper()
+	NeedStack(t, "the Redis Cluster")
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	t.Cleanup(func() { c.Close() })
 	id, err := c.Do(context.Background(), "CLUSTER", "MYID").Text()

@@ -1,7 +1,9 @@
 // Package testenv connects integration tests to the real local stack (make
 // stack-up) through the same FLASHSALE_* settings the deployables read, with
 // the local stack's addresses as defaults. A missing server fails the test
-// with a message saying how to start it; it never skips.
+// with a message saying how to start it; it never skips, except under
+// -short (make test-unit), where every helper that reaches a server skips
+// the test with its reason (NeedStack).
 //
 // Every test gets isolation it can't trip over: its own MySQL database
 // (migrated), its own Kafka topics and consumer group, and random item ids in
@@ -40,6 +42,7 @@ const hint = "start the local stack with `make stack-up` (or point FLASHSALE_* a
 // production flags (the local stack's addresses).
 func Common(t testing.TB) config.Common {
 	t.Helper()
+	NeedStack(t, "its settings")
 	var c config.Common
 	fs := flagSet()
 	c.RegisterFlags(fs)
@@ -70,6 +73,7 @@ func ItemID() int64 {
 // is dropped when the test ends.
 func MySQL(t testing.TB) (*sql.DB, string) {
 	t.Helper()
+	NeedStack(t, "MySQL")
 	c := Common(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -113,6 +117,7 @@ func MySQL(t testing.TB) (*sql.DB, string) {
 // Redis returns a client on the shared Redis, closed when the test ends.
 func Redis(t testing.TB) redis.UniversalClient {
 	t.Helper()
+	NeedStack(t, "Redis")
 	c := Common(t)
 	rdb := stock.NewClientFrom(c.RedisConn(), 5*time.Second, 256)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -127,6 +132,7 @@ func Redis(t testing.TB) redis.UniversalClient {
 // Kafka returns the brokers after checking one answers.
 func Kafka(t testing.TB) []string {
 	t.Helper()
+	NeedStack(t, "Kafka")
 	c := Common(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -141,6 +147,7 @@ func Kafka(t testing.TB) []string {
 // returns their names and a fresh consumer group id.
 func Topics(t testing.TB, partitions int) (orders, dlq, group string) {
 	t.Helper()
+	NeedStack(t, "Kafka")
 	brokers := Kafka(t)
 	s := Suffix()
 	orders, dlq, group = "test.orders."+s, "test.dlq."+s, "test-group-"+s
@@ -179,6 +186,7 @@ func deleteTopics(t testing.TB, brokers []string, topics ...string) {
 // to stop and start servers (never pkill by name).
 func StackScript(t testing.TB) string {
 	t.Helper()
+	NeedStack(t, "deploy/local/stack.sh")
 	_, file, _, _ := runtime.Caller(0)
 	p := filepath.Join(filepath.Dir(file), "..", "..", "deploy", "local", "stack.sh")
 	if _, err := os.Stat(p); err != nil {

@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"fmt"
+	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"os/exec"
 	"strings"
 	"sync"
@@ -15,11 +16,12 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// chromium returns Debian's headless browser. It fails the test, never
-// skips it: make test installs it (deploy/local/report-deps.sh browser runs
+// chromium returns Debian's headless browser. Under -short (make
+// test-unit) the test skips; otherwise it fails, never skips: make test installs it (deploy/local/report-deps.sh browser runs
 // before go test), so a missing browser is a broken machine, not a pass.
 func chromium(t *testing.T) string {
 	t.Helper()
+	testenv.NeedStack(t, "chromium")
 	for _, name := range []string{"chromium", "chromium-browser"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p
