@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flashsale-dev/flashsale/internal/testenv"
 )
 
 // lookupRounds is how often each node name is looked up. The pipefail race
@@ -83,5 +85,53 @@ func TestLintScriptsRefusesEarlyExitingPipes(t *testing.T) {
 		if refused := err != nil; refused != (i < len(bad)) {
 			t.Errorf("lint-scripts.sh on %q: refused %v, want %v\n%s", line, refused, i < len(bad), out)
 		}
+	}
+}
+
+// TestGaleraStateReachableFromAPrivateCheckout: with the checkout's state in
+// a private directory (mode 0700, as a root user's home or `mktemp -d` is),
+// the Galera nodes' state directory is one the user they run as can write,
+// and mariadb-install-db, which failed there with "Permission denied" on the
+// node's own data directory, installs a data directory in it as that user.
+func TestGaleraStateReachableFromAPrivateCheckout(t *testing.T) {
+	testenv.NeedStack(t, "root and MariaDB's packages (stack.sh up installs them)")
+	private := t.TempDir() // 0700
+	if err := os.Chmod(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(private, "checkout", ".stack")
+	cmd := exec.Command("bash", filepath.Join("local", "stack.sh"), "state", "--galera")
+	cmd.Env = append(os.Environ(), "FLASHSALE_STATE_DIR="+state)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("stack.sh state --galera: %v", err)
+	}
+	dir := strings.TrimSpace(string(out))
+	t.Cleanup(func() {
+		if dir != filepath.Join(state, "galera") {
+			_ = os.RemoveAll(dir)
+		}
+	})
+	if os.Geteuid() != 0 {
+		// The nodes run as the invoking user, who can reach its own state.
+		if dir != filepath.Join(state, "galera") {
+			t.Fatalf("state dir %s, want %s/galera for a non-root user", dir, state)
+		}
+		return
+	}
+	if strings.HasPrefix(dir, private) {
+		t.Fatalf("state dir %s is inside the private directory %s", dir, private)
+	}
+	if target, err := os.Readlink(filepath.Join(state, "galera")); err != nil || target != dir {
+		t.Fatalf("%s/galera links to %q (%v), want %s", state, target, err, dir)
+	}
+	data := filepath.Join(dir, "node-1")
+	install := exec.Command("runuser", "-u", "mysql", "--", "mariadb-install-db", "--no-defaults", "--user=mysql",
+		"--datadir="+data, "--auth-root-authentication-method=socket", "--skip-test-db")
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Fatalf("mariadb-install-db as mysql into %s: %v\n%s", data, err, out)
+	}
+	if _, err := os.Stat(filepath.Join(data, "mysql")); err != nil {
+		t.Fatalf("no system tables after the install: %v", err)
 	}
 }

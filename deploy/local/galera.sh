@@ -380,11 +380,12 @@ export FLASHSALE_GALERA_NODES='$(galera_nodes_csv)'
 ENV
     ;;
   start | stop | kill) galera_prepare_state && galera_node_cmd "$cmd" "${2:?node: $(galera_names | tr '\n' ' ')}" ;;
+  state) galera_prepare_state && echo "$GSTATE" ;;
   node) galera_node_known "${2:?node: $(galera_names | tr '\n' ' ')}" && say "$2 is a node of the Galera mode" ;;
   where)
     [[ ${2:-} == writer ]] || die "usage: stack.sh where --galera writer"
     galera_writer || die "no answer through haproxy 127.0.0.1:$GALERA_PROXY_PORT"
     ;;
-  *) die "usage: stack.sh up|down|status|env|start NODE|stop NODE|kill NODE|node NAME|where writer --galera" ;;
+  *) die "usage: stack.sh up|down|status|env|start NODE|stop NODE|kill NODE|node NAME|state|where writer --galera" ;;
   esac
 }

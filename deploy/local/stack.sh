@@ -52,6 +52,7 @@
 #   stack.sh up|down|status|env --galera
 #   stack.sh start|stop|kill --galera NODE     node-1..3, haproxy
 #   stack.sh node --galera NAME                exit 0 when NAME is a node
+#   stack.sh state --galera                    make and print the nodes' state directory
 #   stack.sh where --galera writer
 #
 # Idempotent: a second "up" starts nothing and says so. All state lives in
