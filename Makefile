@@ -13,29 +13,55 @@ TLS_ENV = eval "$$($(STACK) env --tls)" &&
 # writer (deploy/local/galera.sh), with the single node's Redis and Kafka.
 GALERA_ENV = eval "$$($(STACK) env --galera)" &&
 GOTEST_FLAGS ?= -race -count=1 -timeout 30m
+# make test's step times (deploy/local/timings.sh prints them).
+TIMINGS := bin/test-timings.tsv
+# $(call timed,NAME,COMMAND): run COMMAND, record its wall time under NAME;
+# a failing step prints the table so far and fails make with its status.
+timed = t0=$$(date +%s); rc=0; { $(2); } || rc=$$?; \
+	printf '%s\t%s\t%s\n' '$(1)' $$(($$(date +%s) - t0)) $$rc >>$(TIMINGS); \
+	if ((rc)); then deploy/local/timings.sh $(TIMINGS); exit $$rc; fi
 
-.PHONY: report-deps report-assets run test generate test-tls test-faults test-cluster test-cluster-reduced test-faults-cluster cluster-up galera-up test-faults-galera test-netfaults bench stack-up stack-down stack-status env setup build vet fmt lint clean
+.PHONY: report-deps report-assets run test test-unit lint generate test-tls test-faults test-cluster test-cluster-reduced test-faults-cluster cluster-up galera-up test-faults-galera test-netfaults bench stack-up stack-down stack-status env setup build vet fmt lint clean
 
 ## run: bring up the stack, migrate, start the pipeline and run the demo flash
 ## sale, every connection over TLS with credentials (stack.sh env --tls)
 run: stack-up setup build
 	@$(TLS_ENV) deploy/local/run.sh
 
-## test: bring up the stack and run every test: unit, integration and race
-## tests in parallel, every Go benchmark once (-benchtime 1x: a benchmark
-## that breaks fails CI instead of rotting unseen), the API contract (Schemathesis against a real ingress,
+## test: bring up the stack and run every test: the lint (scripts, gofmt,
+## vet), unit, integration and race tests in parallel, every Go benchmark
+## once (-benchtime 1x: a benchmark that breaks fails CI instead of rotting
+## unseen), the API contract (Schemathesis against a real ingress,
 ## deploy/contract/run.sh), the reduced fault suite alone (it stops servers;
 ## it includes the reduced network faults on test hosts in namespaces and
 ## the history checks), the reduced cluster run (test-cluster-reduced), then
-## the Galera writer loss (test-faults-galera)
-test: stack-up setup report-deps vet
-	@$(STACK_ENV) $(GO) test $(GOTEST_FLAGS) ./...
-	@$(STACK_ENV) $(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./...
-	@$(MAKE) --no-print-directory test-tls
-	@$(STACK_ENV) deploy/contract/run.sh
-	@$(STACK_ENV) $(GO) test -tags faults -count=1 -p 1 -timeout 40m ./faults/
-	@$(MAKE) --no-print-directory test-cluster-reduced
-	@$(MAKE) --no-print-directory test-faults-galera
+## the Galera writer loss (test-faults-galera). Each step's wall time is
+## printed as a table at the end, or where a step failed.
+test:
+	@mkdir -p bin && rm -f $(TIMINGS)
+	@$(call timed,lint,$(MAKE) --no-print-directory lint)
+	@$(call timed,stack-up,$(MAKE) --no-print-directory stack-up setup report-deps)
+	@$(call timed,go-test,$(STACK_ENV) $(GO) test $(GOTEST_FLAGS) ./...)
+	@$(call timed,benchmarks-once,$(STACK_ENV) $(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./...)
+	@$(call timed,test-tls,$(MAKE) --no-print-directory test-tls)
+	@$(call timed,contract,$(STACK_ENV) deploy/contract/run.sh)
+	@$(call timed,faults-reduced,$(STACK_ENV) $(GO) test -tags faults -count=1 -p 1 -timeout 40m ./faults/)
+	@$(call timed,cluster-reduced,$(MAKE) --no-print-directory test-cluster-reduced)
+	@$(call timed,galera,$(MAKE) --no-print-directory test-faults-galera)
+	@deploy/local/timings.sh $(TIMINGS)
+
+## test-unit: the logic's tests alone, with no stack running and none
+## started: go test -short -race ./... (every test that needs Kafka, Redis,
+## MySQL or a server binary skips under -short with its reason). Needs
+## only Go. docs/testing.md lists the tiers.
+test-unit:
+	@$(GO) test -short -race -count=1 ./...
+
+## lint: what make test checks first, in seconds: no pipe into an
+## early-exiting reader in the scripts (deploy/local/lint-scripts.sh),
+## gofmt, go vet of every build tag
+lint: vet
+	@deploy/local/lint-scripts.sh
 
 ## test-cluster-reduced: what make test runs on the local clusters: the
 ## cluster tests, then five of the cluster fault tests (the orders' leader
