@@ -43,19 +43,28 @@ func waitAccepted(t *testing.T, w *workload, n int64) {
 // waitLag waits (bounded) until messages are waiting for the consumers, so
 // a kill lands while a batch is in hand; it reports whether it saw any.
 func waitLag(p *pipeline, timeout time.Duration) bool {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
+	deadline := time.After(timeout)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
 		if n, err := p.lag(context.Background()); err == nil && n > 0 {
 			return true
 		}
-		time.Sleep(10 * time.Millisecond)
+		select {
+		case <-deadline:
+			return false
+		case <-tick.C:
+		}
 	}
-	return false
 }
 
 // hold keeps a fault in place for d while the burst goes on: the fault's
 // duration is the point of the test, not a guess at a condition.
-func hold(d time.Duration) { time.Sleep(d) }
+func hold(d time.Duration) {
+	// Real time is the subject: a fault (a server paused, stopped or cut
+	// off) must really last d while the load goes on.
+	time.Sleep(d)
+}
 
 // TestConsumerKilled: a consumer replica SIGKILLed mid-batch (its batch
 // written or not, offsets uncommitted) and restarted, several times; then
@@ -219,7 +228,11 @@ func TestMySQLSessionKilled(t *testing.T) {
 	ctx := context.Background()
 	killed, want := 0, pick(5, 15)
 	deadline := time.Now().Add(pick(40*time.Second, 90*time.Second))
-	for killed < want && time.Now().Before(deadline) {
+	// The processlist is sampled every 5 ms: often enough to catch a write
+	// transaction in flight, not so often as to load the server.
+	sample := time.NewTicker(5 * time.Millisecond)
+	defer sample.Stop()
+	for ; killed < want && time.Now().Before(deadline); <-sample.C {
 		rows, err := p.db.QueryContext(ctx, consumerSessions)
 		if err != nil {
 			t.Fatalf("processlist: %v", err)
@@ -241,7 +254,6 @@ func TestMySQLSessionKilled(t *testing.T) {
 				t.Logf("KILL session %d during %.60q", id, infos[i])
 			}
 		}
-		time.Sleep(5 * time.Millisecond) // processlist sampling interval
 	}
 	if killed == 0 {
 		t.Fatalf("no write transaction of the consumer was caught in the processlist")
@@ -411,7 +423,10 @@ func TestReaperClockAhead(t *testing.T) {
 	// clock: none may be cancelled.
 	var firstExpiry time.Time
 	passes := 0
-	for {
+	// One pass per reap interval, as the reaper's own loop paces them.
+	pace := time.NewTicker(cfg.ReapInterval)
+	defer pace.Stop()
+	for ; ; <-pace.C {
 		var unpaidBefore int64
 		err := p.db.QueryRowContext(ctx, "SELECT COUNT(*), COALESCE(MIN(expires_at), NOW(3) + INTERVAL 1 HOUR) FROM orders WHERE item_id = ? AND status = 'UNPAID'", p.itemID).Scan(&unpaidBefore, &firstExpiry)
 		if err != nil {
@@ -435,7 +450,6 @@ func TestReaperClockAhead(t *testing.T) {
 		if cancelled > 0 {
 			t.Fatalf("reaper with its clock %v ahead cancelled %d orders before their expires_at (by MySQL)", skew, cancelled)
 		}
-		time.Sleep(cfg.ReapInterval) // the reaper's own pacing
 	}
 	t.Logf("%d passes of a reaper %v ahead before the first deadline: nothing cancelled early", passes, skew)
 	if passes == 0 {

@@ -76,8 +76,10 @@ func TestMetricsAgreeWithDatabase(t *testing.T) {
 		return s
 	}
 	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
 	for scrapeReapers(); sum(reapers, `flashsale_reaper_restores_total{store="redis"}`) < cancelled && time.Now().Before(deadline); scrapeReapers() {
-		time.Sleep(100 * time.Millisecond)
+		<-tick.C
 	}
 	admitted := ingress[`flashsale_admissions_total{outcome="accepted"}`] + ingress[`flashsale_admissions_total{outcome="publish_failed"}`]
 	decided := rows["ORDERED"] + rows["REJECTED"] + rows["ABORTED"] + rows["VOIDED"]

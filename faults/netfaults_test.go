@@ -239,12 +239,13 @@ func slowLinks(t *testing.T, b *testbed, target string) {
 // at healed is answered a published 202, and returns the stall since.
 func waitRecovered(w *workload, healed time.Time, limit time.Duration) stall {
 	deadline := time.Now().Add(limit)
-	for {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for ; ; <-tick.C {
 		s := measureStall(w, healed)
 		if s.resumed || time.Now().After(deadline) {
 			return s
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -63,6 +63,16 @@ func TestQueueGateReaperKilled(t *testing.T) {
 		user := int64(10_000 + i)
 		wg.Go(func() {
 			bearer := p.bearer(user)
+			// A retry (no ticket yet, an unread ticket, a 503) waits for
+			// the next tick, every 100 ms, or for the end of ctx.
+			retry := time.NewTicker(100 * time.Millisecond)
+			defer retry.Stop()
+			again := func() {
+				select {
+				case <-ctx.Done():
+				case <-retry.C:
+				}
+			}
 			var ticket string
 			for ticket == "" && ctx.Err() == nil {
 				code, b := p.call(ctx, http.MethodPost, qpath, bearer, nil, nil)
@@ -72,14 +82,14 @@ func TestQueueGateReaperKilled(t *testing.T) {
 				if (code == http.StatusCreated || code == http.StatusOK) && json.Unmarshal(b, &v) == nil {
 					ticket = v.Ticket
 				} else {
-					time.Sleep(100 * time.Millisecond)
+					again()
 				}
 			}
 			for ctx.Err() == nil {
 				code, b := p.call(ctx, http.MethodGet, qpath+"/"+ticket+"?wait=5s", bearer, nil, nil)
 				var v queueTicket
 				if code != http.StatusOK || json.Unmarshal(b, &v) != nil {
-					time.Sleep(100 * time.Millisecond)
+					again()
 					continue
 				}
 				if v.State == "sold_out" || v.State == "expired" {
@@ -113,7 +123,7 @@ func TestQueueGateReaperKilled(t *testing.T) {
 					t.Errorf("user %d: order with its own fresh grant refused: %s", user, b)
 					return
 				}
-				time.Sleep(100 * time.Millisecond) // 503 or no answer: read the ticket again, retry
+				again() // 503 or no answer: read the ticket again, retry
 			}
 		})
 	}
@@ -149,7 +159,10 @@ func TestQueueGateReaperKilled(t *testing.T) {
 		}
 		return v.Serving
 	}
-	time.Sleep(time.Until(starts.Add(500 * time.Millisecond)))
+	// The first kill lands mid-sale: once the gate has admitted half a
+	// second's worth (20 at 40 a second) past the start.
+	testenv.Eventually(t, 30*time.Second, 20*time.Millisecond, func() bool { return serving() >= 20 },
+		"the gate did not admit 20 buyers after the start at %v (serving %d)", starts, lazy(func() string { return fmt.Sprint(serving()) }))
 	for i, r := range p.reapers {
 		before := serving()
 		r.kill()
@@ -203,7 +216,9 @@ func TestQueueGateReaperKilled(t *testing.T) {
 // payWhenUnpaid pays rid as user once it is UNPAID, within the window.
 func (p *pipeline) payWhenUnpaid(ctx context.Context, user int64, rid string) {
 	deadline := time.Now().Add(p.cfg.PaymentWindow)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for ; time.Now().Before(deadline) && ctx.Err() == nil; <-tick.C {
 		if st, ok := p.statusWait(ctx, user, rid, time.Second); ok && st.Status != "PENDING" {
 			if st.Status != "UNPAID" {
 				return
@@ -212,7 +227,6 @@ func (p *pipeline) payWhenUnpaid(ctx context.Context, user int64, rid string) {
 				return
 			}
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 

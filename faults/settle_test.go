@@ -282,7 +282,13 @@ func (p *pipeline) settle(fault string, start time.Time, ws ...*workload) report
 func (p *pipeline) pollTerminal(ctx context.Context, acc []accepted, budget time.Duration) []accepted {
 	deadline := time.Now().Add(budget)
 	todo := acc
-	for len(todo) > 0 && time.Now().Before(deadline) {
+	// A polling round every 500 ms at most, bounded by deadline.
+	round := time.NewTicker(500 * time.Millisecond)
+	defer round.Stop()
+	for first := true; len(todo) > 0 && time.Now().Before(deadline); first = false {
+		if !first {
+			<-round.C
+		}
 		var mu sync.Mutex
 		var next []accepted
 		parallel(todo, 16, func(a accepted) {
@@ -294,9 +300,6 @@ func (p *pipeline) pollTerminal(ctx context.Context, acc []accepted, budget time
 			}
 		})
 		todo = next
-		if len(todo) > 0 {
-			time.Sleep(500 * time.Millisecond) // between polling rounds, bounded by deadline
-		}
 	}
 	return todo
 }

@@ -117,6 +117,8 @@ func TestClusterSlotMigrationLongPolls(t *testing.T) {
 		}
 		testenv.MoveSlot(t, slot, src, to, others, batch, func(phase string) {
 			if phase == "split" {
+				// Real time is the subject: a paced reshard (an
+				// operator's pause between batches) makes the move last.
 				time.Sleep(pause)
 			}
 		})

@@ -99,11 +99,13 @@ func newProcCgroup(t *testing.T, name string) *procCgroup {
 		// The processes are gone by now; their exit may take a moment to
 		// leave the cgroup.
 		var err error
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
 		for range 50 {
 			if err = os.Remove(cg.dir); err == nil || os.IsNotExist(err) {
 				return
 			}
-			time.Sleep(100 * time.Millisecond)
+			<-tick.C
 		}
 		t.Errorf("remove cgroup %s: %v", cg.dir, err)
 	})

@@ -116,6 +116,8 @@ func TestWaitlistHandOffKilled(t *testing.T) {
 	select {
 	case <-r.claimSent:
 		inFlight = true
+		// Real time is the subject: the kill lands a random 0-4 ms after
+		// the claim is sent, somewhere inside its flight.
 		time.Sleep(time.Duration(rand.IntN(4000)) * time.Microsecond)
 	case <-time.After(5 * time.Second):
 	}
@@ -135,7 +137,7 @@ func TestWaitlistHandOffKilled(t *testing.T) {
 	}
 
 	// Quiescence: nothing held for the waitlist, nothing pending or unpaid,
-	// every restore in Redis; twice, a second apart.
+	// every restore in Redis; at every poll for a second.
 	var quietDesc string
 	quietOnce := func() bool {
 		rep, err := audit.Item(ctx, p.db, p.st, p.itemID)
@@ -156,12 +158,16 @@ func TestWaitlistHandOffKilled(t *testing.T) {
 		quietDesc = fmt.Sprintf("pool %d, offers %d, pending %d, unpaid %d, unapplied restores %d, redis stock %d", wl.Pool, wl.Offers, rep.Pending, rep.Unpaid, unapplied, rep.RedisStock)
 		return wl.Pool+wl.Offers == 0 && rep.Pending == 0 && rep.Unpaid == 0 && unapplied == 0
 	}
+	var quietSince time.Time // the first of the polls quiet since, zero when the last was not
 	testenv.Eventually(t, 75*time.Second, 250*time.Millisecond, func() bool {
 		if !quietOnce() {
+			quietSince = time.Time{}
 			return false
 		}
-		time.Sleep(time.Second)
-		return quietOnce()
+		if quietSince.IsZero() {
+			quietSince = time.Now()
+		}
+		return time.Since(quietSince) >= time.Second
 	}, "the hand-off never ended: %v", lazy(func() string { return quietDesc }))
 	quiet := time.Now()
 	halt()
@@ -374,7 +380,7 @@ func (r *wlRun) buyer(ctx context.Context, stop <-chan struct{}, b wlBuyer, foll
 		if (code == http.StatusCreated || code == http.StatusOK) && json.Unmarshal(body, &v) == nil {
 			ticket = v.Ticket
 		} else {
-			time.Sleep(100 * time.Millisecond)
+			retryAfter(ctx, 100*time.Millisecond)
 		}
 	}
 	state := "waiting"
@@ -395,7 +401,7 @@ func (r *wlRun) buyer(ctx context.Context, stop <-chan struct{}, b wlBuyer, foll
 		code, body := p.call(ctx, http.MethodGet, path, bearer, nil, nil)
 		var v wlTicket
 		if code != http.StatusOK || json.Unmarshal(body, &v) != nil {
-			time.Sleep(100 * time.Millisecond)
+			retryAfter(ctx, 100*time.Millisecond)
 			continue
 		}
 		state = v.State
@@ -452,6 +458,17 @@ func (r *wlRun) buyer(ctx context.Context, stop <-chan struct{}, b wlBuyer, foll
 			return
 		case <-time.After(wait):
 		}
+	}
+}
+
+// retryAfter paces a poll or retry loop: it waits d before the next try,
+// or returns early when ctx (which bounds the whole run) ends.
+func retryAfter(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
 	}
 }
 
@@ -534,7 +551,7 @@ func (r *wlRun) order(ctx context.Context, b wlBuyer, grant string, offerEnd tim
 			return true
 		case code == 0 || code >= 500:
 			unanswered = true
-			time.Sleep(150 * time.Millisecond)
+			retryAfter(ctx, 150*time.Millisecond)
 			continue
 		case code == http.StatusForbidden && !claim:
 			r.t.Errorf("user %d: order with its own fresh admission grant refused: %s", b.user, body)
@@ -551,7 +568,7 @@ func (r *wlRun) follow(ctx context.Context, user int64, rid string, pay bool) {
 	for ctx.Err() == nil {
 		st, ok := r.p.statusWait(ctx, user, rid, time.Second)
 		if !ok {
-			time.Sleep(100 * time.Millisecond)
+			retryAfter(ctx, 100*time.Millisecond)
 			continue
 		}
 		switch st.Status {
@@ -566,7 +583,7 @@ func (r *wlRun) follow(ctx context.Context, user int64, rid string, pay bool) {
 			return
 		case "UNPAID":
 			if !pay {
-				time.Sleep(250 * time.Millisecond)
+				retryAfter(ctx, 250*time.Millisecond) // read it again until the reaper cancels it
 				continue
 			}
 			code, _ := r.p.call(ctx, http.MethodPost, "/api/v1/orders/"+rid+"/pay", r.p.bearer(user), nil, nil)
@@ -576,7 +593,7 @@ func (r *wlRun) follow(ctx context.Context, user int64, rid string, pay bool) {
 				r.w.mu.Unlock()
 			}
 			if code == 0 || code >= 500 {
-				time.Sleep(100 * time.Millisecond)
+				retryAfter(ctx, 100*time.Millisecond)
 			}
 		}
 	}

@@ -163,6 +163,14 @@ func retryPause(a answer) time.Duration {
 	return 200 * time.Millisecond
 }
 
+// backOff waits before a buyer's retry of the answer a, as retryPause says.
+func backOff(a answer) {
+	// Real time is the subject: a buyer honours the Retry-After of a real
+	// server, whose rate limits and stock moves run in real seconds; a
+	// retry sooner would measure a client no buyer is.
+	time.Sleep(retryPause(a))
+}
+
 // buy is one buyer: orders qty, retries what says retry (up to tries
 // times), and records every answer. It returns the last answer.
 func (s *system) buy(l *ledger, item, user int64, qty int, key string, tries int) answer {
@@ -173,7 +181,7 @@ func (s *system) buy(l *ledger, item, user int64, qty int, key string, tries int
 		if !retryable(a) {
 			return a
 		}
-		time.Sleep(retryPause(a))
+		backOff(a)
 	}
 	return a
 }

@@ -106,7 +106,7 @@ func flashSale(t *testing.T, s *system, units, buckets int) {
 		if !retryable(a) {
 			t.Fatalf("lone buyer %d: %s %s", user, a, a.Body)
 		}
-		time.Sleep(retryPause(a))
+		backOff(a)
 	}
 	sold = l.sold()
 	t.Logf("then %d lone buyers: answers %s; %d of %d units sold (%v in all)", len(lone.attempts), lone.codes(), sold, units,

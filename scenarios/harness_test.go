@@ -198,7 +198,9 @@ func launch(name, bin, health string, env map[string]string, logs string) error 
 	}
 	procs = append(procs, cmd)
 	client := &http.Client{Timeout: time.Second}
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); <-tick.C {
 		resp, err := client.Get(health)
 		if err == nil {
 			resp.Body.Close()
@@ -377,7 +379,9 @@ func (s *system) settledAudit(item int64, within time.Duration) audit {
 	var last audit
 	var raw string
 	deadline := time.Now().Add(within)
-	for {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for ; ; <-tick.C {
 		a := s.call(http.MethodGet, itemPath(item, "/audit"), s.admin, nil, nil)
 		raw = fmt.Sprintf("%s %s", a, a.Body)
 		if a.Code == http.StatusOK {
@@ -390,7 +394,6 @@ func (s *system) settledAudit(item int64, within time.Duration) audit {
 		if time.Now().After(deadline) {
 			s.t.Fatalf("item %d: audit not settled and exact after %v: %s", item, within, raw)
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 

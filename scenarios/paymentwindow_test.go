@@ -113,7 +113,8 @@ func paymentWindowScenario(t *testing.T, s *system, buckets int) {
 	// The reaper cancels the lapsed orders after the window.
 	for _, o := range lapsing {
 		deadline := time.Now().Add(paymentWindow + 10*time.Second)
-		for {
+		tick := time.NewTicker(100 * time.Millisecond)
+		for ; ; <-tick.C {
 			st, a := s.status(o.user, o.rid, 0)
 			if st.Status == "CANCELLED" {
 				break
@@ -121,8 +122,8 @@ func paymentWindowScenario(t *testing.T, s *system, buckets int) {
 			if st.Status != "UNPAID" || time.Now().After(deadline) {
 				t.Fatalf("user %d's lapsed order %s: %s %s, want CANCELLED within the window and the reaper's pass", o.user, o.rid, a, a.Body)
 			}
-			time.Sleep(100 * time.Millisecond)
 		}
+		tick.Stop()
 		if a := s.pay(o.user, o.rid); a.Code != http.StatusConflict || a.Error != "not_payable" {
 			t.Errorf("pay after the window of %s: %s %s, want 409 not_payable", o.rid, a, a.Body)
 		}

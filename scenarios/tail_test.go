@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
@@ -65,11 +66,18 @@ func smallBuyerAtTheEnd(t *testing.T, s *system, buckets int) {
 	small := homedOn(empty)
 
 	var stop atomic.Bool
+	var rounds atomic.Int64 // rounds of the buyers of 3 done
 	var wg sync.WaitGroup
 	var bigMu sync.Mutex
 	big := map[string]int{}
 	wg.Go(func() {
-		for _, users := range bigUsers {
+		// A round of buyers of 3 every 10 ms at most.
+		pace := time.NewTicker(10 * time.Millisecond)
+		defer pace.Stop()
+		for i, users := range bigUsers {
+			if i > 0 {
+				<-pace.C
+			}
 			if stop.Load() {
 				return
 			}
@@ -79,10 +87,15 @@ func smallBuyerAtTheEnd(t *testing.T, s *system, buckets int) {
 				big[a.String()]++
 				bigMu.Unlock()
 			}
-			time.Sleep(10 * time.Millisecond)
+			rounds.Add(1)
 		}
 	})
-	time.Sleep(100 * time.Millisecond)
+	// The buyer of 1 orders while the buyers of 3 go on, once their
+	// refusals have raised the want flags of every bucket concerned: a few
+	// rounds done.
+	defer func() { stop.Store(true); wg.Wait() }() // if the wait below fails
+	testenv.Eventually(t, 30*time.Second, 5*time.Millisecond, func() bool { return rounds.Load() >= 3 },
+		"the buyers of 3 did not finish 3 rounds")
 	a := s.order(item, small, 1, "")
 	took := time.Since(a.Sent)
 	stop.Store(true)

@@ -124,7 +124,9 @@ func TestPartitionDropsBothWaysAndHeals(t *testing.T) {
 	}
 	healed := time.Since(f.Start)
 	var back time.Duration
-	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+	redial := time.NewTicker(20 * time.Millisecond)
+	defer redial.Stop()
+	for start := time.Now(); ; <-redial.C {
 		dctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		c, err := a.DialContext(dctx, "tcp", bAddr)
 		cancel()
@@ -133,8 +135,8 @@ func TestPartitionDropsBothWaysAndHeals(t *testing.T) {
 			back = time.Since(start)
 			break
 		}
-		if time.Since(start) > 5*time.Second {
-			t.Fatalf("a cannot reach b 5s after the heal: %v", err)
+		if time.Since(start) > 15*time.Second {
+			t.Fatalf("a cannot reach b 15s after the heal: %v", err)
 		}
 	}
 	t.Logf("partition healed itself after %v; a reached b again %v later", healed.Round(time.Millisecond), back.Round(time.Millisecond))
@@ -175,15 +177,17 @@ func TestDelayAddsRoundTrip(t *testing.T) {
 	toA, toC := rtt(t, conn, 10), rtt(t, cconn, 10)
 	_ = f.Heal()
 	t.Logf("with the delay on b's link to a only: median rtt a -> b %v, c -> b %v", toA, toC)
-	if toA < 140*time.Millisecond || toC > 100*time.Millisecond {
-		t.Errorf("delay on b's link to a: rtt a -> b %v (want about 200ms), c -> b %v (want no delay)", toA, toC)
+	// c -> b is judged against a -> b, not a wall-clock bound: without the
+	// delay it is well under half of the delayed round trip.
+	if toA < 140*time.Millisecond || toC > toA/2 {
+		t.Errorf("delay on b's link to a: rtt a -> b %v (want about 200ms), c -> b %v (want no delay: under half of a -> b)", toA, toC)
 	}
 	// Generous bounds: a noisy 2-core machine adds, never removes.
 	if during < 140*time.Millisecond || during > time.Second {
 		t.Errorf("rtt with the delay %v, want about 200ms", during)
 	}
-	if after > 100*time.Millisecond {
-		t.Errorf("rtt after heal %v, want it back near %v", after, before)
+	if after > during/2 {
+		t.Errorf("rtt after heal %v, want it back near %v (under half of %v with the delay)", after, before, during)
 	}
 }
 
@@ -233,10 +237,13 @@ func TestLossDropsSomePackets(t *testing.T) {
 				k++
 			}
 		}()
+		// One datagram every 100 µs at most, not to overrun the receive buffer.
+		pace := time.NewTicker(100 * time.Microsecond)
 		for range count {
 			_, _ = c.Write([]byte("x"))
-			time.Sleep(100 * time.Microsecond) // do not overrun the receive buffer
+			<-pace.C
 		}
+		pace.Stop()
 		return <-got
 	}
 	const count = 2000
