@@ -214,12 +214,11 @@ def _documented_refusal(case, response) -> bool:
         ends = _instant(case.body.get("ends_at", stored[1]))
         return starts is not None and ends is not None and not starts < ends
     if label == PUT_ITEM and body.get("error") == "invalid_queue":
-        if "queue" in case.body:
-            return _queue_refused(case.body.get("queue"), case.body.get("queue_opens_at"), case.body.get("starts_at"))
-        # queue left out: the stored queue stays and is checked with the PUT's starts_at.
-        with _lock:
-            queue = _queues.get(case.path_parameters.get("id"), (False, None))
-        return _queue_refused(queue[0], queue[1], case.body.get("starts_at"))
+        # queue left out, a conflict with the stored queue is 409 queue_kept,
+        # never this 400: only the body's own queue fields are judged here.
+        if "queue" not in case.body:
+            return False
+        return _queue_refused(case.body.get("queue"), case.body.get("queue_opens_at"), case.body.get("starts_at"))
     if label == PATCH_ITEM and body.get("error") == "invalid_queue":
         item = case.path_parameters.get("id")
         with _lock:

@@ -81,6 +81,9 @@ func (s *Server) putItem(c echo.Context) error {
 		if !found || !cur.Queue {
 			return in, nil
 		}
+		if err := queueKeptConflict(cur, *b.StartsAt); err != nil {
+			return store.Item{}, err
+		}
 		q, opens, rate := true, cur.QueueOpensAt.UTC(), cur.QueueRate
 		kept := b
 		kept.Queue, kept.QueueOpensAt = &q, &opens

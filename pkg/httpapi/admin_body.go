@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
 	"time"
 	"unicode/utf8"
@@ -88,6 +89,21 @@ func (b itemBody) validate(id int64, maxBuckets int) (store.Item, error) {
 		}
 	}
 	return it, nil
+}
+
+// queueKeptConflict is the refusal of a body that says nothing of the queue
+// but moves starts_at before the opening of the queue the item keeps: the
+// body is valid alone, the conflict is with the stored state, so it is a 409
+// queue_kept naming the kept opening (a 400 would blame a request that an
+// outside client, reading only the schema, built right). nil when there is
+// no conflict.
+func queueKeptConflict(cur store.Item, startsAt time.Time) error {
+	if !cur.Queue || !cur.QueueOpensAt.After(startsAt) {
+		return nil
+	}
+	return newErr(http.StatusConflict, "queue_kept", fmt.Sprintf(
+		"the item keeps its queue, which opens at %s, after the starts_at asked for (%s); send queue false, or a queue_opens_at at or before starts_at, with it",
+		cur.QueueOpensAt.UTC().Format(time.RFC3339Nano), startsAt.UTC().Format(time.RFC3339Nano)))
 }
 
 // itemFieldKinds is the JSON type each ItemInput field must have

@@ -142,6 +142,11 @@ func (s *Server) patchItem(c echo.Context) error {
 		return err
 	}
 	it, err := s.catalog.Patch(c.Request().Context(), id, func(cur store.Item) (store.Item, error) {
+		if p.Queue == nil && p.QueueOpensAt == nil && p.StartsAt != nil {
+			if err := queueKeptConflict(cur, *p.StartsAt); err != nil {
+				return store.Item{}, err
+			}
+		}
 		return bodyOf(cur).merge(p).validate(id, s.cfg.Ingress.Buckets.Max)
 	})
 	return s.savedItem(c, id, it, err)

@@ -129,7 +129,8 @@ func TestQueueCannotChangeOnceOpen(t *testing.T) {
 
 // TestPutWithoutQueueKeepsIt: a PUT that leaves queue out keeps the stored
 // queue and its commitment, as one that leaves buckets out keeps the count,
-// and is checked with it: a starts_at before the stored opening is 400.
+// and is checked with it: a starts_at before the stored opening is 409
+// queue_kept (the conflict is with the stored queue, not the body).
 func TestPutWithoutQueueKeepsIt(t *testing.T) {
 	h := newHarness(t, harnessOpts{partitions: 1})
 	now := time.Now()
@@ -144,8 +145,20 @@ func TestPutWithoutQueueKeepsIt(t *testing.T) {
 	if r.Code != http.StatusOK || !strings.Contains(string(r.Body), `"queue_commitment":"`+put["queue_commitment"].(string)+`"`) {
 		t.Fatalf("PUT without queue: %d %s, want the queue kept", r.Code, r.Body)
 	}
-	if r := h.do(http.MethodPut, path, body(now.Add(30*time.Minute)), h.admin()); r.Code != http.StatusBadRequest || !strings.Contains(string(r.Body), "invalid_queue") {
-		t.Errorf("PUT without queue, starts_at before the opening: %d %s, want 400 invalid_queue", r.Code, r.Body)
+	// The body is valid alone: its conflict is with the kept queue, a 409
+	// that names the stored opening, and nothing changes.
+	opens := now.Add(time.Hour).UTC().Format("2006-01-02T15:04:05") // the stored opening, to the second
+	if r := h.do(http.MethodPut, path, body(now.Add(30*time.Minute)), h.admin()); r.Code != http.StatusConflict ||
+		!strings.Contains(string(r.Body), `"error":"queue_kept"`) || !strings.Contains(string(r.Body), opens) {
+		t.Errorf("PUT without queue, starts_at before the opening: %d %s, want 409 queue_kept naming %s", r.Code, r.Body, opens)
+	}
+	// A PATCH of starts_at alone, the same.
+	if r := h.patch(id, fmt.Sprintf(`{"starts_at":%q}`, now.Add(30*time.Minute).UTC().Format(time.RFC3339)), mimeMergePatch); r.Code != http.StatusConflict ||
+		!strings.Contains(string(r.Body), `"error":"queue_kept"`) || !strings.Contains(string(r.Body), opens) {
+		t.Errorf("PATCH starts_at before the opening: %d %s, want 409 queue_kept naming %s", r.Code, r.Body, opens)
+	}
+	if r := h.do(http.MethodGet, path, "", h.admin()); !strings.Contains(string(r.Body), `"starts_at":"`+now.Add(2*time.Hour).UTC().Format("2006-01-02T15:04:05")) {
+		t.Errorf("after the refusals: %s, want starts_at unchanged", r.Body)
 	}
 	// Turned off explicitly, before it opened: allowed.
 	off := strings.Replace(body(now.Add(2*time.Hour)), `"name":"again"`, `"name":"again","queue":false`, 1)
