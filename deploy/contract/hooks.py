@@ -10,9 +10,11 @@ generates requests that obey the schema and that the server rightly refuses
   answered, so it can merge);
 - POST /api/v1/orders: qty must be at most the item's per_user_limit;
 - PUT and PATCH /api/v1/admin/items/{id}: with queue true, queue_opens_at
-  is required and at or before starts_at (for a PATCH, and a PUT that
-  leaves queue out, with the stored item's queue, which this hook also
-  records).
+  is required and at or before starts_at (for a PATCH with the stored
+  item's queue, which this hook also records);
+- POST /api/v1/orders with an Idempotency-Key first sent with another
+  request: 422 idempotency_key_reused (this hook records the qty of each
+  key's first 202 in this run, by caller and item).
 
 filter_failure drops exactly those refusals, and only when this hook can
 tell the refusal is right: the window really does not start before it ends,
@@ -74,6 +76,9 @@ _saved: set[int] = set()
 _windows: dict[int, tuple[str, str]] = {}
 # item id -> (queue, queue_opens_at) as the last answer that carried the item said.
 _queues: dict[int, tuple[object, object]] = {}
+# (Authorization, item, Idempotency-Key) -> the qty of the key's first 202:
+# the same key with another qty is 422 idempotency_key_reused.
+_keyed: dict[tuple[str, int, str], object] = {}
 # (operation, status) -> answers, printed when the run ends.
 _answers: collections.Counter = collections.Counter()
 
@@ -182,6 +187,11 @@ def after_call(context, case, response):
                     # order's invalid_qty names the limit in force.
                     if _is_int(it.get("per_user_limit")):
                         _limits.setdefault(it["id"], set()).add(it["per_user_limit"])
+    if response.status_code == 202:
+        k = _order_key(case, response)
+        if k:
+            with _lock:
+                _keyed.setdefault(k, case.body.get("qty"))
     if case.operation.label != PUT_ITEM or response.status_code != 200:
         return
     item = case.path_parameters.get("id")
@@ -195,9 +205,35 @@ def after_call(context, case, response):
                 f.write(f"{item}\n")
 
 
+def _sent_headers(case, response) -> dict:
+    """The headers the request went out with (those the CLI adds included)."""
+    request = getattr(response, "request", None)
+    headers = dict(getattr(request, "headers", None) or {})
+    for k, v in (case.headers or {}).items():
+        headers.setdefault(k, v)
+    return {k.lower(): v for k, v in headers.items()}
+
+
+def _order_key(case, response) -> tuple[str, int, str] | None:
+    """(Authorization, item, Idempotency-Key) of a keyed order, or None."""
+    if case.operation.label != POST_ORDER or not isinstance(case.body, dict) or not _is_int(case.body.get("item_id")):
+        return None
+    headers = _sent_headers(case, response)
+    key = headers.get("idempotency-key")
+    if not isinstance(key, str) or not key:
+        return None
+    return (str(headers.get("authorization", "")), case.body["item_id"], key)
+
+
 def _documented_refusal(case, response) -> bool:
-    """Whether a refused positive case broke one of the two rules the schema cannot state."""
+    """Whether a refused positive case broke one of the rules the schema cannot state."""
     body = _json(response)
+    if response.status_code == 422 and isinstance(body, dict) and body.get("error") == "idempotency_key_reused":
+        # The key's first 202 in this run asked another qty.
+        k = _order_key(case, response)
+        with _lock:
+            first = _keyed.get(k) if k else None
+        return first is not None and first != case.body.get("qty")
     if response.status_code != 400 or not isinstance(body, dict) or not isinstance(case.body, dict):
         return False
     label = case.operation.label

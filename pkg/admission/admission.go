@@ -102,6 +102,9 @@ type Service struct {
 type flight struct {
 	done chan struct{}
 	res  Result
+	// fingerprint is the keyed request's (keyedFlights): a copy with another
+	// one is not answered with this flight's result.
+	fingerprint string
 }
 
 // withDefaults fills the bounds left zero (a caller that builds a Config by
@@ -231,7 +234,7 @@ func (s *Service) reserve(ctx context.Context, r Request, rid string, now time.T
 	defer cancel()
 	ar, err := s.stock.Admit(rctx, stock.AdmitRequest{
 		ItemID: r.ItemID, Buckets: r.buckets, Bucket: r.bucket, UserID: r.UserID, Qty: r.Qty, RequestID: rid, Now: now, Deadline: deadline,
-		UserRatePerSec: userRate, IdempotencyKey: r.IdempotencyKey, IdempotencyTTL: s.cfg.IdempotencyTTL, Granted: r.Granted, Claim: r.Claim,
+		UserRatePerSec: userRate, IdempotencyKey: r.IdempotencyKey, IdempotencyTTL: s.cfg.IdempotencyTTL, Fingerprint: r.fingerprint(), Granted: r.Granted, Claim: r.Claim,
 		WaitReplicas: s.cfg.WaitReplicas, WaitTimeout: s.cfg.WaitTimeout,
 	})
 	if span.IsRecording() {
@@ -295,6 +298,8 @@ func (s *Service) answer(ctx context.Context, r Request, rid string, now time.Ti
 		return Result{Outcome: RateLimited, RetryAfter: ar.RetryAfter}
 	case stock.Already:
 		return Result{Outcome: Already, RequestID: ar.RequestID}
+	case stock.KeyReused:
+		return Result{Outcome: KeyReused, RequestID: ar.RequestID}
 	}
 	s.log.ErrorContext(ctx, "admission: unexpected verdict", "code", string(ar.Code))
 	return Result{Outcome: Unavailable}

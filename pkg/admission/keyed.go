@@ -27,7 +27,7 @@ type keyedFlights struct{ m sync.Map }
 // request id, or the same refusal).
 func (k *keyedFlights) join(ctx context.Context, r Request) (res Result, first bool, done func(Result)) {
 	key := strconv.FormatInt(r.ItemID, 10) + "/" + strconv.FormatInt(r.UserID, 10) + "/" + r.IdempotencyKey
-	f := &flight{done: make(chan struct{})}
+	f := &flight{done: make(chan struct{}), fingerprint: r.fingerprint()}
 	if v, loaded := k.m.LoadOrStore(key, f); loaded {
 		other := v.(*flight)
 		select {
@@ -35,6 +35,11 @@ func (k *keyedFlights) join(ctx context.Context, r Request) (res Result, first b
 		case <-ctx.Done():
 			// Nothing was attempted for this copy: a retry replays.
 			return Result{Outcome: StockMoving, RetryAfter: time.Second}, false, nil
+		}
+		if other.fingerprint != r.fingerprint() {
+			// The same key, another request: the first one's answer is not
+			// this one's (idempotency.go).
+			return Result{Outcome: KeyReused, RequestID: other.res.RequestID}, false, nil
 		}
 		if other.res.Outcome == Accepted {
 			return Result{Outcome: Replayed, RequestID: other.res.RequestID}, false, nil

@@ -17,9 +17,14 @@ const (
 	OverLimit   Outcome = "over_limit"   // qty above the per-user limit: 400
 	RateLimited Outcome = "rate_limited" // per-user window: 429
 	Already     Outcome = "already"      // the user holds this item (RequestID says by which request): 409
-	SoldOut     Outcome = "sold_out"     // from Redis: 410
-	SoldOutMem  Outcome = "sold_out_mem" // from the in-memory flag: 410
-	Shed        Outcome = "shed"         // in-process limiter: 503
+	// KeyReused: the Idempotency-Key was first sent with another request
+	// (another qty, or a claim where it was an order): 422, nothing taken.
+	// A silent replay would tell the client it holds what it asked for the
+	// second time. RequestID is the key's first request.
+	KeyReused  Outcome = "key_reused"
+	SoldOut    Outcome = "sold_out"     // from Redis: 410
+	SoldOutMem Outcome = "sold_out_mem" // from the in-memory flag: 410
+	Shed       Outcome = "shed"         // in-process limiter: 503
 	// StockMoving: the buyer's home bucket is empty while other buckets of
 	// the item still have stock, and the rebalancer did not move any here
 	// within the bucket wait. 503 with Retry-After; nothing is reserved.

@@ -114,6 +114,11 @@ func admissionError(r admission.Result) error {
 		e := newErr(http.StatusConflict, "already_purchased", "you already hold this item; request_id is the request that holds it")
 		e.RequestID = r.RequestID
 		return e
+	case admission.KeyReused:
+		e := newErr(http.StatusUnprocessableEntity, "idempotency_key_reused",
+			"this Idempotency-Key was first sent with another request (another item quantity or kind); nothing was taken: use a new key for a new request, request_id is the key's first request")
+		e.RequestID = r.RequestID
+		return e
 	case admission.SoldOut, admission.SoldOutMem:
 		return errSoldOut
 	case admission.StockMoving:

@@ -38,6 +38,9 @@ const (
 	// NoOffer: a Claim of a waitlist offer the buyer does not hold (claimed
 	// already, lapsed, or never made); nothing was done.
 	NoOffer AdmitCode = "no_offer"
+	// KeyReused: the Idempotency-Key was first sent with another request
+	// (AdmitRequest.Fingerprint differs); nothing was done.
+	KeyReused AdmitCode = "key_reused"
 )
 
 // AdmitRequest is one buyer's attempt.
@@ -67,6 +70,10 @@ type AdmitRequest struct {
 	// IdempotencyKey is the client's Idempotency-Key ("" = none).
 	IdempotencyKey string
 	IdempotencyTTL time.Duration
+	// Fingerprint names the request an Idempotency-Key was sent with (the
+	// caller's hash of what it asks); the same key with another fingerprint
+	// answers KeyReused. Empty: not checked.
+	Fingerprint string
 	// Granted is the caller's word that it checked the buyer's admission
 	// grant for this item (pkg/grant); an item with a waiting room refuses
 	// a request without it (NeedGrant).
@@ -128,7 +135,7 @@ func (s *Store) Admit(ctx context.Context, r AdmitRequest) (AdmitResult, error) 
 	}
 	keys := []string{k.Stock, k.Meta, k.Holders, k.Reservations, idemKey, rateKey, k.HolderBits, wantKey, offersKey, waitlistKey, claimsKey}
 	args := []any{r.UserID, r.Qty, r.RequestID, deadlineMs(r.Deadline), r.UserRatePerSec,
-		r.IdempotencyTTL.Milliseconds(), hasIdem, HolderBit(r.UserID), max(r.Buckets, 1), wantTTL.Milliseconds(), grant}
+		r.IdempotencyTTL.Milliseconds(), hasIdem, HolderBit(r.UserID), max(r.Buckets, 1), wantTTL.Milliseconds(), grant, r.Fingerprint}
 	var res []string
 	var replicas int
 	var err error
@@ -147,7 +154,7 @@ func (s *Store) Admit(ctx context.Context, r AdmitRequest) (AdmitResult, error) 
 	switch out.Code {
 	case Admitted, SoldOut:
 		out.StockLeft, _ = strconv.ParseInt(res[1], 10, 64)
-	case Replay, ReplayUnacked, Already:
+	case Replay, ReplayUnacked, Already, KeyReused:
 		out.RequestID = res[1]
 	case RateLimited:
 		ms, _ := strconv.ParseInt(res[1], 10, 64)

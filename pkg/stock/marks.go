@@ -51,7 +51,8 @@ func (s *Store) IdempotencyAnswer(ctx context.Context, itemID int64, bucket int,
 	if err != nil {
 		return "", false, false, unavailable("stock: idempotency answer", err)
 	}
-	rid, acked = strings.CutSuffix(v, ":a")
+	answer, acked := strings.CutSuffix(v, ":a")
+	rid, _, _ = strings.Cut(answer, "#") // "<request id>#<fingerprint>" (admit.lua)
 	return rid, acked, true, nil
 }
 

@@ -17,6 +17,9 @@
 -- KEYS[9] the item's waitlist offers, KEYS[10] its waitlist hash, KEYS[11]
 --         its claims (bucket 0's, waitlist.go; any key of the bucket when
 --         ARGV[11] is not "2")
+-- ARGV[12] the request's fingerprint with an Idempotency-Key ("" = none):
+--          stored beside the key's request id ("<rid>#<fingerprint>"), and
+--          a stored one that differs answers key_reused
 -- ARGV[11] "1" when the ingress checked the buyer's admission grant for this
 --          item (pkg/grant): required when the item's meta says queue "1";
 --          "2" when it checked a waitlist offer's grant: the order claims the
@@ -31,6 +34,9 @@
 --                               published (acknowledged by Kafka)
 --   {"replay_unacked", request_id}  the Idempotency-Key's first request is
 --                               reserved but its publish was never confirmed
+--   {"key_reused", request_id}  the Idempotency-Key was first sent with
+--                               another request (ARGV[12] differs): nothing
+--                               done
 --   {"unknown", ""}             item not warmed (or Redis lost its data)
 --   {"not_active", ""}          outside the sale window
 --   {"need_grant", ""}          the item has a waiting room and no checked
@@ -71,9 +77,11 @@ if deadline > 0 and now > deadline then return {"late", ""} end
 if ARGV[7] == "1" then
   local prev = redis.call("GET", KEYS[5])
   if prev then
-    -- "<request id>" until the publish was acknowledged, then "<request id>:a"
-    -- (ack.lua).
-    local first, acked = string.match(prev, "^([^:]+)(:?a?)$")
+    -- "<request id>#<fingerprint>" ("<request id>" alone when it was stored
+    -- without one) until the publish was acknowledged, then with ":a"
+    -- appended (ack.lua).
+    local first, fp, acked = string.match(prev, "^([^#:]+)#?([^:]*)(:?a?)$")
+    if first and fp ~= "" and ARGV[12] ~= "" and fp ~= ARGV[12] then return {"key_reused", first} end
     if acked == ":a" then return {"replay", first} end
     return {"replay_unacked", first or prev}
   end
@@ -119,6 +127,8 @@ redis.call("HSET", KEYS[3], ARGV[1], rid)
 redis.call("SETBIT", KEYS[7], ARGV[8], 1)
 redis.call("HSET", KEYS[4], rid, ARGV[1] .. ":" .. ARGV[2] .. ":" .. tostring(now))
 if ARGV[7] == "1" then
-  redis.call("SET", KEYS[5], rid, "PX", ARGV[6])
+  local answer = rid
+  if ARGV[12] ~= "" then answer = rid .. "#" .. ARGV[12] end
+  redis.call("SET", KEYS[5], answer, "PX", ARGV[6])
 end
 return {"ok", tostring(left)}
