@@ -8,8 +8,9 @@ import (
 // ServerChecks says what a deployable does when a store it connects to is
 // of a kind that would lose or corrupt what flashsale keeps in it: a Redis
 // older than 7.0 or with an eviction policy other than noeviction, a MySQL
-// older than 8.0.16 or a MariaDB older than 10.2.1 (CHECK constraints parsed
-// but not enforced). Managed services are where these traps are found.
+// older than 8.0.16 or a MariaDB older than 10.6.0 (CHECK constraints parsed
+// but not enforced, or no FOR UPDATE SKIP LOCKED). Managed services are where
+// these traps are found.
 type ServerChecks struct {
 	// Mode is "enforce" (refuse to start, naming the server and the
 	// setting to change) or "warn" (log the finding and go on: the
