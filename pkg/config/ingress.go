@@ -12,7 +12,8 @@ import (
 
 // Ingress holds the HTTP front door's settings.
 type Ingress struct {
-	// HTTPAddr serves the API, /healthz and /openapi.yaml.
+	// HTTPAddr serves the API, /healthz, /openapi.yaml and the operators' console
+	// (/admin/console).
 	HTTPAddr string
 	// MetricsAddr serves /healthz, /readyz and /metrics on a listener of
 	// their own, so anonymous callers of the public port cannot make the
