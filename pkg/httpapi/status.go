@@ -3,9 +3,6 @@ package httpapi
 import (
 	"context"
 	"errors"
-	"time"
-
-	"golang.org/x/sync/singleflight"
 
 	"github.com/flashsale-dev/flashsale/pkg/orderstatus"
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
@@ -63,36 +60,21 @@ func (s *Server) requestView(ctx context.Context, rid string, user int64) (order
 // concurrent polls of rid; "no such request" is remembered for
 // unknownRequestTTL (see requestCache).
 func (s *Server) viewFromMySQL(ctx context.Context, rid string) (orderstatus.View, error) {
-	if s.reqs.missing.has(rid, time.Now()) {
-		return orderstatus.View{}, notFound("no such request")
-	}
-	ch := s.reqs.flights.DoChan(rid, func() (any, error) {
-		// Detached: the polls that share this read outlive the one that
-		// started it if that client hangs up.
-		asked := time.Now()
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.StoreTimeout)
+	st, err := s.reqs.read(ctx, rid, func(ctx context.Context) (store.RequestState, error) {
+		dctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
 		defer cancel()
-		st, err := store.RequestStatus(dctx, s.db, rid)
-		if errors.Is(err, store.ErrNotFound) {
-			s.reqs.missing.add(rid, asked)
-		}
-		return st, err
+		return store.RequestStatus(dctx, s.db, rid)
 	})
-	var res singleflight.Result
-	select {
-	case res = <-ch:
-	case <-ctx.Done():
-		return orderstatus.View{}, unavailable("status temporarily unavailable")
-	}
-	err := res.Err
-	if errors.Is(err, store.ErrNotFound) {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
 		return orderstatus.View{}, notFound("no such request")
-	}
-	if err != nil {
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return orderstatus.View{}, unavailable("status temporarily unavailable")
+	case err != nil:
 		s.log.WarnContext(ctx, "status: mysql unavailable", "err", err)
 		return orderstatus.View{}, unavailable("status temporarily unavailable")
 	}
-	return viewOfState(rid, res.Val.(store.RequestState)), nil
+	return viewOfState(rid, st), nil
 }
 
 // viewOfState is the buyer-visible view of what MySQL holds for rid.
