@@ -121,15 +121,15 @@ func TestDashboardSelectorsFollowVariables(t *testing.T) {
 	}
 }
 
-// TestDashboardHasAPanelForWhatToWatch: every metric README's "What to
+// TestDashboardHasAPanelForWhatToWatch: every metric docs/operating.md's "What to
 // watch" list tells SREs to watch is drawn by some panel (names written in
 // full; the list's "_restores_total" shorthand for the metric named before
 // it is not checked).
 func TestDashboardHasAPanelForWhatToWatch(t *testing.T) {
-	readme := string(must(os.ReadFile("../README.md")))
+	readme := string(must(os.ReadFile("../docs/operating.md")))
 	start := strings.Index(readme, "**What to watch**")
 	if start < 0 {
-		t.Fatal(`README has no "**What to watch**" list`)
+		t.Fatal(`docs/operating.md has no "**What to watch**" list`)
 	}
 	list := readme[start+len("**What to watch**"):]
 	if end := regexp.MustCompile(`\n\*\*|\n## `).FindStringIndex(list); end != nil {
@@ -160,7 +160,7 @@ func TestDashboardHasAPanelForWhatToWatch(t *testing.T) {
 	}
 	sort.Strings(missing)
 	if len(missing) > 0 {
-		t.Errorf("README's What to watch names %d series no panel draws: %s", len(missing), strings.Join(missing, ", "))
+		t.Errorf("docs/operating.md's What to watch names %d series no panel draws: %s", len(missing), strings.Join(missing, ", "))
 	}
 }
 

@@ -225,7 +225,7 @@ func checkScaledObject(t *testing.T, name string, so *scaledObject, byBin map[st
 		t.Errorf("%s: allowIdleConsumers lets KEDA scale past the partitions", where)
 	}
 	// KEDA talks Kafka protocol 1.0.0 unless told otherwise; Kafka 4 serves
-	// 2.1 and later only (KIP-896), and README asks for Kafka >= 4.0.1.
+	// 2.1 and later only (KIP-896), and docs/operating.md asks for Kafka >= 4.0.1.
 	if v := strings.Split(md["version"], "."); len(v) < 2 || atoi(v[0])*100+atoi(v[1]) < 201 {
 		t.Errorf("%s: version %q, want 2.1.0 or later: Kafka 4 refuses older protocol versions", where, md["version"])
 	}
@@ -333,17 +333,17 @@ func checkNamespace(t *testing.T, set *k8sSet) {
 	}
 }
 
-// TestReadmeShowsK8sDeploy: the README's Kubernetes section deploys the
+// TestReadmeShowsK8sDeploy: docs/operating.md's Kubernetes section deploys the
 // example overlay and creates the Secret under the name and keys the pods
 // read.
 func TestReadmeShowsK8sDeploy(t *testing.T) {
-	b, err := os.ReadFile("../README.md")
+	b, err := os.ReadFile("../docs/operating.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	readme := string(b)
 	if !strings.Contains(readme, "kubectl apply -k deploy/k8s/overlays/example") {
-		t.Error("README does not show kubectl apply -k deploy/k8s/overlays/example")
+		t.Error("docs/operating.md does not show kubectl apply -k deploy/k8s/overlays/example")
 	}
 	set := buildK8s(t, "k8s/base")
 	refs := map[corev1.SecretKeySelector]bool{}
@@ -354,7 +354,7 @@ func TestReadmeShowsK8sDeploy(t *testing.T) {
 			}
 			refs[*s.Secret] = true
 			if !strings.Contains(readme, "kubectl create secret generic "+s.Secret.Name) || !strings.Contains(readme, "--from-literal="+s.Secret.Key+"=") {
-				t.Errorf("README does not create Secret %s with key %s (kubectl create secret generic %s --from-literal=%s=...)", s.Secret.Name, s.Secret.Key, s.Secret.Name, s.Secret.Key)
+				t.Errorf("docs/operating.md does not create Secret %s with key %s (kubectl create secret generic %s --from-literal=%s=...)", s.Secret.Name, s.Secret.Key, s.Secret.Name, s.Secret.Key)
 			}
 		}
 	}

@@ -126,7 +126,7 @@ func checkSettings(t *testing.T, w *workload) {
 			t.Errorf("%s: %s comes from %s; credentials, and only they, come from a Secret", where, name, s.From)
 		}
 		if s.Secret != nil && (s.Secret.Key != name || (s.Secret.Optional != nil && *s.Secret.Optional)) {
-			t.Errorf("%s: %s reads Secret %s key %s; want the key named as the setting, not optional (README, Kubernetes)", where, name, s.Secret.Name, s.Secret.Key)
+			t.Errorf("%s: %s reads Secret %s key %s; want the key named as the setting, not optional (docs/operating.md, Kubernetes)", where, name, s.Secret.Name, s.Secret.Key)
 		}
 	}
 	if err := w.d.parse(w.env); err != nil {

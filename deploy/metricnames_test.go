@@ -118,7 +118,7 @@ func namesIn(expr string) []string {
 }
 
 // TestDashboardAndRulesUseExportedMetrics fails on a panel, an alert or a
-// metric README's "Operating it" names that could never show data because no
+// metric docs/operating.md's "Operating it" names that could never show data because no
 // deployable exports its metric.
 func TestDashboardAndRulesUseExportedMetrics(t *testing.T) {
 	have := exported(t)
@@ -159,18 +159,18 @@ func TestDashboardAndRulesUseExportedMetrics(t *testing.T) {
 	if len(exprs) < 10 {
 		t.Fatalf("found only %d expressions: the parsers are broken", len(exprs))
 	}
-	// What README's "Operating it" tells operators to watch must exist too.
-	readme := string(must(os.ReadFile("../README.md")))
+	// What docs/operating.md's "Operating it" tells operators to watch must exist too.
+	readme := string(must(os.ReadFile("../docs/operating.md")))
 	start := strings.Index(readme, "## Operating it")
 	if start < 0 {
-		t.Fatal(`README has no "## Operating it" section`)
+		t.Fatal(`docs/operating.md has no "## Operating it" section`)
 	}
 	section := readme[start+len("## Operating it"):]
 	if end := strings.Index(section, "\n## "); end >= 0 {
 		section = section[:end]
 	}
 	if names := metricRef.FindAllString(section, -1); len(names) < 10 {
-		t.Fatalf("found only %d metric names in README's Operating it: the parser is broken", len(names))
+		t.Fatalf("found only %d metric names in docs/operating.md's Operating it: the parser is broken", len(names))
 	}
 	exprs = append(exprs, section)
 	missing := map[string]bool{}

@@ -78,7 +78,7 @@ func (p *pipeline) historyState() *pipelineHistory {
 // with porcupine and prints the verdict. An Illegal history fails the test
 // unless the test tolerates Redis forgetting acknowledged writes (I3 or
 // "history" in p.tolerated: a lost reservation or buyer mark is then a
-// history the model rejects, which the README does not promise against);
+// history the model rejects, which docs/guarantees.md does not promise against);
 // Unknown fails it always. It returns the result.
 func (p *pipeline) checkHistory() history.Result {
 	t := p.t

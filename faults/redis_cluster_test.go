@@ -23,7 +23,7 @@ import (
 // (MOVED: the client reloads the slots; NOSCRIPT: the new primary never
 // loaded the scripts). MySQL's invariants I1, I2, I7 must hold; the
 // asynchronous replication may have lost the last writes, so Redis may
-// drift from MySQL (I3, I5): the README's "Not promised", reported by the
+// drift from MySQL (I3, I5): docs/guarantees.md's "Not promised", reported by the
 // audit here, not failed. With FLASHSALE_REDIS_WAIT_REPLICAS=1 every
 // admission's reservation is on the replica before its 202, and nothing
 // may drift.
@@ -46,7 +46,7 @@ func redisPrimaryKilled(t *testing.T, wait, buckets int) {
 	p.ingress.env = append(p.ingress.env, fmt.Sprintf("FLASHSALE_REDIS_WAIT_REPLICAS=%d", wait), "FLASHSALE_REDIS_WAIT_TIMEOUT=500ms")
 	if wait == 0 {
 		p.tolerated = map[string]string{
-			"I3": "a primary lost without WAIT may forget acknowledged writes (README: Not promised)",
+			"I3": "a primary lost without WAIT may forget acknowledged writes (docs/guarantees.md: Not promised)",
 			"I5": "a restore applied on the lost primary may be forgotten with it",
 		}
 	}

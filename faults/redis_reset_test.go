@@ -108,7 +108,7 @@ func redisResetMidReply(t *testing.T, batch string) {
 	}
 	// A status write (PAID, CANCELLED) whose connection was reset is lost
 	// with it, and the cached UNPAID before it is served for its 5 s
-	// (README, Not promised): let it expire before the checks.
+	// (docs/guarantees.md, Not promised): let it expire before the checks.
 	hold(6 * time.Second)
 	rep := p.settle(fault, start, w)
 	t.Logf("audit: direct ok %v (violations %v), endpoint ok %v", rep.direct.OK, rep.direct.Violations, rep.viaHTTP.OK)

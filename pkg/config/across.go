@@ -3,7 +3,7 @@ package config
 // validateAcross runs the rules that relate settings of two components
 // parsed by the same process (so far: the reaper's orphan grace against the
 // shared store timeout). A rule whose settings live in different processes
-// cannot be checked here; README's configuration section states it.
+// cannot be checked here; docs/configuration.md states it.
 func validateAcross(components []Registerer) error {
 	var common *Common
 	var reaper *Reaper

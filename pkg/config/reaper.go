@@ -83,7 +83,7 @@ func (c *Reaper) Validate() error {
 //
 // It does not cover consumer lag: a message written after the grace is
 // dropped and its 202 ends REJECTED expired_reservation, so keep the grace
-// well above the lag you plan to ride out (README, Configuration). Nor a
+// well above the lag you plan to ride out (docs/configuration.md). Nor a
 // message kafka-go delivers after the publish timeout: that request was
 // answered 503 outcome_unknown, and a void is one of its possible outcomes.
 func MinOrphanGrace(publishTimeout, storeTimeout time.Duration) time.Duration {

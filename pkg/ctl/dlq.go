@@ -52,7 +52,7 @@ payload that does not decode) and messages given up after failing for
 FLASHSALE_GIVE_UP_AFTER. A replay publishes the original message to the orders
 topic again; the consumer decides it on its idempotent path, so replaying twice
 changes nothing. It helps only a request nobody has decided yet ("decision"
-empty in dlq show) whose cause was fixed; see the README's dead-letter section.`,
+empty in dlq show) whose cause was fixed; see docs/operating.md, "Dead letters".`,
 	}
 	c.AddCommand(dlqList(o), dlqShow(o), dlqReplay(o))
 	return c

@@ -99,7 +99,7 @@ func TestSaleWatchFollowsASale(t *testing.T) {
 		t.Errorf("audit %+v unavailable %v", second.Cur.Audit, second.Cur.Unavailable)
 	}
 
-	// The text frame, as an operator sees it (README's example), once the
+	// The text frame, as an operator sees it (docs/operating.md's example), once the
 	// consumer has written the orders, with late buyers between its frames.
 	testenv.Eventually(t, 20*time.Second, 100*time.Millisecond, func() bool {
 		return g.count(t, "SELECT COUNT(*) FROM orders WHERE item_id = ?", id) == 10

@@ -20,7 +20,7 @@ import (
 // idempotence per request id makes safe.
 //
 // Asynchronous replication otherwise loses the reservations and buyer marks
-// a primary acknowledged just before it died (README, "Not promised"); MySQL
+// a primary acknowledged just before it died (docs/guarantees.md, "Not promised"); MySQL
 // still refuses oversell and second orders, so this buys exact Redis state
 // across a failover at the price of the replication round trip.
 func (s *Store) admitAndWait(ctx context.Context, slotKey string, keys []string, args []any, n int, timeout time.Duration) ([]string, int, error) {
