@@ -83,7 +83,12 @@ func (a *Auditor) Pass(ctx context.Context) error {
 			failed = append(failed, err)
 			break
 		}
-		rep, err := audit.Item(ctx, a.DB, a.Stock, id)
+		rep, transient, err := confirm(ctx, func(ctx context.Context) (audit.Report, error) {
+			return audit.Item(ctx, a.DB, a.Stock, id)
+		}, confirmPause)
+		if transient {
+			a.Metrics.transient.Inc()
+		}
 		if err != nil {
 			a.Metrics.itemFailures.Inc()
 			a.Log.Warn("audit of item failed; skipped", "item", id, "err", err)

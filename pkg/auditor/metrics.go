@@ -21,6 +21,7 @@ type Metrics struct {
 	lastRun      prometheus.Gauge
 	failures     prometheus.Counter
 	itemFailures prometheus.Counter
+	transient    prometheus.Counter
 	buckets      *bucketMetrics
 }
 
@@ -46,6 +47,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Audit passes that failed to read MySQL or Redis, for the item list or for one item or more."}),
 		itemFailures: f.NewCounter(prometheus.CounterOpts{Name: "flashsale_audit_item_failures_total",
 			Help: "Item audits that failed and were skipped (the item keeps its previous values; the pass goes on)."}),
+		transient: f.NewCounter(prometheus.CounterOpts{Name: "flashsale_audit_transient_total",
+			Help: "Item audits whose violation a re-read in the same pass no longer showed (a unit caught between the stores mid-sale); not reported as violations."}),
 		buckets: newBucketMetrics(f),
 	}
 }
