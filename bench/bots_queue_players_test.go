@@ -34,6 +34,11 @@ type fakeRoom struct {
 	// full answers every long poll at once, as an ingress whose waiters
 	// are all taken.
 	full bool
+	// polled is the arrival of every ticket read; changed (made by the
+	// first long poll that waits on it) is closed when the stock changes,
+	// to wake the long polls.
+	polled  []time.Time
+	changed chan struct{}
 }
 
 func (f *fakeRoom) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -65,9 +70,12 @@ func (f *fakeRoom) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if f.full {
 			wait = 0
 		}
+		f.mu.Lock()
+		f.polled = append(f.polled, time.Now())
+		f.mu.Unlock()
 		until, drawn := time.Now().Add(wait), !time.Now().Before(f.starts)
 		for {
-			st, ok := f.ticket(buyer, strings.TrimPrefix(r.URL.Path, "/api/v1/items/1/queue/"))
+			st, changed, ok := f.ticket(buyer, strings.TrimPrefix(r.URL.Path, "/api/v1/items/1/queue/"))
 			if !ok {
 				refuse(http.StatusNotFound, "not_found")
 				return
@@ -78,7 +86,21 @@ func (f *fakeRoom) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				reply(http.StatusOK, st)
 				return
 			}
-			time.Sleep(5 * time.Millisecond)
+			// Its state changes next at the start (it gets a position),
+			// at its admission, or with the stock.
+			next := f.starts
+			if st.Position != nil {
+				next = f.starts.Add(time.Duration(float64(*st.Position) / f.rate * float64(time.Second)))
+			}
+			wake := time.NewTimer(min(time.Until(until), time.Until(next)))
+			select {
+			case <-changed:
+			case <-wake.C:
+			case <-r.Context().Done():
+				wake.Stop()
+				return
+			}
+			wake.Stop()
 		}
 	case r.Method == http.MethodPost && r.URL.Path == "/api/v1/orders":
 		var b struct {
@@ -108,6 +130,10 @@ func (f *fakeRoom) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		default:
 			f.stock--
 			f.bought[buyer] = true
+			if f.changed != nil {
+				close(f.changed)
+				f.changed = nil
+			}
 			reply(http.StatusAccepted, map[string]string{"request_id": "r-" + buyer, "status": "PENDING"})
 		}
 	default:
@@ -115,19 +141,23 @@ func (f *fakeRoom) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// ticket is the state of buyer's ticket id now.
-func (f *fakeRoom) ticket(buyer, id string) (ticketState, bool) {
+// ticket is the state of buyer's ticket id now, and a channel closed when
+// the stock changes next.
+func (f *fakeRoom) ticket(buyer, id string) (ticketState, <-chan struct{}, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.owner[id] != buyer {
-		return ticketState{}, false
+		return ticketState{}, nil, false
+	}
+	if f.changed == nil {
+		f.changed = make(chan struct{})
 	}
 	st := ticketState{Ticket: id, StockLeft: int64(f.stock)}
 	now := time.Now()
 	if now.Before(f.starts) {
 		est := f.starts.Sub(now).Milliseconds()
 		st.State, st.EstimatedWaitMs = ticketWaiting, &est
-		return st, true
+		return st, f.changed, true
 	}
 	pos, serving := f.arrival[buyer], int64(now.Sub(f.starts).Seconds()*f.rate)
 	st.Position, st.ServingPosition = &pos, &serving
@@ -142,7 +172,7 @@ func (f *fakeRoom) ticket(buyer, id string) (ticketState, bool) {
 		st.State, st.AdmissionGrant = ticketAdmitted, fmt.Sprintf("g:%s:%d", buyer, f.grants[buyer])
 		st.GrantExpiresAt = now.Add(time.Minute)
 	}
-	return st, true
+	return st, f.changed, true
 }
 
 // TestQueuePlayers plays two bots and three humans against the fake room
@@ -216,19 +246,32 @@ func TestQueuePlayers(t *testing.T) {
 
 // TestQueuePlayerPolite: when the server answers every long poll at once
 // (its waiters full), a waiting human asks again after her polite pause,
-// not in a loop: 1.5 s of waiting at a 100 ms pause is about 15 polls.
+// not in a loop: of her ticket's reads, only the one after her first read
+// and the one after the start's refresh (her place in line appeared) come
+// sooner than the pause after the one before; every other comes at least
+// the pause after it (judged on the server's arrivals, which only a loaded
+// machine spreads further apart).
 func TestQueuePlayerPolite(t *testing.T) {
+	const pause = 100 * time.Millisecond
 	now := time.Now()
 	f := &fakeRoom{opens: now, starts: now.Add(500 * time.Millisecond), rate: 1, stock: 1, full: true,
 		arrival: map[string]int64{}, owner: map[string]string{}, grants: map[string]int{}, bought: map[string]bool{}}
 	srv := httptest.NewServer(f)
 	defer srv.Close()
 	g := newQueueGame(srv.Client(), srv.URL, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a hang guard only
 	defer cancel()
-	r := g.human(ctx, "Bearer h1", now, 100*time.Millisecond) // admitted at the start + 1 s
-	if !r.Won || r.Polls < 5 || r.Polls > 25 {
-		t.Errorf("won %v after %d polls, want a win after about 15", r.Won, r.Polls)
+	r := g.human(ctx, "Bearer h1", now, pause) // admitted at the start + 1 s
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var quick []time.Duration
+	for i := 1; i < len(f.polled); i++ {
+		if d := f.polled[i].Sub(f.polled[i-1]); d < pause {
+			quick = append(quick, d)
+		}
+	}
+	if !r.Won || r.Polls != len(f.polled) || r.Polls < 4 || len(quick) > 2 {
+		t.Errorf("won %v after %d polls (the server saw %d), %d of them sooner than the %v pause: %v", r.Won, r.Polls, len(f.polled), len(quick), pause, quick)
 	}
 }
 

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/audit"
 )
 
@@ -20,7 +22,9 @@ import (
 // bots_queue_resale.go; the real hand-off is pkg/httpapi's
 // TestWaitlistOfferByTicket): every ticket reads sold_out until the room
 // puts an offer on it, then "offered" with the offer grant "w:<buyer>:<n>"
-// until its expiry; a long poll answers when an offer comes. A claim with
+// until its expiry; a long poll answers when an offer comes (the room
+// notes who waits on one and who was shown an offer, for the test to act
+// on what the players did rather than on guessed pauses). A claim with
 // the offer grant is 202 once (then 409), 403 offer_gone when the offer is
 // gone (or for a buyer in goneOnce, once: the room drops that offer, as
 // when the claim window ended as the claim was sent). An order without a
@@ -38,10 +42,17 @@ type resaleRoom struct {
 	paid    map[string]bool
 	lapsed  int
 	claims  []string // "<buyer> <answer>" of every order with a grant
+	// changed is closed (and replaced) at every offer, to wake the long
+	// polls; waiting counts buyer's long polls waiting for an offer and
+	// shown the answers that showed it one.
+	changed chan struct{}
+	waiting map[string]int
+	shown   map[string]int
 }
 
 func newResaleRoom() *resaleRoom {
-	return &resaleRoom{offers: map[string]time.Time{}, n: map[string]int{}, goneOnce: map[string]bool{}, stale: map[string]bool{}, claimed: map[string]bool{}, paid: map[string]bool{}}
+	return &resaleRoom{offers: map[string]time.Time{}, n: map[string]int{}, goneOnce: map[string]bool{}, stale: map[string]bool{}, claimed: map[string]bool{}, paid: map[string]bool{},
+		changed: make(chan struct{}), waiting: map[string]int{}, shown: map[string]int{}}
 }
 
 // offer puts an offer of window on buyer's ticket.
@@ -50,14 +61,16 @@ func (f *resaleRoom) offer(buyer string, window time.Duration) {
 	defer f.mu.Unlock()
 	f.offers[buyer] = time.Now().Add(window)
 	f.n[buyer]++
+	close(f.changed)
+	f.changed = make(chan struct{})
 }
 
-// lapse takes an expired unclaimed offer back; true if there was one.
+// lapse ends buyer's unclaimed offer's claim window now and takes the
+// offer back; true if there was one.
 func (f *resaleRoom) lapse(buyer string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	exp, ok := f.offers[buyer]
-	if !ok || time.Now().Before(exp) {
+	if _, ok := f.offers[buyer]; !ok {
 		return false
 	}
 	delete(f.offers, buyer)
@@ -69,11 +82,53 @@ func (f *resaleRoom) lapse(buyer string) bool {
 func (f *resaleRoom) offered(buyer string) (string, time.Time, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	return f.offeredLocked(buyer)
+}
+
+func (f *resaleRoom) offeredLocked(buyer string) (string, time.Time, bool) {
 	exp, ok := f.offers[buyer]
 	if !ok || !time.Now().Before(exp) {
 		return "", time.Time{}, false
 	}
 	return fmt.Sprintf("w:%s:%d", buyer, f.n[buyer]), exp, true
+}
+
+// longPoll waits up to wait for buyer's live offer (counts it shown), or
+// for ctx's end; false without an offer. A read (wait 0) answers at once.
+func (f *resaleRoom) longPoll(ctx context.Context, buyer string, wait time.Duration) (string, time.Time, bool) {
+	until := time.Now().Add(wait)
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if wait > 0 {
+		f.waiting[buyer]++
+		defer func() { f.waiting[buyer]-- }()
+	}
+	for {
+		if g, exp, ok := f.offeredLocked(buyer); ok {
+			f.shown[buyer]++
+			return g, exp, true
+		}
+		if ctx.Err() != nil || !time.Now().Before(until) {
+			return "", time.Time{}, false
+		}
+		changed := f.changed
+		f.mu.Unlock()
+		select {
+		case <-changed:
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+		f.mu.Lock()
+	}
+}
+
+// state reads the room under its lock.
+func (f *resaleRoom) state(read func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	read()
 }
 
 func (f *resaleRoom) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -89,7 +144,6 @@ func (f *resaleRoom) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		reply(http.StatusOK, takenTicket{Ticket: "t-" + buyer, Arrival: 1, TakenAt: time.Now().UTC()})
 	case r.Method == http.MethodGet && r.URL.Path == "/api/v1/items/1/queue/t-"+buyer:
 		wait, _ := time.ParseDuration(r.URL.Query().Get("wait"))
-		until := time.Now().Add(wait)
 		pos := int64(1)
 		f.mu.Lock()
 		stale := f.stale[buyer]
@@ -101,17 +155,11 @@ func (f *resaleRoom) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			reply(http.StatusOK, ticketState{Ticket: "t-" + buyer, State: ticketAdmitted, Position: &pos, AdmissionGrant: "g:" + buyer, GrantExpiresAt: time.Now().Add(time.Minute).UTC()})
 			return
 		}
-		for {
-			if g, exp, ok := f.offered(buyer); ok {
-				reply(http.StatusOK, ticketState{Ticket: "t-" + buyer, State: ticketOffered, Position: &pos, AdmissionGrant: g, GrantExpiresAt: exp.UTC()})
-				return
-			}
-			if !time.Now().Before(until) {
-				reply(http.StatusOK, ticketState{Ticket: "t-" + buyer, State: ticketSoldOut, Position: &pos})
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
+		if g, exp, ok := f.longPoll(r.Context(), buyer, wait); ok {
+			reply(http.StatusOK, ticketState{Ticket: "t-" + buyer, State: ticketOffered, Position: &pos, AdmissionGrant: g, GrantExpiresAt: exp.UTC()})
+			return
 		}
+		reply(http.StatusOK, ticketState{Ticket: "t-" + buyer, State: ticketSoldOut, Position: &pos})
 	case r.Method == http.MethodPost && r.URL.Path == "/api/v1/orders":
 		var b struct {
 			Grant *string `json:"admission_grant"`
@@ -183,35 +231,19 @@ func TestQueueResalePlayers(t *testing.T) {
 	c.Timeout = 5 * time.Second
 	g := newQueueGame(c, srv.URL, 1)
 	g.resale = &resalePlay{api: &API{Base: srv.URL, Client: g.poll}, unpaid: map[string]bool{"Bearer b1": true}, decline: map[string]bool{"Bearer h2": true}}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// A hang guard only: the players are done as soon as the offers are.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	// The claim window of every offer: long enough that no offer ends
+	// before its player claims it on a loaded machine; h2's ends when the
+	// test says (lapse).
+	const window = 10 * time.Second
 
 	f.stale["h3"] = true
-	go func() {
-		time.Sleep(150 * time.Millisecond)
-		f.offer("h1", 2*time.Second)
-		f.offer("h3", 2*time.Second)
-		f.offer("h2", 200*time.Millisecond)
-		for !f.lapse("h2") {
-			time.Sleep(10 * time.Millisecond)
-		}
-		f.mu.Lock()
-		f.goneOnce["b1"] = true
-		f.mu.Unlock()
-		f.offer("b1", 2*time.Second)
-		for {
-			if _, _, ok := f.offered("b1"); !ok {
-				break // the claim met offer_gone
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-		time.Sleep(100 * time.Millisecond)
-		f.offer("b1", 2*time.Second)
-	}()
-
 	now := time.Now()
 	var h1, h2, h3, b1 ticketRun
 	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }() // if a wait below fails
 	for _, p := range []func(){
 		func() { h1 = g.human(ctx, "Bearer h1", now, 100*time.Millisecond) },
 		func() { h3 = g.human(ctx, "Bearer h3", now, 100*time.Millisecond) },
@@ -221,12 +253,45 @@ func TestQueueResalePlayers(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); p() }()
 	}
+
+	// The room acts on what the players did, not after guessed pauses.
+	waits := func(buyers ...string) func() bool {
+		return func() (all bool) {
+			f.state(func() {
+				all = true
+				for _, b := range buyers {
+					all = all && f.waiting[b] > 0
+				}
+			})
+			return all
+		}
+	}
+	testenv.Eventually(t, 10*time.Second, 5*time.Millisecond, waits("h1", "h2", "h3", "b1"), "the sold-out players are not all waiting on their long polls")
+	f.offer("h1", window)
+	f.offer("h3", window)
+	f.offer("h2", window)
+	testenv.Eventually(t, 10*time.Second, 5*time.Millisecond, func() (seen bool) {
+		f.state(func() { seen = f.shown["h2"] > 0 })
+		return seen
+	}, "h2 was never shown its offer")
+	if !f.lapse("h2") {
+		t.Fatal("h2 claimed the offer it should let lapse")
+	}
+	f.state(func() { f.goneOnce["b1"] = true })
+	f.offer("b1", window)
+	testenv.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool {
+		met := false
+		f.state(func() { met = slices.Contains(f.claims, "b1 403") })
+		return met && waits("b1")()
+	}, "b1's claim did not meet offer_gone, or b1 did not go back to its long poll after it")
+	f.offer("b1", window)
 	wg.Wait()
 	if ctx.Err() != nil {
 		t.Fatal("the players did not finish: they should leave once they claimed or declined")
 	}
 
-	if !h1.Claim.Won || h1.Claim.RequestID != "r-h1" || len(h1.Offers) != 1 || h1.ClaimLatency <= 0 || h1.ClaimLatency > time.Second {
+	if !h1.Claim.Won || h1.Claim.RequestID != "r-h1" || len(h1.Offers) != 1 || h1.ClaimLatency <= 0 ||
+		h1.ClaimLatency != h1.Claim.WonAt.Sub(h1.Offers[0].At) {
 		t.Errorf("h1: claim %+v, offers %v, offer -> claim %v", h1.Claim, h1.Offers, h1.ClaimLatency)
 	}
 	if o := h1.Order; !o.Paid || o.LeftUnpaid || o.Status != "PAID" || o.ExpiresAt.IsZero() || !f.paid["h1"] {
@@ -250,7 +315,7 @@ func TestQueueResalePlayers(t *testing.T) {
 	if f.lapsed != 1 {
 		t.Errorf("%d offers lapsed, want h2's", f.lapsed)
 	}
-	if last, pw, cl := g.resale.learnt(); last.IsZero() || pw <= 0 || cl <= 0 || cl > 2*time.Second {
+	if last, pw, cl := g.resale.learnt(); last.IsZero() || pw <= 0 || cl <= 0 || cl > window {
 		t.Errorf("learnt: last expiry %v, payment window %v, claim window left %v", last, pw, cl)
 	}
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -85,23 +86,16 @@ func TestFloors(t *testing.T) {
 		t.Errorf("text report lacks the floors (err %v)", err)
 	}
 	// The throwaway topic is deleted; the broker may take a moment to say so.
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		left := 0
+	var left []string
+	testenv.Eventually(t, 15*time.Second, 500*time.Millisecond, func() bool {
+		left = left[:0]
 		for name := range floorTopics(t, p.Brokers) {
 			if !before[name] {
-				left++
+				left = append(left, name)
 			}
 		}
-		if left == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("%d floor topics left on the broker", left)
-			break
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return len(left) == 0
+	}, "floor topics left on the broker: %v", &left) // a pointer: the last poll's, printed at the failure
 }
 
 func perSec(f *FloorFigure) float64 {

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/flashsale-dev/flashsale/internal/testenv"
 )
 
 // fakeLag is a LagSampler stand-in: the next value and whether the latest
@@ -121,16 +123,12 @@ func TestSamplerRun(t *testing.T) {
 	rec := NewRecorder(0, nil)
 	s := NewSampler(TimelineSources{Recorder: rec}, time.Now(), 20*time.Millisecond)
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel() // if the wait below fails
 	done := make(chan struct{})
 	go func() { defer close(done); s.Run(ctx) }()
 	addAnswers(rec, OutAccepted, msd(3))
-	deadline := time.Now().Add(5 * time.Second)
-	for len(s.Timeline().Samples) < 3 {
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d samples after 5 s at a 20 ms interval", len(s.Timeline().Samples))
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool { return len(s.Timeline().Samples) >= 3 },
+		"fewer than 3 samples at a 20 ms interval")
 	addAnswers(rec, OutUnavail, msd(7))
 	cancel()
 	select {
