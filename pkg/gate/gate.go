@@ -75,6 +75,10 @@ type Gate struct {
 	st  *stock.Store
 	m   *Metrics
 	log *slog.Logger
+	// now is the gate's clock for the items' sale windows (time.Now); a
+	// test sets it, with the Store's (stock.Store.WithClock), to step the
+	// gate's time instead of waiting on it (export_test.go).
+	now func() time.Time
 
 	items   []store.Item
 	itemsAt time.Time
@@ -83,7 +87,7 @@ type Gate struct {
 
 // New returns a gate on db and rdb; it makes no call until Run or Pass.
 func New(cfg Config, db *sql.DB, rdb redis.UniversalClient, m *Metrics, log *slog.Logger) *Gate {
-	return &Gate{cfg: cfg.withDefaults(), db: db, rdb: rdb, st: stock.New(rdb), m: m, log: log, lines: map[int64]line{}}
+	return &Gate{cfg: cfg.withDefaults(), db: db, rdb: rdb, st: stock.New(rdb), m: m, log: log, now: time.Now, lines: map[int64]line{}}
 }
 
 // Run passes every Interval until ctx is done, then gives the lease up so
@@ -136,7 +140,7 @@ func (g *Gate) Pass(ctx context.Context) error {
 	}
 	var waiting int64
 	var errs []error
-	now := time.Now()
+	now := g.now()
 	for _, it := range items {
 		if now.Before(it.StartsAt) {
 			continue // nothing moves before the start (the script checks too)
@@ -176,7 +180,7 @@ func (g *Gate) hold(ctx context.Context) (bool, error) {
 func (g *Gate) advance(ctx context.Context, it store.Item) (stock.GateState, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.cfg.StoreTimeout)
 	defer cancel()
-	if g.cfg.MaxInFlight > 0 && !time.Now().Before(it.StartsAt) && time.Now().Before(it.EndsAt) {
+	if now := g.now(); g.cfg.MaxInFlight > 0 && !now.Before(it.StartsAt) && now.Before(it.EndsAt) {
 		n, err := g.st.InFlight(ctx, it.ID, it.Buckets)
 		if err != nil {
 			return stock.GateState{}, err
@@ -201,7 +205,7 @@ func (g *Gate) list(ctx context.Context) ([]store.Item, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, g.cfg.StoreTimeout)
 	defer cancel()
-	items, err := store.LiveQueuedItems(ctx, g.db, time.Now().Add(-endedGrace))
+	items, err := store.LiveQueuedItems(ctx, g.db, g.now().Add(-endedGrace))
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,10 +20,6 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
-// TestGateFailsOver: two reaper replicas run the gate under one lease; only
-// the holder admits and exports the waiting gauge. When the holder stops
-// (its lease given up) the other takes over and admissions go on at the
-// item's rate. No gate at all admits nobody.
 // queuedItem saves and warms an item of stock units whose waiting room
 // opened a minute ago and whose sale starts at starts, at rate a second,
 // and gives users 1..tickets a ticket each; it returns the item's id.
@@ -44,13 +41,35 @@ func queuedItem(t *testing.T, db *sql.DB, st *stock.Store, stockUnits int64, sta
 	return id
 }
 
+// testClock is the gates' clock in a test, stepped by hand (gate.SetClock):
+// a test about the gate's rate counts exact admissions per step instead of
+// measuring the wall clock on a loaded machine. Safe for the gates'
+// goroutines.
+type testClock struct{ ms atomic.Int64 }
+
+func newTestClock(at time.Time) *testClock {
+	c := &testClock{}
+	c.ms.Store(at.UnixMilli())
+	return c
+}
+
+func (c *testClock) now() time.Time          { return time.UnixMilli(c.ms.Load()) }
+func (c *testClock) advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
+
+// TestGateFailsOver: two reaper replicas run the gate under one lease; only
+// the holder admits and exports the waiting gauge. When the holder stops
+// (its lease given up) the other takes over and admissions go on at the
+// item's rate. No gate at all admits nobody. The gates run on a clock the
+// test steps, so the admissions are counted exactly.
 func TestGateFailsOver(t *testing.T) {
 	db, _ := testenv.MySQL(t)
 	rdb := testenv.Redis(t)
 	st := stock.New(rdb)
 	ctx := context.Background()
-	now := time.Now()
-	id := queuedItem(t, db, st, 10, now.Add(500*time.Millisecond), 40, 200)
+	// Started (whole seconds: exact in MySQL and Redis), by Redis' clock
+	// too, so tickets are taken after it.
+	clock := newTestClock(time.Now().Truncate(time.Second))
+	id := queuedItem(t, db, st, 10, clock.now(), 40, 200)
 	key := "fs:test:gate:" + testenv.Suffix()
 	type replica struct {
 		m      *gate.Metrics
@@ -61,6 +80,7 @@ func TestGateFailsOver(t *testing.T) {
 		m := gate.NewMetrics(prometheus.NewRegistry())
 		g := gate.New(gate.Config{Interval: 20 * time.Millisecond, Lease: 300 * time.Millisecond, LeaseKey: key, Holder: name},
 			db, rdb, m, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		gate.SetClock(g, clock.now)
 		c, cancel := context.WithCancel(ctx)
 		r := replica{m: m, cancel: cancel, done: make(chan struct{})}
 		go func() { defer close(r.done); _ = g.Run(c) }()
@@ -73,14 +93,24 @@ func TestGateFailsOver(t *testing.T) {
 		}
 		return g.Serving
 	}
-	time.Sleep(time.Until(now.Add(700 * time.Millisecond)))
 	if s := serving(); s != 0 {
 		t.Fatalf("no gate running: serving %d, want 0", s)
 	}
 
 	a, b := start("a"), start("b")
 	defer func() { a.cancel(); b.cancel(); <-a.done; <-b.done }()
-	testenv.Eventually(t, 2*time.Second, 10*time.Millisecond, func() bool { return serving() > 5 }, "nobody admitted")
+	// A pass at the very start admits nobody: no time has passed on the
+	// gates' clock (the waiting gauge is set at the end of a pass).
+	testenv.Eventually(t, 5*time.Second, 10*time.Millisecond, func() bool {
+		return testutil.ToFloat64(a.m.Waiting)+testutil.ToFloat64(b.m.Waiting) == 200
+	}, "the waiting gauges never read 200 of 200 tickets: no pass ran at the start, or one admitted someone")
+	if s := serving(); s != 0 {
+		t.Fatalf("passes at the start: serving %d, want 0", s)
+	}
+	// A second at 40 a second: 40 admitted, by whichever holds the gate.
+	clock.advance(time.Second)
+	testenv.Eventually(t, 5*time.Second, 10*time.Millisecond, func() bool { return serving() == 40 },
+		"a second at 40/s: serving never reached 40")
 	held := testutil.ToFloat64(a.m.Held) + testutil.ToFloat64(b.m.Held)
 	if held != 1 {
 		t.Fatalf("holders: a %v b %v, want exactly one", testutil.ToFloat64(a.m.Held), testutil.ToFloat64(b.m.Held))
@@ -89,26 +119,28 @@ func TestGateFailsOver(t *testing.T) {
 	if testutil.ToFloat64(b.m.Held) == 1 {
 		holder, other = b, a
 	}
-	if w := testutil.ToFloat64(holder.m.Waiting); w <= 0 || w >= 200 {
-		t.Errorf("holder's waiting gauge %v, want between 0 and 200", w)
-	}
+	// The gauge is set at the end of the pass that moved the position.
+	testenv.Eventually(t, 5*time.Second, 10*time.Millisecond, func() bool { return testutil.ToFloat64(holder.m.Waiting) == 160 },
+		"the holder's waiting gauge never read 160 (200 tickets, 40 admitted)")
 	if w := testutil.ToFloat64(other.m.Waiting); w != 0 {
 		t.Errorf("the other's waiting gauge %v, want 0", w)
 	}
 	holder.cancel()
 	<-holder.done
-	before, at := serving(), time.Now()
-	testenv.Eventually(t, 2*time.Second, 10*time.Millisecond, func() bool { return testutil.ToFloat64(other.m.Held) == 1 }, "no takeover")
-	time.Sleep(500 * time.Millisecond)
-	after := serving()
-	// 40 a second went on through the handover: about 20 in 0.5 s (the
-	// moments with no holder are admitted by the next move, up to a
-	// second's worth).
-	rate := float64(after-before) / time.Since(at).Seconds()
-	if rate < 25 || rate > 60 {
-		t.Errorf("after the takeover %d -> %d: %.0f a second, want about 40", before, after, rate)
+	// The clock has not moved since: nothing more admitted, by either.
+	before := serving()
+	if before != 40 {
+		t.Fatalf("with the clock stopped after 40: serving %d, want still 40", before)
 	}
-	if n := testutil.ToFloat64(other.m.Admitted); n <= 0 {
-		t.Errorf("the new holder's admitted counter %v", n)
+	testenv.Eventually(t, 5*time.Second, 10*time.Millisecond, func() bool { return testutil.ToFloat64(other.m.Held) == 1 }, "no takeover")
+	// 40 a second goes on through the handover: half a second is 20 more,
+	// all admitted by the new holder (the old one has stopped).
+	clock.advance(500 * time.Millisecond)
+	testenv.Eventually(t, 5*time.Second, 10*time.Millisecond, func() bool { return serving() == before+20 },
+		"after the takeover, half a second at 40/s: serving never reached %d", before+20)
+	testenv.Eventually(t, 5*time.Second, 10*time.Millisecond, func() bool { return testutil.ToFloat64(other.m.Admitted) >= 20 },
+		"the new holder's admitted counter never reached the 20 since the takeover")
+	if s := serving(); s != before+20 {
+		t.Fatalf("with the clock stopped after the takeover's half second: serving %d, want still %d", s, before+20)
 	}
 }

@@ -21,15 +21,17 @@ import (
 // and not yet written (the consumers' backlog), banks none of the time it
 // held, and admits at the rate again once the orders are written. Without
 // the hold it admitted through the backlog (checked by the same passes on
-// a gate without MaxInFlight).
+// a gate without MaxInFlight). The gate runs on a clock the test steps, so
+// each pass's admissions are exact.
 func TestGateHoldsWhileThePipelineIsFull(t *testing.T) {
 	db, _ := testenv.MySQL(t)
 	rdb := testenv.Redis(t)
 	st := stock.New(rdb)
 	ctx := context.Background()
-	now := time.Now()
-	id := queuedItem(t, db, st, 100, now.Add(300*time.Millisecond), 100, 100)
-	time.Sleep(time.Until(now.Add(400 * time.Millisecond)))
+	// Started (whole seconds: exact in MySQL and Redis), by Redis' clock
+	// too, so the orders below are admitted.
+	clock := newTestClock(time.Now().Truncate(time.Second))
+	id := queuedItem(t, db, st, 100, clock.now(), 100, 100)
 	// Three orders reserved, none written yet.
 	var rids []string
 	for u := int64(1); u <= 3; u++ {
@@ -44,8 +46,10 @@ func TestGateHoldsWhileThePipelineIsFull(t *testing.T) {
 	}
 	newGate := func(maxInFlight int) (*gate.Gate, *gate.Metrics) {
 		m := gate.NewMetrics(prometheus.NewRegistry())
-		return gate.New(gate.Config{LeaseKey: "fs:test:gate:" + testenv.Suffix() + t.Name(), MaxInFlight: maxInFlight},
-			db, rdb, m, slog.New(slog.NewTextHandler(io.Discard, nil))), m
+		g := gate.New(gate.Config{LeaseKey: "fs:test:gate:" + testenv.Suffix() + t.Name(), MaxInFlight: maxInFlight},
+			db, rdb, m, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		gate.SetClock(g, clock.now)
+		return g, m
 	}
 	serving := func() int64 {
 		g, err := st.ReadGate(ctx, id)
@@ -54,54 +58,53 @@ func TestGateHoldsWhileThePipelineIsFull(t *testing.T) {
 		}
 		return g.Serving
 	}
-	held, m := newGate(3)
-	var lastHeld time.Time
-	for range 5 {
-		time.Sleep(60 * time.Millisecond)
-		lastHeld = time.Now() // before the pass: its hold is at or after this
-		if err := held.Pass(ctx); err != nil {
+	pass := func(g *gate.Gate, after time.Duration) int64 {
+		t.Helper()
+		clock.advance(after)
+		if err := g.Pass(ctx); err != nil {
 			t.Fatal(err)
 		}
+		return serving()
 	}
-	if s := serving(); s != 0 {
-		t.Fatalf("3 orders in flight of at most 3: serving %d, want 0 (held)", s)
+	// Five passes 60 ms apart, from the start: 300 ms held.
+	held, m := newGate(3)
+	for i := range 5 {
+		if s := pass(held, 60*time.Millisecond); s != 0 {
+			t.Fatalf("3 orders in flight of at most 3, pass %d: serving %d, want 0 (held)", i+1, s)
+		}
 	}
 	if n := testutil.ToFloat64(m.HeldBack); n != 5 {
 		t.Fatalf("held back %v passes, want 5", n)
 	}
-	// Written: the gate goes on at the rate, with none of the 300 ms it
-	// held banked (30 positions at 100 a second).
+	// Written: the gate goes on at the rate from the last held pass, with
+	// none of the 300 ms it held banked (30 positions at 100 a second).
 	if err := st.Settle(ctx, id, rids); err != nil {
 		t.Fatal(err)
 	}
-	if err := held.Pass(ctx); err != nil {
-		t.Fatal(err)
+	if s := pass(held, 0); s != 0 {
+		t.Fatalf("first pass after the hold, at its time: serving %d, want 0 (no banked time)", s)
 	}
-	// Only the time since the last held pass counts (plus 2 for the clocks
-	// and the calls' own time).
-	if s, most := serving(), time.Since(lastHeld).Milliseconds()*100/1000+2; s > most {
-		t.Fatalf("first pass after the hold: serving %d, want at most %d (no banked time)", s, most)
+	if s := pass(held, 50*time.Millisecond); s != 5 {
+		t.Fatalf("50 ms after the hold at 100 a second: serving %d, want 5", s)
 	}
-	time.Sleep(200 * time.Millisecond)
-	if err := held.Pass(ctx); err != nil {
-		t.Fatal(err)
+	if s := pass(held, 200*time.Millisecond); s != 25 {
+		t.Fatalf("250 ms after the hold at 100 a second: serving %d, want 25", s)
 	}
-	if s, most := serving(), time.Since(lastHeld).Milliseconds()*100/1000+2; s < 15 || s > most {
-		t.Fatalf("200 ms after the hold at 100 a second: serving %d, want 15 to %d", s, most)
+	if n := testutil.ToFloat64(m.HeldBack); n != 5 {
+		t.Fatalf("held back %v passes once written, want still 5", n)
 	}
-	// The same backlog without MaxInFlight does not hold.
+	// The same backlog again: a gate without MaxInFlight does not hold,
+	// where the held one does.
 	for u := int64(4); u <= 6; u++ {
 		if r, err := st.Admit(ctx, stock.AdmitRequest{ItemID: id, Buckets: 1, UserID: u, Qty: 1, RequestID: reqid.New(id, time.Now()), Now: time.Now(), Granted: true}); err != nil || r.Code != stock.Admitted {
 			t.Fatalf("admit %d: %+v %v", u, r, err)
 		}
 	}
-	before := serving()
-	free, _ := newGate(0)
-	time.Sleep(100 * time.Millisecond)
-	if err := free.Pass(ctx); err != nil {
-		t.Fatal(err)
+	if s := pass(held, 100*time.Millisecond); s != 25 {
+		t.Fatalf("3 orders in flight again: serving %d, want 25 (held)", s)
 	}
-	if s := serving(); s <= before {
-		t.Fatalf("without MaxInFlight: serving %d after %d, want it to move", s, before)
+	free, _ := newGate(0)
+	if s := pass(free, 100*time.Millisecond); s != 35 {
+		t.Fatalf("without MaxInFlight, 100 ms at 100 a second: serving %d, want 35", s)
 	}
 }

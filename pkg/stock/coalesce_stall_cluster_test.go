@@ -190,9 +190,14 @@ func admitLoad(t *testing.T, s *stock.Store, healthy []int64, victim int64, dead
 			}
 		})
 	}
-	// Let the load run a little before the fault, and stop counting the
-	// victim's answers from it on.
-	time.Sleep(200 * time.Millisecond)
+	// The fault starts once the load runs (every healthy-shard goroutine's
+	// worth of answers came back), and the victim's answers are counted
+	// from it on.
+	testenv.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return r.n >= 16
+	}, "the load never ran: no healthy-shard answers")
 	var undo func()
 	if fault != nil {
 		undo = fault()
@@ -201,6 +206,7 @@ func admitLoad(t *testing.T, s *stock.Store, healthy []int64, victim int64, dead
 		r = loadResult{}
 		mu.Unlock()
 	}
+	// Real time is the subject: the load (and the fault) last for took.
 	time.Sleep(took)
 	if undo != nil {
 		r.victimOK = victimOK.Load()

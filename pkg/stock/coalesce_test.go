@@ -159,38 +159,64 @@ func TestCoalescedAdmissionThroughStallAndKill(t *testing.T) {
 	const units, buyers = 1500, 4000
 	id := warmItem(t, stock.New(rdb), units, 1)
 
-	admitAll := func(from, to int64, results chan<- outcome) {
-		var wg sync.WaitGroup
-		for u := from; u < to; u++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				time.Sleep(time.Duration(rand.IntN(400)) * time.Millisecond)
-				d := time.Duration(20+rand.IntN(480)) * time.Millisecond
-				ctx, cancel := context.WithTimeout(context.Background(), d)
-				defer cancel()
-				dl, _ := ctx.Deadline()
-				rid := reqid.New(id, time.Now())
-				r, err := s.Admit(ctx, stock.AdmitRequest{ItemID: id, UserID: u, Qty: 1, RequestID: rid, Deadline: dl})
-				if err == nil && r.Code == stock.Admitted && r.RequestID != "" && r.RequestID != rid {
-					t.Errorf("user %d got request %s's reply", u, r.RequestID)
+	// burst launches buyers from..to-1 in the background, 10 every
+	// millisecond (so the burst lasts about 400 ms and a fault lands in its
+	// middle), each with a random deadline. It returns once a quarter of
+	// them came back (the load runs), with a channel closed once all have
+	// and the count of those that failed so far.
+	burst := func(from, to int64, results chan<- outcome) (<-chan struct{}, *atomic.Int64) {
+		var returned, failed atomic.Int64
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			var wg sync.WaitGroup
+			defer wg.Wait()
+			tick := time.NewTicker(time.Millisecond)
+			defer tick.Stop()
+			for u := from; u < to; u++ {
+				if (u-from)%10 == 0 {
+					<-tick.C
 				}
-				results <- outcome{rid: rid, user: u, code: r.Code, err: err, deadline: dl, returned: time.Now()}
-			}()
-		}
-		wg.Wait()
+				wg.Go(func() {
+					d := time.Duration(20+rand.IntN(480)) * time.Millisecond
+					ctx, cancel := context.WithTimeout(context.Background(), d)
+					defer cancel()
+					dl, _ := ctx.Deadline()
+					rid := reqid.New(id, time.Now())
+					r, err := s.Admit(ctx, stock.AdmitRequest{ItemID: id, UserID: u, Qty: 1, RequestID: rid, Deadline: dl})
+					if err == nil && r.Code == stock.Admitted && r.RequestID != "" && r.RequestID != rid {
+						t.Errorf("user %d got request %s's reply", u, r.RequestID)
+					}
+					results <- outcome{rid: rid, user: u, code: r.Code, err: err, deadline: dl, returned: time.Now()}
+					if err != nil {
+						failed.Add(1)
+					}
+					returned.Add(1)
+				})
+			}
+		}()
+		testenv.Eventually(t, 30*time.Second, time.Millisecond, func() bool { return returned.Load() >= (to-from)/4 },
+			"a quarter of the burst never came back")
+		return done, &failed
 	}
 
-	// Phase 1: a burst with a 300 ms stall in its middle.
+	// Phase 1: a burst with a stall in its middle: from a quarter of the
+	// burst on, until the stall has cut calls (their deadlines ended while
+	// Redis answered nothing) or the burst is over.
 	results := make(chan outcome, buyers)
 	stalls := newStallMeter()
-	go func() {
-		time.Sleep(150 * time.Millisecond)
-		red.Pause()
-		time.Sleep(300 * time.Millisecond)
-		red.Resume()
-	}()
-	admitAll(1, buyers+1, results)
+	done, cut := burst(1, buyers+1, results)
+	red.Pause()
+	testenv.Eventually(t, 30*time.Second, time.Millisecond, func() bool {
+		select {
+		case <-done:
+			return true // the check below says the stall cut nothing
+		default:
+			return cut.Load() >= 50
+		}
+	}, "the stalled burst never ended")
+	red.Resume()
+	<-done
 	close(results)
 	var all []outcome
 	for o := range results {
@@ -252,11 +278,9 @@ func TestCoalescedAdmissionThroughStallAndKill(t *testing.T) {
 	// deadline, with an error or its own verdict.
 	results = make(chan outcome, buyers)
 	stalls = newStallMeter()
-	go func() {
-		time.Sleep(150 * time.Millisecond)
-		red.Stop()
-	}()
-	admitAll(buyers+1, 2*buyers+1, results)
+	done, _ = burst(buyers+1, 2*buyers+1, results)
+	red.Stop()
+	<-done
 	close(results)
 	all = all[:0]
 	var failed int
@@ -299,7 +323,8 @@ func checkDeadlines(t *testing.T, all []outcome, stalls *stallMeter) {
 }
 
 // stallMeter measures how long the test process went without running: a
-// goroutine sleeps 5 ms at a time and records the worst oversleep.
+// goroutine takes a 5 ms ticker's ticks and records the worst gap beyond
+// 5 ms between taking two (a stalled process takes none).
 type stallMeter struct {
 	done  chan struct{}
 	worst chan time.Duration
@@ -308,17 +333,21 @@ type stallMeter struct {
 func newStallMeter() *stallMeter {
 	m := &stallMeter{done: make(chan struct{}), worst: make(chan time.Duration, 1)}
 	go func() {
+		const every = 5 * time.Millisecond
+		tick := time.NewTicker(every)
+		defer tick.Stop()
 		var worst time.Duration
+		last := time.Now()
 		for {
 			select {
 			case <-m.done:
 				m.worst <- worst
 				return
-			default:
+			case <-tick.C:
+				now := time.Now()
+				worst = max(worst, now.Sub(last)-every)
+				last = now
 			}
-			start := time.Now()
-			time.Sleep(5 * time.Millisecond)
-			worst = max(worst, time.Since(start)-5*time.Millisecond)
 		}
 	}()
 	return m
@@ -336,13 +365,16 @@ func (m *stallMeter) stop() time.Duration {
 // batch already on the wire ends with its own deadline; nobody hangs.
 func TestCoalescerCloseFailsQueuedCallsAsNotSent(t *testing.T) {
 	red := testenv.StartPrivateRedis(t)
-	co := stock.NewCoalescer(red.Client(time.Second), stock.CoalesceConfig{MaxBatch: 4, Flushers: 1})
+	var sizes batchSizes
+	co := stock.NewCoalescer(red.Client(time.Second), stock.CoalesceConfig{MaxBatch: 4, Flushers: 1, Observe: sizes.observe})
 	red.Pause()
 	defer red.Resume()
 	const callers = 50
 	errs := make(chan error, callers)
+	var calling atomic.Int64
 	for i := range callers {
 		go func() {
+			calling.Add(1)
 			// A deadline far past the test's patience: only Close can
 			// release the queued calls in time.
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -350,7 +382,13 @@ func TestCoalescerCloseFailsQueuedCallsAsNotSent(t *testing.T) {
 			errs <- co.Do(ctx, redis.NewStringCmd(ctx, "echo", fmt.Sprint(i)))
 		}()
 	}
-	time.Sleep(200 * time.Millisecond) // the first batch is on the wire, the rest queued
+	// The first batch is on the wire (sent, its reply never coming: it
+	// ends with the client's 1 s read timeout), and every caller started.
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, func() bool {
+		sizes.mu.Lock()
+		defer sizes.mu.Unlock()
+		return sizes.batches >= 1 && calling.Load() == callers
+	}, "no batch sent, or not every caller started")
 	closed := make(chan struct{})
 	go func() { co.Close(); close(closed) }()
 	var notSent, other int

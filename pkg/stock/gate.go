@@ -41,7 +41,11 @@ func (s *Store) HoldGate(ctx context.Context, itemID int64) (GateState, error) {
 
 func (s *Store) advanceGate(ctx context.Context, itemID int64, rate int, hold bool) (GateState, error) {
 	k := QueueKeysOf(itemID)
-	res, err := s.run(ctx, gateAdvanceScript, []string{k.Gate, k.Arrivals, k.Meta, k.Waitlist, k.Offers}, max(rate, 1), flag(hold)).StringSlice()
+	args := []any{max(rate, 1), flag(hold)}
+	if s.now != nil {
+		args = append(args, s.now().UnixMilli()) // a test's clock (WithClock)
+	}
+	res, err := s.run(ctx, gateAdvanceScript, []string{k.Gate, k.Arrivals, k.Meta, k.Waitlist, k.Offers}, args...).StringSlice()
 	if err != nil {
 		return GateState{}, unavailable("stock: advance gate", err)
 	}

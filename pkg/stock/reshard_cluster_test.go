@@ -115,6 +115,8 @@ func TestClusterAdmissionsThroughSlotMigration(t *testing.T) {
 					return
 				}
 				res.buy(t, stores[i%2], kinds[i%2], item, u, &phase)
+				// Real time is the subject: the buyers are paced so the
+				// sale lasts through every phase of the move.
 				time.Sleep(4 * time.Millisecond)
 			}
 		}()
@@ -125,17 +127,21 @@ func TestClusterAdmissionsThroughSlotMigration(t *testing.T) {
 	minStock.Store(units)
 	go func() {
 		defer close(watchDone)
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
 		for !(moved.Load() && res.soldOut.Load()) && !res.stopped.Load() {
 			if n, ok, err := s.Stock(ctx, item); err == nil && ok && n < minStock.Load() {
 				minStock.Store(n)
 			}
-			time.Sleep(time.Millisecond)
+			<-tick.C
 		}
 	}()
 
 	start := time.Now()
 	testenv.MoveSlot(t, slot, from, to, others, 1, func(p string) {
 		phase.Store(p)
+		// Real time is the subject: each phase of the move lasts while
+		// the buyers go on, so admissions meet it.
 		time.Sleep(400 * time.Millisecond)
 	})
 	phase.Store("after")
@@ -275,6 +281,9 @@ func (o *outcomes) buy(t *testing.T, s *stock.Store, kind string, item, user int
 				o.ambiguous = append(o.ambiguous, fmt.Errorf("%s user %d in phase %s: %w", kind, user, p, err))
 			}
 			o.mu.Unlock()
+			// Real time is the subject: the call was refused (mostly
+			// TRYAGAIN: the slot's keys are split), so the buyer retries
+			// after a pause, as a client retries a 503.
 			time.Sleep(5 * time.Millisecond)
 			continue
 		}

@@ -5,6 +5,7 @@ package stock_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -70,7 +71,15 @@ func TestClusterStatusSubscriptionFollowsSlotMigration(t *testing.T) {
 	if got := testenv.PrimaryOf(t, cc, item); got != dst.Addr {
 		t.Fatalf("slot %d on %s after the move, want %s", slot, got, dst.Addr)
 	}
-	time.Sleep(200 * time.Millisecond)
+	// The move's gap (the old primary's sunsubscribe) has reached the
+	// subscriber before the status changes, so the change can only wake a
+	// subscription that followed the slot: the move's own gap does not
+	// count as the wake.
+	testenv.Eventually(t, 5*time.Second, 10*time.Millisecond, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.ContainsFunc(events, func(e subEvent) bool { return e.gap })
+	}, "slot %d moved %s -> %s: the subscription saw no gap", slot, home.Addr, dst.Addr)
 	changed := time.Now()
 	if err := s.PutStatus(ctx, item, "after", stock.RankFinal, []byte(`{}`)); err != nil {
 		t.Fatalf("put status on the new primary: %v", err)

@@ -3,6 +3,7 @@ package stock
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -11,6 +12,9 @@ import (
 type Store struct {
 	rdb redis.UniversalClient
 	co  *Coalescer
+	// now, when set (WithClock), is the clock the gate's moves judge time
+	// by instead of Redis' TIME; nil in production.
+	now func() time.Time
 }
 
 // New returns a Store on rdb.
@@ -20,7 +24,22 @@ func New(rdb redis.UniversalClient) *Store { return &Store{rdb: rdb} }
 // LookupRequest, PutStatus) share round trips through co; the rest go
 // straight to rdb.
 // The caller closes co after the Store's last use.
-func (s *Store) WithCoalescer(co *Coalescer) *Store { return &Store{rdb: s.rdb, co: co} }
+func (s *Store) WithCoalescer(co *Coalescer) *Store {
+	c := *s
+	c.co = co
+	return &c
+}
+
+// WithClock returns a Store whose gate moves (AdvanceGate, HoldGate) take
+// the time from now instead of Redis' TIME, so a test about the gate's
+// rate steps a clock and counts exact admissions rather than waiting on
+// the wall clock. Production never sets it: every gate holder, and
+// admit.lua, must judge the sale by Redis' one clock.
+func (s *Store) WithClock(now func() time.Time) *Store {
+	c := *s
+	c.now = now
+	return &c
+}
 
 // run runs script on the Coalescer when there is one, else alone.
 func (s *Store) run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {

@@ -60,6 +60,27 @@ func checkI9(t *testing.T, s *stock.Store, item int64) stock.Waitlist {
 	return w
 }
 
+// untilRedisPasses waits until Redis' clock, by which the waitlist's
+// scripts judge an offer's window, reaches at: a test about a window's end
+// polls for it rather than sleeping past it on a loaded machine.
+func untilRedisPasses(t *testing.T, s *stock.Store, at time.Time) {
+	t.Helper()
+	testenv.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool {
+		now, err := s.Client().Time(context.Background()).Result()
+		return err == nil && now.UnixMilli() >= at.UnixMilli()
+	}, "Redis' clock never reached %v", at)
+}
+
+// offerOf is user's live offer of item; the test fails when there is none.
+func offerOf(t *testing.T, s *stock.Store, item, user int64) stock.Offer {
+	t.Helper()
+	o, ok, err := s.OfferOf(context.Background(), item, user)
+	if err != nil || !ok {
+		t.Fatalf("user %d's offer: %+v %v %v, want one", user, o, ok, err)
+	}
+	return o
+}
+
 // TestWaitlistHandOff walks one item's released units through the
 // waitlist: a unit released while the item is sold out is held (not in the
 // stock), offered to the first ticket in line whose buyer holds nothing,
@@ -130,14 +151,14 @@ func TestWaitlistHandOff(t *testing.T) {
 	if r, _ := s.Restore(ctx, item, 0, rids[2], 1); r != stock.RestoreWaitlisted {
 		t.Fatalf("second restore: %v", r)
 	}
-	if p, err = s.OfferReleased(ctx, item, 200*time.Millisecond, line[3:], true); err != nil || p.Offered != 1 || p.Cursor != 4 {
+	if p, err = s.OfferReleased(ctx, item, 50*time.Millisecond, line[3:], true); err != nil || p.Offered != 1 || p.Cursor != 4 {
 		t.Fatalf("second offer: %+v %v, want position 4", p, err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	untilRedisPasses(t, s, offerOf(t, s, item, 4).Expires)
 	if c := claim(t, s, item, 4, 1); c != stock.NoOffer {
 		t.Fatalf("claim after the window: %s, want no_offer", c)
 	}
-	if p, err = s.OfferReleased(ctx, item, 200*time.Millisecond, line[4:], true); err != nil || p.Lapsed != 1 || p.Offered != 1 || p.Cursor != 5 {
+	if p, err = s.OfferReleased(ctx, item, 50*time.Millisecond, line[4:], true); err != nil || p.Lapsed != 1 || p.Offered != 1 || p.Cursor != 5 {
 		t.Fatalf("lapse: %+v %v, want lapsed 1 and offered to position 5", p, err)
 	}
 	if _, ok, _ := s.OfferOf(ctx, item, 4); ok {
@@ -146,7 +167,7 @@ func TestWaitlistHandOff(t *testing.T) {
 	checkI9(t, s, item)
 
 	// Nobody left in line: the unit goes back to the stock.
-	time.Sleep(300 * time.Millisecond)
+	untilRedisPasses(t, s, offerOf(t, s, item, 5).Expires)
 	if p, err = s.OfferReleased(ctx, item, time.Second, nil, true); err != nil || p.Lapsed != 1 || p.Returned != 1 || p.Pool != 0 {
 		t.Fatalf("end of the line: %+v %v, want lapsed 1, returned 1", p, err)
 	}
@@ -210,47 +231,54 @@ func TestWaitlistClaimsRaceOffersAndLapses(t *testing.T) {
 		line = append(line, stock.Candidate{Position: u, Ticket: fmt.Sprintf("%032x", u), UserID: u})
 	}
 
+	// Each racer paced by a ticker of its own, so the race spreads over
+	// the 30 ms windows (offers must lapse by Redis' clock) without
+	// spinning; it runs until it is over: every unit claimed or back in
+	// the stock, nothing left in the pool or on offer.
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	halt := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	defer halt() // a failed wait below stops the racers too
 	var gateErr atomic.Value
-	for range 4 {
+	racer := func(every time.Duration, once func() bool) {
 		wg.Go(func() {
-			for {
+			tick := time.NewTicker(every)
+			defer tick.Stop()
+			for once() {
 				select {
 				case <-stop:
 					return
-				default:
+				case <-tick.C:
 				}
-				if _, err := s.OfferReleased(ctx, item, 30*time.Millisecond, line, true); err != nil {
-					gateErr.Store(err)
-					return
-				}
-				time.Sleep(3 * time.Millisecond)
 			}
+		})
+	}
+	for range 4 {
+		racer(3*time.Millisecond, func() bool {
+			if _, err := s.OfferReleased(ctx, item, 30*time.Millisecond, line, true); err != nil {
+				gateErr.Store(err)
+				return false
+			}
+			return true
 		})
 	}
 	won := make([]atomic.Int32, units+waiting+1)
 	var claims atomic.Int64
 	for u := int64(units + 1); u <= units+waiting; u += 2 { // the others let their offers lapse
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				r, err := s.Admit(ctx, stock.AdmitRequest{ItemID: item, Buckets: 1, UserID: u, Qty: 1, RequestID: reqid.New(item, time.Now()), Now: time.Now(), Claim: true})
-				if err == nil && r.Code == stock.Admitted {
-					won[u].Add(1)
-					claims.Add(1)
-				}
-				time.Sleep(time.Duration(u%7) * time.Millisecond)
+		racer(time.Duration(1+u%7)*time.Millisecond, func() bool {
+			r, err := s.Admit(ctx, stock.AdmitRequest{ItemID: item, Buckets: 1, UserID: u, Qty: 1, RequestID: reqid.New(item, time.Now()), Now: time.Now(), Claim: true})
+			if err == nil && r.Code == stock.Admitted {
+				won[u].Add(1)
+				claims.Add(1)
 			}
+			return true
 		})
 	}
-	time.Sleep(1500 * time.Millisecond)
-	close(stop)
-	wg.Wait()
+	testenv.Eventually(t, 30*time.Second, 10*time.Millisecond, func() bool {
+		w, err := s.ReadWaitlist(ctx, item)
+		return (err == nil && w.Held() == 0) || gateErr.Load() != nil
+	}, "the race never ended: units still in the pool or on offer")
+	halt()
 	if err := gateErr.Load(); err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +354,9 @@ func TestReleasedClaimGoesBackToTheWaitlist(t *testing.T) {
 		t.Fatalf("after an ordinary release while sold out: %+v, want pool 1", w)
 	}
 	line := []stock.Candidate{{Position: 3, Ticket: fmt.Sprintf("%032x", 3), UserID: 3}, {Position: 4, Ticket: fmt.Sprintf("%032x", 4), UserID: 4}}
-	if p, err := s.OfferReleased(ctx, item, 400*time.Millisecond, line, false); err != nil || p.Offered != 1 {
+	// A window the steps below fit in even on a loaded machine; its end is
+	// waited for by Redis' clock.
+	if p, err := s.OfferReleased(ctx, item, time.Second, line, false); err != nil || p.Offered != 1 {
 		t.Fatalf("offer: %+v %v", p, err)
 	}
 	claimRID := reqid.New(item, time.Now())
@@ -337,7 +367,8 @@ func TestReleasedClaimGoesBackToTheWaitlist(t *testing.T) {
 	if ok, err := s.Release(ctx, item, claimRID, stock.ReleaseOptions{ReturnStock: true, RemoveBuyer: true}); err != nil || !ok {
 		t.Fatalf("release of the claim: %v %v", ok, err)
 	}
-	if o, ok, _ := s.OfferOf(ctx, item, 3); !ok || o.Position != 3 {
+	o, ok, _ := s.OfferOf(ctx, item, 3)
+	if !ok || o.Position != 3 {
 		t.Fatalf("3's offer after its claim was released: %+v %v, want it back", o, ok)
 	}
 	if w := checkI9(t, s, item); w.Claimed != 0 || w.Offers != 1 {
@@ -348,7 +379,7 @@ func TestReleasedClaimGoesBackToTheWaitlist(t *testing.T) {
 		t.Fatalf("the buyer's retry: %+v %v", r, err)
 	}
 	// Released again after the window: the pool, then the next ticket.
-	time.Sleep(500 * time.Millisecond)
+	untilRedisPasses(t, s, o.Expires)
 	if ok, err := s.Release(ctx, item, retry, stock.ReleaseOptions{ReturnStock: true, RemoveBuyer: true}); err != nil || !ok {
 		t.Fatalf("release of the retry: %v %v", ok, err)
 	}

@@ -11,6 +11,8 @@
 --         flight as the gate allows (pkg/gate), so nothing moves and the
 --         time held is not banked: admissions resume at the rate, never in
 --         a burst, once orders are written
+-- ARGV[3] optional: now, Unix ms, used instead of Redis' TIME (only a
+--         test's clock passes it: stock.Store.WithClock)
 -- Returns {serving, tickets, advanced, pool, offers, cursor}, or {"unknown"}
 -- for an item not warmed. Before start_ms and from end_ms on nothing moves. The position never passes the
 -- tickets taken, and time spent with every ticket admitted is not banked:
@@ -23,8 +25,11 @@ if not meta[1] then
   return {"unknown"}
 end
 local start, endms = tonumber(meta[1]), tonumber(meta[2])
-local t = redis.call("TIME")
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = ARGV[3] and tonumber(ARGV[3])
+if not now then
+  local t = redis.call("TIME")
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
 local g = redis.call("HMGET", KEYS[1], "serving", "last_ms")
 local serving = tonumber(g[1] or "0")
 local tickets = tonumber(redis.call("GET", KEYS[2]) or "0")
