@@ -196,18 +196,31 @@ func StackScript(t testing.TB) string {
 }
 
 // Eventually polls cond every interval until it is true or timeout passes,
-// then fails with msg. No sleeps guessed in tests.
+// then fails with msg. No sleeps guessed in tests: a test waits exactly as
+// long as its effect takes, and timeout only bounds a hang (give it room
+// for a loaded 2-core machine; it asserts no speed).
 func Eventually(t testing.TB, timeout, interval time.Duration, cond func() bool, msg string, args ...any) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	if cond() {
+		return
+	}
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
 	for {
-		if cond() {
-			return
-		}
-		if time.Now().After(deadline) {
+		select {
+		case <-tick.C:
+			if cond() {
+				return
+			}
+		case <-deadline.C:
+			if cond() {
+				return
+			}
 			t.Fatalf("testenv: after %v: "+msg, append([]any{timeout}, args...)...)
+			return // a TB whose Fatalf returns (a recorder) must not spin here
 		}
-		time.Sleep(interval)
 	}
 }
 
