@@ -39,6 +39,16 @@ type browser struct {
 	mu       sync.Mutex
 	problems []string // exceptions and console errors, except failed fetches
 	urls     []string // every request of every tab
+	// open holds the URLs of the requests under way, by id; flights logs
+	// each request's start and end, in order, for overlap.
+	open    map[network.RequestID]string
+	flights []flight
+}
+
+// flight is a request starting (start) or ending, of url.
+type flight struct {
+	url   string
+	start bool
 }
 
 // newBrowser starts Chromium with the flags this machine needs (no
@@ -67,7 +77,7 @@ func newBrowser(t *testing.T, timeout time.Duration) *browser {
 		cancelTab()
 		cancelAlloc()
 	})
-	b := &browser{ctx: ctx}
+	b := &browser{ctx: ctx, open: map[network.RequestID]string{}}
 	start := time.Now()
 	b.watch(t, ctx)
 	t.Logf("chromium started in %v", time.Since(start).Round(time.Millisecond))
@@ -105,11 +115,62 @@ func (b *browser) watch(t *testing.T, ctx context.Context) {
 			}
 		case *network.EventRequestWillBeSent:
 			b.urls = append(b.urls, ev.Request.URL)
+			b.open[ev.RequestID] = ev.Request.URL
+			b.flights = append(b.flights, flight{url: ev.Request.URL, start: true})
+		case *network.EventLoadingFinished:
+			b.ended(ev.RequestID)
+		case *network.EventLoadingFailed:
+			b.ended(ev.RequestID)
 		}
 	})
 	if err != nil {
 		t.Fatalf("chromium: %v", err)
 	}
+}
+
+// ended logs the end of request id, if it was seen starting. Called with
+// b.mu held.
+func (b *browser) ended(id network.RequestID) {
+	if u, ok := b.open[id]; ok {
+		delete(b.open, id)
+		b.flights = append(b.flights, flight{url: u})
+	}
+}
+
+// quiet is the present point of the request log, for overlap, and
+// whether no request whose URL contains part is under way.
+func (b *browser) quiet(part string) (mark int, ok bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, u := range b.open {
+		if strings.Contains(u, part) {
+			return len(b.flights), false
+		}
+	}
+	return len(b.flights), true
+}
+
+// overlap is the most requests whose URL contains part that were under
+// way at once at any point from mark on (those already under way at mark
+// count).
+func (b *browser) overlap(part string, mark int) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, most := 0, 0
+	for i, f := range b.flights {
+		if !strings.Contains(f.url, part) {
+			continue
+		}
+		if f.start {
+			n++
+		} else {
+			n--
+		}
+		if i >= mark {
+			most = max(most, n)
+		}
+	}
+	return most
 }
 
 func exceptionText(d *runtime.ExceptionDetails) string {

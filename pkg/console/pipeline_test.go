@@ -282,6 +282,8 @@ func (p *pipeline) buy(t *testing.T, id int64, n int, pause time.Duration) *buye
 		bs.wg.Add(1)
 		go func() {
 			defer bs.wg.Done()
+			tk := time.NewTicker(pause) // a buyer's pace: at most an order a pause
+			defer tk.Stop()
 			for {
 				var user int64
 				select {
@@ -305,11 +307,28 @@ func (p *pipeline) buy(t *testing.T, id int64, n int, pause time.Duration) *buye
 				bs.mu.Lock()
 				bs.answers = append(bs.answers, a)
 				bs.mu.Unlock()
-				time.Sleep(pause)
+				select {
+				case <-bs.stop:
+					return
+				case <-tk.C:
+				}
 			}
 		}()
 	}
 	return bs
+}
+
+// count is how many answers so far match.
+func (bs *buyers) count(match func(answer) bool) int {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	n := 0
+	for _, a := range bs.answers {
+		if match(a) {
+			n++
+		}
+	}
+	return n
 }
 
 func (bs *buyers) halt() []answer {

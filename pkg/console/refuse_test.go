@@ -80,7 +80,11 @@ func TestConsoleShowsABuyerNothing(t *testing.T) {
 	}
 	do(t, buyer, "paste a buyer's token", chromedp.SetValue(chromedp.ID("token"), token(t, 43, false)), chromedp.Click(chromedp.ID("token-use")))
 	refusedNothing(t, buyer, "a buyer's token after an admin's", name, "403")
-	time.Sleep(2500 * time.Millisecond) // two refreshes' worth
+	// Real time is the subject: nothing may be drawn later, once the
+	// refresh timer (REFRESH_MS, 1 s, in the page) of the loop the swap
+	// ended would have fired and a read it had under way answered. That is
+	// an absence, with no event to wait for: two refreshes' worth of time.
+	time.Sleep(2500 * time.Millisecond)
 	refusedNothing(t, buyer, "a buyer's token, 2.5 s later", name, "403")
 
 	// An admin's token that expires while the sale is watched: the next

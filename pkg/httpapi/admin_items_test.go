@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -235,7 +236,13 @@ func TestEndSale(t *testing.T) {
 	if err := h.db.QueryRow("SELECT ends_at FROM items WHERE id = ?", id).Scan(&endsAt); err != nil || !endsAt.Equal(ended.EndsAt) {
 		t.Fatalf("MySQL ends_at %s (%v), want %s", endsAt, err, ended.EndsAt)
 	}
-	time.Sleep(5 * time.Millisecond)
+	// Until the clock the end reads (Redis' TIME, at DATETIME(3)'s ms) is
+	// past the first end, a second end could not tell "kept" from "ended
+	// again at the same ms".
+	testenv.Eventually(t, 5*time.Second, time.Millisecond, func() bool {
+		now, err := h.rdb.Time(context.Background()).Result()
+		return err == nil && now.Truncate(time.Millisecond).After(ended.EndsAt)
+	}, "redis' clock not past the first end %s", ended.EndsAt)
 	if r := end(id); r.Code != http.StatusOK || !adminItemOf(t, r).EndsAt.Equal(ended.EndsAt) {
 		t.Fatalf("second end: %d %s, want 200 with the first end's ends_at %s", r.Code, r.Body, ended.EndsAt)
 	}

@@ -54,7 +54,7 @@ func (s *Server) getItem(c echo.Context) error {
 // everyone at once, or a client hammering an unknown id, costs MySQL one
 // query per id and TTL. "No such item" is cached too, briefly.
 func (s *Server) loadItem(ctx context.Context, id int64) (store.Item, error) {
-	now := time.Now()
+	now := s.items.now()
 	if it, ok := s.items.get(id, now); ok {
 		return it, nil
 	}
@@ -65,10 +65,10 @@ func (s *Server) loadItem(ctx context.Context, id int64) (store.Item, error) {
 		// A caller that missed the cache just before another flight filled
 		// it (its check and its DoChan can straddle a whole flight on a busy
 		// machine) finds it here instead of querying again.
-		if it, ok := s.items.get(id, time.Now()); ok {
+		if it, ok := s.items.get(id, s.items.now()); ok {
 			return it, nil
 		}
-		if s.items.missing.has(id, time.Now()) {
+		if s.items.missing.has(id, s.items.now()) {
 			return store.Item{}, store.ErrNotFound
 		}
 		return s.items.fetch(ctx, id, func(ctx context.Context) (store.Item, error) {
@@ -105,6 +105,10 @@ type itemCache struct {
 	// what it read (it may predate the update).
 	gen atomic.Uint64
 
+	// now is the cache's clock, time.Now; a test replaces it (before the
+	// server serves) to pass a TTL without waiting for it.
+	now func() time.Time
+
 	mu sync.RWMutex
 	m  map[int64]cachedItem
 }
@@ -118,7 +122,7 @@ type cachedItem struct {
 const maxMissingItems = 10000
 
 func newItemCache(ttl time.Duration) *itemCache {
-	return &itemCache{ttl: ttl, missing: newNegCache[int64](ttl, maxMissingItems), m: map[int64]cachedItem{}}
+	return &itemCache{ttl: ttl, missing: newNegCache[int64](ttl, maxMissingItems), now: time.Now, m: map[int64]cachedItem{}}
 }
 
 func (c *itemCache) get(id int64, now time.Time) (store.Item, bool) {
@@ -134,7 +138,7 @@ func (c *itemCache) get(id int64, now time.Time) (store.Item, bool) {
 // TTL counted from when it asked: nothing written after the query started
 // stays hidden longer than the TTL.
 func (c *itemCache) fetch(ctx context.Context, id int64, load func(context.Context) (store.Item, error)) (store.Item, error) {
-	gen, asked := c.gen.Load(), time.Now()
+	gen, asked := c.gen.Load(), c.now()
 	it, err := load(context.WithoutCancel(ctx))
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -72,27 +72,21 @@ func TestLiveSumsEveryReplica(t *testing.T) {
 	}
 
 	var l live
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	var got map[string]int64
+	testenv.Eventually(t, 10*time.Second, 50*time.Millisecond, func() bool {
 		var r resp
 		r, l = a.live(t, id)
 		if r.Code != http.StatusOK {
 			t.Fatalf("live: %d %s", r.Code, r.Body)
 		}
-		got := map[string]int64{}
+		got = map[string]int64{}
 		for k, n := range l.Answers {
 			if n != 0 {
 				got[k] = n
 			}
 		}
-		if fmt.Sprint(got) == fmt.Sprint(want) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("live answers %v after 5 s, want %v (both replicas' answers)", got, want)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return fmt.Sprint(got) == fmt.Sprint(want)
+	}, "live answers %v, want %v (both replicas' answers)", lazy(func() string { return fmt.Sprint(got) }), want)
 	for _, k := range tally.Known {
 		if _, ok := l.Answers[k]; !ok {
 			t.Errorf("answers lack %q: a client must find every known outcome, at zero too", k)

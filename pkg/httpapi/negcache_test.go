@@ -133,86 +133,100 @@ func burst(t *testing.T, h *harness, n int, path string, hdr map[string]string, 
 
 // TestUnknownItemCostsOneQueryPerTTL: GET /api/v1/items/{id} is public; a
 // client hammering an id MySQL does not have must cost MySQL one query per
-// cache period, not one per request, and the item shows up within a period
-// once it is created.
+// cache period, not one per request, and the item shows up once a period
+// has passed after it is created. The caches' clock is the test's: each
+// period is passed by advancing it, so the counts are exact however slow
+// the machine.
 func TestUnknownItemCostsOneQueryPerTTL(t *testing.T) {
 	base := newHarness(t, harnessOpts{partitions: 1})
 	h, queries := base.countingServer(t, "FROM items")
+	clk := newTestClock()
+	h.useCacheClock(clk)
+	ttl := h.srv.items.ttl
 	item := testenv.ItemID()
 	path := fmt.Sprintf("/api/v1/items/%d", item)
-	// One query per cache period the burst spans: a loaded machine can
-	// stretch a burst past one period, which may cost exactly one more.
-	start := time.Now()
-	burst(t, h, 100, path, nil, http.StatusNotFound)
-	if n, most := queries.Load(), 1+int64(time.Since(start)/time.Second); n < 1 || n > most {
-		t.Fatalf("200 GETs of an unknown item within %v ran %d item queries, want 1 per started second (at most %d)", time.Since(start), n, most)
-	}
-	first := queries.Load()
-	time.Sleep(1100 * time.Millisecond)
-	start = time.Now()
-	burst(t, h, 50, path, nil, http.StatusNotFound)
-	if n, most := queries.Load()-first, 1+int64(time.Since(start)/time.Second); n < 1 || n > most {
-		t.Fatalf("after the cache period: %d more item queries within %v, want 1 per started second (at most %d)", n, time.Since(start), most)
-	}
-	// Created through another replica: visible here within a period.
-	base.putItem(item, 10, 1)
-	created := time.Now()
-	for h.do(http.MethodGet, path, "", nil).Code != http.StatusOK {
-		if time.Since(created) > 1500*time.Millisecond {
-			t.Fatalf("item still 404 %v after it was created", time.Since(created))
+	want := func(what string, n int64) {
+		t.Helper()
+		if got := queries.Load(); got != n {
+			t.Fatalf("%s: %d item queries in all, want %d", what, got, n)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
+	burst(t, h, 100, path, nil, http.StatusNotFound)
+	want("200 GETs of an unknown item within one period", 1)
+	clk.advance(ttl - time.Millisecond)
+	burst(t, h, 50, path, nil, http.StatusNotFound)
+	want("100 more GETs just before the period ends", 1)
+	clk.advance(time.Millisecond)
+	burst(t, h, 50, path, nil, http.StatusNotFound)
+	want("100 more GETs in the next period", 2)
+	// Created through another replica: hidden here for the rest of the
+	// period, visible once it has passed.
+	base.putItem(item, 10, 1)
+	if r := h.do(http.MethodGet, path, "", nil); r.Code != http.StatusNotFound {
+		t.Fatalf("item created within the period: %d %s, want 404 from the cache", r.Code, r.Body)
+	}
+	want("a GET within the period of the miss", 2)
+	clk.advance(ttl)
+	if r := h.do(http.MethodGet, path, "", nil); r.Code != http.StatusOK {
+		t.Fatalf("item created through another replica: %d %s one period after, want 200", r.Code, r.Body)
+	}
+	want("the GET after the period", 3)
 	// Known items are shared too.
-	before := queries.Load()
-	time.Sleep(1100 * time.Millisecond)
-	start = time.Now()
 	burst(t, h, 100, path, nil, http.StatusOK)
-	if n, most := queries.Load()-before, 1+int64(time.Since(start)/time.Second); n < 1 || n > most {
-		t.Fatalf("200 GETs of a known item within %v ran %d item queries, want 1 per started second (at most %d)", time.Since(start), n, most)
-	}
+	want("200 GETs of a known item within its period", 3)
+	clk.advance(ttl)
+	burst(t, h, 100, path, nil, http.StatusOK)
+	want("200 GETs of a known item in the next period", 4)
 }
 
 // TestUnknownRequestCostsOneQueryPerTTL: polling a well-formed request id
 // that neither Redis nor MySQL knows costs MySQL one query per TTL; a
-// decision MySQL makes later is visible within the TTL, and a status Redis
-// has wins at once over the remembered "unknown".
+// decision MySQL makes later is visible once the TTL has passed, and a
+// status Redis has wins at once over the remembered "unknown". The request
+// cache's clock is the test's, advanced past the TTL, so counts are exact.
 func TestUnknownRequestCostsOneQueryPerTTL(t *testing.T) {
 	base := newHarness(t, harnessOpts{partitions: 1})
 	h, queries := base.countingServer(t, "FROM request_outcomes")
+	clk := newTestClock()
+	h.useCacheClock(clk)
+	want := func(what string, n int64) {
+		t.Helper()
+		if got := queries.Load(); got != n {
+			t.Fatalf("%s: %d MySQL queries in all, want %d", what, got, n)
+		}
+	}
 	const user = 77
 	item := testenv.ItemID()
 	rid := reqid.New(item, time.Now())
 	path := "/api/v1/orders/" + rid
-	start := time.Now()
 	burst(t, h, 100, path, h.as(user), http.StatusNotFound)
-	if n, most := queries.Load(), 1+int64(time.Since(start)/time.Second); n < 1 || n > most {
-		t.Fatalf("200 polls of an unknown request within %v ran %d MySQL queries, want 1 per started second (at most %d)", time.Since(start), n, most)
-	}
+	want("200 polls of an unknown request within one TTL", 1)
+	clk.advance(unknownRequestTTL - time.Millisecond)
+	burst(t, h, 50, path, h.as(user), http.StatusNotFound)
+	want("100 more polls just before the TTL ends", 1)
+	clk.advance(time.Millisecond)
+	burst(t, h, 50, path, h.as(user), http.StatusNotFound)
+	want("100 more polls in the next TTL", 2)
 	// MySQL decides it now (say the ingress recorded ABORTED): the poll must
-	// see it within the TTL.
-	decided := time.Now()
+	// see it once the TTL has passed.
 	if _, _, err := store.Decide(context.Background(), base.db, store.Decision{RequestID: rid, ItemID: item, UserID: user, Qty: 1,
 		Outcome: store.Aborted, Reason: store.ReasonPublishFailed}); err != nil {
 		t.Fatal(err)
 	}
-	for {
-		r := h.do(http.MethodGet, path, "", h.as(user))
-		if r.Code == http.StatusOK {
-			if st := r.json(t)["status"]; st != orderstatus.Rejected {
-				t.Fatalf("decided request: status %v, want %s", st, orderstatus.Rejected)
-			}
-			break
-		}
-		if time.Since(decided) > 1500*time.Millisecond {
-			t.Fatalf("request still %d %v after MySQL decided it", r.Code, time.Since(decided))
-		}
-		time.Sleep(20 * time.Millisecond)
+	clk.advance(unknownRequestTTL)
+	r := h.do(http.MethodGet, path, "", h.as(user))
+	if r.Code != http.StatusOK {
+		t.Fatalf("request MySQL decided: %d %s one TTL after, want 200", r.Code, r.Body)
 	}
+	if st := r.json(t)["status"]; st != orderstatus.Rejected {
+		t.Fatalf("decided request: status %v, want %s", st, orderstatus.Rejected)
+	}
+	want("the poll after the TTL", 3)
 
 	// A status in Redis beats a remembered "unknown" at once.
 	rid2 := reqid.New(item, time.Now())
 	burst(t, h, 10, "/api/v1/orders/"+rid2, h.as(user), http.StatusNotFound)
+	want("20 polls of a second unknown request", 4)
 	if err := orderstatus.Put(context.Background(), base.st, orderstatus.View{RequestID: rid2, ItemID: item, Qty: 1,
 		Status: orderstatus.Rejected, Reason: store.ReasonSoldOut, UserID: user}); err != nil {
 		t.Fatal(err)

@@ -19,18 +19,21 @@ import (
 )
 
 // runGate runs a waiting-room gate on the harness' stores, as the reaper
-// does, under a lease of the test's own, until the test ends.
-func (h *harness) runGate() { h.runGateWith(0) }
+// does, under a lease of the test's own, until the test ends; it returns
+// the gate's metrics.
+func (h *harness) runGate() *gate.Metrics { return h.runGateWith(0) }
 
 // runGateWith is runGate with the waitlist's claim window (0: the default).
-func (h *harness) runGateWith(claimWindow time.Duration) {
+func (h *harness) runGateWith(claimWindow time.Duration) *gate.Metrics {
 	h.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
+	m := gate.NewMetrics(prometheus.NewRegistry())
 	g := gate.New(gate.Config{Interval: 20 * time.Millisecond, LeaseKey: "fs:test:gate:" + testenv.Suffix() + h.t.Name(), ClaimWindow: claimWindow},
-		h.db, h.rdb, gate.NewMetrics(prometheus.NewRegistry()), slog.New(slog.NewTextHandler(io.Discard, nil)))
+		h.db, h.rdb, m, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	done := make(chan struct{})
 	go func() { defer close(done); _ = g.Run(ctx) }()
 	h.t.Cleanup(func() { cancel(); <-done })
+	return m
 }
 
 // putRatedItem is putQueuedItem with a queue_rate.
@@ -48,33 +51,33 @@ func (h *harness) orderWith(user, item int64, g string) resp {
 	return h.do(http.MethodPost, "/api/v1/orders", fmt.Sprintf(`{"item_id":%d,"qty":1,"admission_grant":%q}`, item, g), h.as(user))
 }
 
-// admitted long-polls user's ticket until it is admitted and returns it.
+// admitted long-polls user's ticket until it is admitted and returns it
+// (every 20 ms at most: a harness without long polls answers at once).
 func (h *harness) admitted(user, item int64, ticket string, within time.Duration) ticketStatus {
 	h.t.Helper()
-	end := time.Now().Add(within)
-	for time.Now().Before(end) {
-		r, v := h.ticketStatusOf(user, item, ticket, "2s")
-		if r.Code != http.StatusOK {
+	var v ticketStatus
+	testenv.Eventually(h.t, within, 20*time.Millisecond, func() bool {
+		var r resp
+		if r, v = h.ticketStatusOf(user, item, ticket, "2s"); r.Code != http.StatusOK {
 			h.t.Fatalf("ticket of %d: %d %s", user, r.Code, r.Body)
 		}
-		if v.State == ticketAdmitted {
-			return v
-		}
-		if v.State != ticketWaiting {
+		if v.State != ticketAdmitted && v.State != ticketWaiting {
 			h.t.Fatalf("ticket of %d: %+v, want waiting then admitted", user, v)
 		}
-		time.Sleep(20 * time.Millisecond) // a harness without long polls answers at once
-	}
-	h.t.Fatalf("ticket of %d not admitted within %s", user, within)
-	return ticketStatus{}
+		return v.State == ticketAdmitted
+	}, "ticket of %d not admitted", user)
+	return v
 }
 
 // TestQueuedItemRequiresAGrant: an order of an item with a waiting room is
 // refused without a grant, with a forged one, with another buyer's, another
 // item's, or an expired one (403, nothing reserved); the buyer's own grant
-// orders, once; an item without a queue ignores a grant.
+// orders, once; an item without a queue ignores a grant. The grants' clock
+// is the test's: a grant expires by advancing it past its expiry.
 func TestQueuedItemRequiresAGrant(t *testing.T) {
 	h := newHarness(t, harnessOpts{partitions: 1, ingress: func(in *config.Ingress) { in.QueueGrantTTL = time.Second }})
+	clk := newTestClock()
+	h.srv.grantNow = clk.now
 	h.runGate()
 	now := time.Now()
 	item, other := testenv.ItemID(), testenv.ItemID()
@@ -106,14 +109,14 @@ func TestQueuedItemRequiresAGrant(t *testing.T) {
 			t.Errorf("%s: %d %s, want 403 %s", c.name, r.Code, r.Body, c.code)
 		}
 	}
-	time.Sleep(time.Until(*mine.GrantExpiresAt) + 10*time.Millisecond)
+	clk.advance(mine.GrantExpiresAt.Sub(clk.now())) // the grant's last instant has passed
 	if r := h.orderWith(11, item, mine.AdmissionGrant); r.Code != http.StatusForbidden || r.json(t)["error"] != "admission_expired" {
 		t.Errorf("expired grant: %d %s, want 403 admission_expired", r.Code, r.Body)
 	}
 	if left := h.redisStock(item); left != 10 {
 		t.Fatalf("refused orders reserved: redis stock %d, want 10", left)
 	}
-	fresh := h.admitted(11, item, tk.Ticket, time.Second)
+	fresh := h.admitted(11, item, tk.Ticket, 5*time.Second)
 	if r := h.orderWith(11, item, fresh.AdmissionGrant); r.Code != http.StatusAccepted {
 		t.Fatalf("own fresh grant: %d %s, want 202", r.Code, r.Body)
 	}
@@ -132,22 +135,30 @@ func TestQueuedItemRequiresAGrant(t *testing.T) {
 }
 
 // TestGateAdmitsAtTheRate: with a queue_rate of 20 a second, 30 tickets
-// taken before the start are admitted over about 1.5 s, in the serving
-// order, and a waiting ticket's estimate is within reach of when it is
-// admitted; a long poll wakes when the gate reaches it.
+// taken before the start are admitted in steps, not at once: the gate goes
+// through several serving positions on its way to the last. A waiting
+// ticket's estimate is the rate's arithmetic from where the gate stands,
+// and a long poll wakes when the gate reaches it. How close the estimate
+// comes to the real wait is measured by the bench, not asserted here.
 func TestGateAdmitsAtTheRate(t *testing.T) {
 	h := waitHarness(t, 100)
 	h.runGate()
 	now := time.Now()
 	item := testenv.ItemID()
 	starts := now.Add(1500 * time.Millisecond)
-	h.putRatedItem(item, 100, now.Add(-time.Minute), starts, now.Add(time.Hour), 20)
+	const rate = 20
+	h.putRatedItem(item, 100, now.Add(-time.Minute), starts, now.Add(time.Hour), rate)
 	const n = 30
 	tickets := make([]ticketView, n)
 	for i := range n {
 		_, tickets[i] = h.take(int64(300+i), item)
 	}
-	time.Sleep(time.Until(starts) + 50*time.Millisecond)
+	// The sale starts: the tickets learn their positions in the drawn
+	// order.
+	testenv.Eventually(t, 10*time.Second, 10*time.Millisecond, func() bool {
+		_, v := h.ticketStatusOf(300, item, tickets[0].Ticket, "")
+		return v.Position != nil
+	}, "no position after the start")
 	var last ticketStatus
 	var lastUser int64
 	for i, tk := range tickets {
@@ -159,22 +170,42 @@ func TestGateAdmitsAtTheRate(t *testing.T) {
 			last, lastUser = v, int64(300+i)
 		}
 	}
-	if last.State != ticketWaiting || last.EstimatedWaitMs == nil || *last.EstimatedWaitMs < 1000 {
-		t.Fatalf("the last position right after the start: %+v, want waiting about 1.5 s", last)
+	if last.State != ticketWaiting || last.EstimatedWaitMs == nil || last.ServingPosition == nil {
+		t.Fatalf("the last position right after the start: %+v, want waiting", last)
 	}
-	est := time.Duration(*last.EstimatedWaitMs) * time.Millisecond
-	asked := time.Now()
-	v := h.admitted(lastUser, item, last.Ticket, 10*time.Second)
-	took := time.Since(asked)
-	if *v.ServingPosition < n {
-		t.Fatalf("admitted at serving %d < position %d", *v.ServingPosition, n)
+	if want := admitIn(n-*last.ServingPosition, rate).Milliseconds(); *last.EstimatedWaitMs != want {
+		t.Errorf("estimate %d ms with the gate at %d, want %d ms: %d positions at %d a second", *last.EstimatedWaitMs,
+			*last.ServingPosition, want, n-*last.ServingPosition, rate)
 	}
-	// Passes every 20 ms, a poll's own latency: a generous bound, as the
-	// machine is shared; the bench measures the estimate's error.
-	if d := took - est; d < -300*time.Millisecond || d > 700*time.Millisecond {
-		t.Errorf("admitted %s after an estimate of %s", took, est)
+	// The last ticket's long poll wakes when the gate reaches it: it
+	// answers admitted before its deadline.
+	const wait = 30 * time.Second
+	type polled struct {
+		v  ticketStatus
+		at time.Time
 	}
-	if took < 700*time.Millisecond {
-		t.Errorf("30 tickets at 20 a second admitted in %s: the rate did not pace them", took)
+	done := make(chan polled, 1)
+	sent := time.Now()
+	go func() {
+		_, v := h.ticketStatusOf(lastUser, item, last.Ticket, "30s")
+		done <- polled{v, time.Now()}
+	}()
+	// Meanwhile the gate goes through the serving positions, at the rate.
+	seen := map[int64]bool{*last.ServingPosition: true}
+	testenv.Eventually(t, 20*time.Second, 10*time.Millisecond, func() bool {
+		g, err := h.st.ReadGate(context.Background(), item)
+		if err != nil {
+			t.Fatalf("read gate: %v", err)
+		}
+		seen[g.Serving] = true
+		return g.Serving >= n
+	}, "the gate did not reach position %d", n)
+	if len(seen) < 4 {
+		t.Errorf("the gate went to %d through %d serving positions only (%v): the rate did not pace the admissions", n, len(seen), seen)
+	}
+	p := <-done
+	if p.v.State != ticketAdmitted || p.v.ServingPosition == nil || *p.v.ServingPosition < n || !p.at.Before(sent.Add(wait)) {
+		t.Fatalf("the last ticket's long poll: %+v %s after it was sent, want admitted at serving %d, before its %s deadline",
+			p.v, p.at.Sub(sent), n, wait)
 	}
 }

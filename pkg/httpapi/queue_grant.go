@@ -93,7 +93,7 @@ func (s *Server) grantFor(ctx context.Context, item, user int64) (string, time.T
 		s.log.WarnContext(ctx, "queue: grant key", "item_id", item, "err", err)
 		return "", time.Time{}, unavailable("ticket temporarily unavailable")
 	}
-	exp := time.Now().Add(s.cfg.Ingress.QueueGrantTTL).Truncate(time.Millisecond)
+	exp := s.grantNow().Add(s.cfg.Ingress.QueueGrantTTL).Truncate(time.Millisecond)
 	return grant.Sign(k, item, user, exp), exp, nil
 }
 
@@ -130,7 +130,7 @@ func (s *Server) checkGrant(ctx context.Context, item, user int64, g string) (gr
 	if k == nil {
 		return noGrant, nil
 	}
-	_, err = grant.Verify(k, g, item, user, time.Now())
+	_, err = grant.Verify(k, g, item, user, s.grantNow())
 	switch {
 	case errors.Is(err, grant.ErrExpired) && grant.IsOffer(g):
 		s.m.grantsRefused.WithLabelValues("offer_gone").Inc()

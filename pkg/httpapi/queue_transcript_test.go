@@ -37,7 +37,14 @@ func TestTranscriptAfterTheStart(t *testing.T) {
 	if r.Code != http.StatusConflict || !strings.Contains(string(r.Body), "not_revealed") || strings.Contains(string(r.Body), seed.String()) {
 		t.Fatalf("before the start: %d %s, want 409 not_revealed without the seed", r.Code, r.Body)
 	}
-	time.Sleep(time.Until(starts))
+	// The sale starts: the transcript is published.
+	testenv.Eventually(t, 10*time.Second, 10*time.Millisecond, func() bool {
+		r = h.do(http.MethodGet, path, "", nil)
+		if r.Code != http.StatusOK && (r.Code != http.StatusConflict || strings.Contains(string(r.Body), seed.String())) {
+			t.Fatalf("transcript: %d %s, want 409 without the seed until the start, then 200", r.Code, r.Body)
+		}
+		return r.Code == http.StatusOK
+	}, "transcript not published after the start (%s)", starts)
 	// One late ticket, behind the shuffled ones.
 	_, late := h.take(399, item)
 	r = h.do(http.MethodGet, path, "", nil)

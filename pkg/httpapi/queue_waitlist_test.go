@@ -19,20 +19,36 @@ import (
 // at once) until it is in state want.
 func (h *harness) stateWithin(user, item int64, ticket, want string, within time.Duration) ticketStatus {
 	h.t.Helper()
-	end := time.Now().Add(within)
 	var v ticketStatus
-	for time.Now().Before(end) {
+	testenv.Eventually(h.t, within, 30*time.Millisecond, func() bool {
 		var r resp
 		if r, v = h.ticketStatusOf(user, item, ticket, ""); r.Code != http.StatusOK {
 			h.t.Fatalf("ticket of %d: %d %s", user, r.Code, r.Body)
 		}
-		if v.State == want {
-			return v
-		}
-		time.Sleep(30 * time.Millisecond)
-	}
-	h.t.Fatalf("ticket of %d: %+v after %s, want %s", user, v, within, want)
+		return v.State == want
+	}, "ticket of %d: %v, want %s", user, lazy(func() string { return fmt.Sprintf("%+v", v) }), want)
 	return v
+}
+
+// offerWaiters polls until n polls of item's sold-out tickets wait on its
+// offer reader, and the reader has read once: a change from now on wakes
+// them.
+func (h *harness) offerWaiters(item int64, n int) {
+	h.t.Helper()
+	testenv.Eventually(h.t, 10*time.Second, 5*time.Millisecond, func() bool {
+		h.srv.offerWatch.mu.Lock()
+		oi := h.srv.offerWatch.items[item]
+		refs := 0
+		if oi != nil {
+			refs = oi.refs
+		}
+		h.srv.offerWatch.mu.Unlock()
+		if refs != n {
+			return false
+		}
+		_, _, _, read, _ := oi.now(0)
+		return read
+	}, "%d polls waiting on item %d's offers", n, item)
 }
 
 // TestWaitlistOfferByTicket: once a queued item sold out, a unit released
@@ -78,19 +94,21 @@ func TestWaitlistOfferByTicket(t *testing.T) {
 		at time.Time
 	}
 	longPoll := make(chan polled, 1)
+	const wait = 10 * time.Second
+	sent := time.Now()
 	go func() {
 		_, v := h.ticketStatusOf(13, item, tickets[13], "10s")
 		longPoll <- polled{v, time.Now()}
 	}()
-	time.Sleep(300 * time.Millisecond)
+	h.offerWaiters(item, 1)
 	st := stock.New(h.rdb)
 	released := time.Now()
 	if res, err := st.Restore(ctx, item, 0, rids[11], 1); err != nil || res != stock.RestoreWaitlisted {
 		t.Fatalf("restore of 11's unit: %v %v, want held for the waitlist", res, err)
 	}
 	lp := <-longPoll
-	if lp.v.State != ticketOffered || lp.at.Sub(released) > time.Second {
-		t.Fatalf("13's long poll: %+v %s after the release, want offered within 1s", lp.v, lp.at.Sub(released))
+	if lp.v.State != ticketOffered || !lp.at.Before(sent.Add(wait)) {
+		t.Fatalf("13's long poll: %+v %s after the release, want offered, woken by the offer before its %s deadline", lp.v, lp.at.Sub(released), wait)
 	}
 	t.Logf("the long poll of the next ticket in line answered offered %s after the release", lp.at.Sub(released).Round(time.Millisecond))
 	offer := h.stateWithin(13, item, tickets[13], ticketOffered, 2*time.Second)
@@ -133,12 +151,13 @@ func TestWaitlistOfferByTicket(t *testing.T) {
 	if res, err := st.Restore(ctx, item, 0, rids[12], 1); err != nil || res != stock.RestoreWaitlisted {
 		t.Fatalf("restore of 12's unit: %v %v", res, err)
 	}
-	lapsing := h.stateWithin(14, item, tickets[14], ticketOffered, 2*time.Second)
-	time.Sleep(time.Until(*lapsing.GrantExpiresAt) + 50*time.Millisecond)
+	lapsing := h.stateWithin(14, item, tickets[14], ticketOffered, 5*time.Second)
+	// The claim window ends: the gate takes the unit back to the stock,
+	// which admits 14's ticket again.
+	back := h.stateWithin(14, item, tickets[14], ticketAdmitted, 10*time.Second)
 	if r := h.orderWith(14, item, lapsing.AdmissionGrant); r.Code != http.StatusForbidden || r.json(t)["error"] != "offer_gone" {
 		t.Errorf("lapsed offer: %d %s, want 403 offer_gone", r.Code, r.Body)
 	}
-	back := h.stateWithin(14, item, tickets[14], ticketAdmitted, 3*time.Second)
 	if r := h.orderWith(14, item, back.AdmissionGrant); r.Code != http.StatusAccepted {
 		t.Fatalf("order from the stock the unit went back to: %d %s", r.Code, r.Body)
 	}
@@ -179,18 +198,20 @@ func TestSoldOutTicketToldOfARestock(t *testing.T) {
 		at time.Time
 	}
 	done := make(chan polled, 1)
+	const wait = 8 * time.Second
+	sent := time.Now()
 	go func() {
 		_, v := h.ticketStatusOf(22, item, second.Ticket, "8s")
 		done <- polled{v, time.Now()}
 	}()
-	time.Sleep(300 * time.Millisecond)
+	h.offerWaiters(item, 1)
 	restocked := time.Now()
 	if r := h.changeStock(item, 1, "restock-"+testenv.Suffix()); r.Code != http.StatusOK {
 		t.Fatalf("restock: %d %s", r.Code, r.Body)
 	}
 	p := <-done
-	if p.v.State != ticketAdmitted || p.v.AdmissionGrant == "" || p.at.Sub(restocked) > time.Second {
-		t.Fatalf("the sold-out ticket's long poll: %+v %s after the restock, want admitted within 1s", p.v, p.at.Sub(restocked))
+	if p.v.State != ticketAdmitted || p.v.AdmissionGrant == "" || !p.at.Before(sent.Add(wait)) {
+		t.Fatalf("the sold-out ticket's long poll: %+v %s after the restock, want admitted, woken by the restock before its %s deadline", p.v, p.at.Sub(restocked), wait)
 	}
 	if r := h.orderWith(22, item, p.v.AdmissionGrant); r.Code != http.StatusAccepted {
 		t.Fatalf("order after the restock: %d %s", r.Code, r.Body)
@@ -213,7 +234,12 @@ func TestWaitlistFollowsTheShuffledOrder(t *testing.T) {
 		_, tk := h.take(u, item)
 		tickets[u] = tk.Ticket
 	}
-	time.Sleep(time.Until(starts) + 100*time.Millisecond)
+	// The sale starts: the tickets learn their positions in the drawn
+	// order.
+	testenv.Eventually(t, 10*time.Second, 10*time.Millisecond, func() bool {
+		_, v := h.ticketStatusOf(31, item, tickets[31], "")
+		return v.Position != nil
+	}, "no position after the start (%s)", starts)
 	byPos := map[int64]int64{}
 	for u, tk := range tickets {
 		_, v := h.ticketStatusOf(u, item, tk, "")

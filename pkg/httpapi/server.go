@@ -89,6 +89,11 @@ type Server struct {
 	openAPI     []byte
 	ops         http.Handler // /healthz, /readyz, /metrics, off the public port
 	e           *echo.Echo
+
+	// grantNow is the clock admission grants are signed and checked by,
+	// time.Now; a test moves it past a grant's expiry instead of waiting
+	// the expiry out.
+	grantNow func() time.Time
 }
 
 // New builds the server and its routes.
@@ -125,6 +130,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 		offerWatch:  newOfferWatch(d.Stock, 100*time.Millisecond, cfg.StoreTimeout),
 		queueOrders: newQueueOrders(),
 		grantKeys:   newGrantKeys(),
+		grantNow:    time.Now,
 		tickets:     newTicketCache(),
 		m:           NewMetrics(d.Registerer),
 	}
