@@ -19,19 +19,25 @@ func TestBucketViewsKeepCountsApart(t *testing.T) {
 	r := testenv.StartPrivateRedis(t)
 	v := newBucketViews(stock.New(r.Client(5*time.Second)), time.Minute)
 	item := testenv.ItemID()
+	// Both callers are inside the shared read (the singleflight) at once:
+	// the first's read is held in flight by the paused server, and the
+	// second joins it or reads on its own; only then may it end.
+	const test, inRead = "admission.TestBucketViewsKeepCountsApart", "singleflight.(*Group).Do("
 	r.Pause() // holds the first read in flight
 	first := make(chan stock.BucketSnapshot, 1)
 	go func() {
 		snap, _ := v.get(context.Background(), item, 4, 5*time.Second)
 		first <- snap
 	}()
-	time.Sleep(200 * time.Millisecond) // the first read is in flight
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, func() bool { return goroutinesIn(inRead, test) == 1 },
+		"the caller of 4 buckets never started its read")
 	second := make(chan stock.BucketSnapshot, 1)
 	go func() {
 		snap, _ := v.get(context.Background(), item, 8, 5*time.Second)
 		second <- snap
 	}()
-	time.Sleep(200 * time.Millisecond)
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, func() bool { return goroutinesIn(inRead, test) == 2 },
+		"the caller of 8 buckets never reached the read while the read of 4 was in flight")
 	r.Resume()
 	if got := len((<-first).Stocks); got != 4 {
 		t.Fatalf("the caller of 4 buckets got %d stocks", got)

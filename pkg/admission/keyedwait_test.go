@@ -28,7 +28,7 @@ func TestKeyedRequestsShareABucketWait(t *testing.T) {
 	st := stock.New(rdb)
 	var pub countingPublisher
 	svc := New(Config{UserRateLimit: 5, SoldOutTTL: time.Minute, PublishTimeout: 5 * time.Second, IdempotencyTTL: time.Minute,
-		StoreTimeout: 5 * time.Second, BucketWait: 2 * time.Second, BucketPoll: 10 * time.Millisecond}, Deps{Stock: st, DB: nil, Publisher: &pub}, NewMetrics(prometheus.NewRegistry()), slog.New(slog.NewTextHandler(io.Discard, nil)))
+		StoreTimeout: 5 * time.Second, BucketWait: time.Minute, BucketPoll: 10 * time.Millisecond}, Deps{Stock: st, DB: nil, Publisher: &pub}, NewMetrics(prometheus.NewRegistry()), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	ctx := context.Background()
 	const n = 8
 	item, user := testenv.ItemID(), userHomedOn(3, n, 1)
@@ -38,11 +38,6 @@ func TestKeyedRequestsShareABucketWait(t *testing.T) {
 		EndsAt: now.Add(time.Hour), PerUserLimit: 3}); err != nil {
 		t.Fatal(err)
 	}
-	// The rebalancer, late: a unit reaches bucket 3 after 200 ms.
-	go func() {
-		time.Sleep(200 * time.Millisecond)
-		rdb.IncrBy(ctx, stock.BucketKeys(item, 3).Stock, 1)
-	}()
 	var mu sync.Mutex
 	answers := map[Outcome]int{}
 	rids := map[string]bool{}
@@ -58,6 +53,15 @@ func TestKeyedRequestsShareABucketWait(t *testing.T) {
 			}
 		})
 	}
+	// The rebalancer, late: a unit reaches bucket 3 once one request waits
+	// for it and the other 19 have arrived meanwhile (the bucket wait,
+	// a minute here, is only a hang guard). Without keyedFlights the 19
+	// never wait for the first: they go through the limiter at once.
+	const test = "admission.TestKeyedRequestsShareABucketWait"
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, func() bool {
+		return goroutinesIn("admission.(*Service).awaitStock(", test) == 1 && goroutinesIn("admission.(*keyedFlights).join(", test) == 19
+	}, "not one request waiting for bucket 3 and 19 copies waiting for it")
+	rdb.IncrBy(ctx, stock.BucketKeys(item, 3).Stock, 1)
 	wg.Wait()
 	if answers[Accepted]+answers[Replayed] != 20 || len(rids) != 1 {
 		t.Fatalf("20 requests with one Idempotency-Key answered %v with %d request ids; want 20 x 202 of one request", answers, len(rids))

@@ -72,14 +72,17 @@ func TestSoldOutFlagMarksOnce(t *testing.T) {
 	c := newSoldOutCache(time.Second)
 	now := time.Now()
 	var marks atomic.Int32
-	var wg sync.WaitGroup
+	var wg, asked sync.WaitGroup
+	asked.Add(64)
 	for range 64 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if c.NeedsMark(3, now) {
+			need := c.NeedsMark(3, now)
+			asked.Done()
+			if need {
 				marks.Add(1)
-				time.Sleep(5 * time.Millisecond)
+				asked.Wait() // the read is in flight until every goroutine has asked
 				c.Mark(3, now, nil)
 			}
 		}()

@@ -28,7 +28,9 @@ func TestWaitingBuyerKeepsItsBucketWanted(t *testing.T) {
 	st := stock.New(rdb)
 	var pub countingPublisher
 	svc := New(Config{SoldOutTTL: time.Minute, PublishTimeout: 5 * time.Second, IdempotencyTTL: time.Minute,
-		StoreTimeout: 5 * time.Second, BucketWait: 800 * time.Millisecond, BucketPoll: 10 * time.Millisecond}, Deps{Stock: st, DB: nil, Publisher: &pub}, NewMetrics(prometheus.NewRegistry()), slog.New(slog.NewTextHandler(io.Discard, nil)))
+		StoreTimeout: 5 * time.Second, BucketWait: time.Minute, BucketPoll: 10 * time.Millisecond}, Deps{Stock: st, DB: nil, Publisher: &pub}, NewMetrics(prometheus.NewRegistry()), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	var clk stepClock // the wait lasts until the test steps past it
+	svc.now = clk.now
 	ctx := context.Background()
 	item := testenv.ItemID()
 	now := time.Now()
@@ -39,21 +41,39 @@ func TestWaitingBuyerKeepsItsBucketWanted(t *testing.T) {
 	want := stock.BucketKeys(item, 0).Want
 	done := make(chan Result, 1)
 	go func() { done <- svc.Admit(ctx, Request{ItemID: item, UserID: userHomedOn(0, 2, 1), Qty: 1}) }()
-	testenv.Eventually(t, 2*time.Second, 5*time.Millisecond, func() bool { return rdb.Exists(ctx, want).Val() == 1 },
+	testenv.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool { return rdb.Exists(ctx, want).Val() == 1 },
 		"the refused buyer's script never raised bucket 0's want flag")
 	// A transfer filled the bucket and cleared the flag; another waiter
 	// took the unit.
 	rdb.Del(ctx, want)
-	raised := false
-	for deadline := time.Now().Add(500 * time.Millisecond); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if rdb.Exists(ctx, want).Val() == 1 {
-			raised = true
-			break
-		}
+	testenv.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool { return rdb.Exists(ctx, want).Val() == 1 },
+		"bucket 0's want flag stayed down while its buyer waited (%s): the rebalancer is never asked", waitState(done))
+	endWait(t, &clk, done)
+}
+
+// waitState says, when a failure is reported, whether the buyer still
+// waits or how it was answered (the answer is then lost to endWait, which
+// is not reached).
+type waitState chan Result
+
+func (w waitState) String() string {
+	select {
+	case res := <-w:
+		return "answered " + string(res.Outcome)
+	default:
+		return "still waiting"
 	}
-	res := <-done
-	if !raised {
-		t.Fatalf("bucket 0's want flag stayed down for 500 ms while its buyer waited (answered %s): the rebalancer is never asked", res.Outcome)
+}
+
+// endWait steps clk past the bucket wait and takes the waiting buyer's
+// answer; the bound on it is a hang guard.
+func endWait(t *testing.T, clk *stepClock, done <-chan Result) {
+	t.Helper()
+	clk.step(time.Hour)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the buyer still waits with its bucket wait stepped past")
 	}
 }
 
@@ -72,8 +92,10 @@ func TestSmallWaiterNotHiddenByBigWant(t *testing.T) {
 	st := stock.New(rdb)
 	var pub countingPublisher
 	svc := New(Config{SoldOutTTL: time.Minute, PublishTimeout: 5 * time.Second, IdempotencyTTL: time.Minute,
-		StoreTimeout: 5 * time.Second, BucketWait: 800 * time.Millisecond, BucketPoll: 10 * time.Millisecond},
+		StoreTimeout: 5 * time.Second, BucketWait: time.Minute, BucketPoll: 10 * time.Millisecond},
 		Deps{Stock: st, Publisher: &pub}, NewMetrics(prometheus.NewRegistry()), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	var clk stepClock // the wait lasts until the test steps past it
+	svc.now = clk.now
 	ctx := context.Background()
 	item := testenv.ItemID()
 	now := time.Now()
@@ -85,23 +107,14 @@ func TestSmallWaiterNotHiddenByBigWant(t *testing.T) {
 	done := make(chan Result, 1)
 	small := userHomedOn(2, 3, 1)
 	go func() { done <- svc.Admit(ctx, Request{ItemID: item, UserID: small, Qty: 1}) }()
-	testenv.Eventually(t, 2*time.Second, 5*time.Millisecond, func() bool { return rdb.Get(ctx, want).Val() == "1" },
+	testenv.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool { return rdb.Get(ctx, want).Val() == "1" },
 		"the waiting buyer of 1 never raised bucket 2's want flag to 1")
 	// A buyer of 3 homed on the same bucket: refused (2 units in all), and
 	// its script raised the flag to 3.
 	if res := svc.Admit(ctx, Request{ItemID: item, UserID: userHomedOn(2, 3, small+1), Qty: 3}); res.Outcome != SoldOut {
 		t.Fatalf("buyer of 3 with 2 units in all: %s, want sold out", res.Outcome)
 	}
-	lowered := false
-	for deadline := time.Now().Add(400 * time.Millisecond); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if rdb.Get(ctx, want).Val() == "1" {
-			lowered = true
-			break
-		}
-	}
-	v := rdb.Get(ctx, want).Val()
-	res := <-done
-	if !lowered {
-		t.Fatalf("bucket 2's want flag stayed %q for 400 ms while a buyer of 1 waited there (answered %s): the policy is asked for 3 of an item holding 2", v, res.Outcome)
-	}
+	testenv.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool { return rdb.Get(ctx, want).Val() == "1" },
+		"bucket 2's want flag stayed up while a buyer of 1 waited there (%s): the policy is asked for 3 of an item holding 2", waitState(done))
+	endWait(t, &clk, done)
 }

@@ -82,6 +82,7 @@ func jwksJSON(t *testing.T, keys ...pubKey) []byte {
 type idp struct {
 	srv  *httptest.Server
 	hits atomic.Int64
+	hung atomic.Int64 // requests held by a hang now
 
 	mu     sync.Mutex
 	body   []byte
@@ -98,10 +99,12 @@ func newIDP(t *testing.T, body []byte) *idp {
 		body, status, hang := p.body, p.status, p.hang
 		p.mu.Unlock()
 		if hang != nil {
+			p.hung.Add(1)
 			select {
 			case <-hang:
 			case <-r.Context().Done():
 			}
+			p.hung.Add(-1)
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
@@ -185,26 +188,34 @@ func mint(t *testing.T, method jwt.SigningMethod, key any, kid string, c jwt.Map
 // opts, stopped with the test.
 func newTestJWKSVerifier(t *testing.T, p *idp, jo JWKSOptions, opts ...Option) *Verifier {
 	t.Helper()
-	opts = append([]Option{WithIssuer(testIssuer)}, opts...)
-	if jo.Log == nil && !testing.Verbose() {
-		jo.Log = slog.New(slog.DiscardHandler) // refresh failures are the point of several tests
-	}
-	jo.AllowLoopbackHTTP = true // the test provider is plain http on 127.0.0.1
-	v, err := NewJWKSVerifier(t.Context(), p.url(), jo, opts...)
+	v, err := buildTestJWKSVerifier(t, p, jo, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return v
 }
 
-// eventually polls cond every 10 ms until it holds or d has passed.
+// buildTestJWKSVerifier is newTestJWKSVerifier returning its error, for a
+// goroutine (which may not stop the test).
+func buildTestJWKSVerifier(t *testing.T, p *idp, jo JWKSOptions, opts ...Option) (*Verifier, error) {
+	opts = append([]Option{WithIssuer(testIssuer)}, opts...)
+	if jo.Log == nil && !testing.Verbose() {
+		jo.Log = slog.New(slog.DiscardHandler) // refresh failures are the point of several tests
+	}
+	jo.AllowLoopbackHTTP = true // the test provider is plain http on 127.0.0.1
+	return NewJWKSVerifier(t.Context(), p.url(), jo, opts...)
+}
+
+// eventually polls cond every 10 ms until it holds or d has passed. It is
+// testenv.Eventually's loop, which this package's own tests cannot import:
+// testenv imports pkg/auth.
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(d); !cond(); <-tick.C {
 		if time.Now().After(deadline) {
 			t.Fatalf("after %v: %s", d, what)
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -78,7 +78,12 @@ func TestQueueTranscriptOnTheStack(t *testing.T) {
 	if code, _, errs := run(t, noToken, "queue", "transcript", sid, "--verify"); code != ExitAPI || !strings.Contains(errs, "not_revealed (HTTP 409)") {
 		t.Fatalf("before the start: exit %d %q", code, errs)
 	}
-	time.Sleep(time.Until(starts))
+	// starts_at is judged by the ingress's and Redis' real clocks: wait for
+	// the ingress to reveal the seed, then take a ticket after it.
+	testenv.Eventually(t, 30*time.Second, 50*time.Millisecond, func() bool {
+		code, _ := g.call(t, http.MethodGet, fmt.Sprintf("/api/v1/items/%d/transcript", id), "", "")
+		return code == http.StatusOK
+	}, "the transcript was never revealed after starts_at %v", starts)
 	tickets = append(tickets, take(users[4])) // late: behind the four shuffled ones
 
 	out := mustRun(t, noToken, "queue", "transcript", sid, "--verify")
@@ -115,10 +120,10 @@ func TestQueueShowOnTheStack(t *testing.T) {
 	id := testenv.ItemID()
 	sid := strconv.FormatInt(id, 10)
 	now := time.Now()
-	starts := now.Add(1500 * time.Millisecond)
+	starts := now.Add(time.Hour) // reached by the gate's clock below, not waited for
 	stamp := func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 	body := fmt.Sprintf(`{"name":"queued","price_cents":999,"stock":10,"per_user_limit":1,"starts_at":%q,"ends_at":%q,"queue":true,"queue_opens_at":%q,"queue_rate":1000}`,
-		stamp(starts), stamp(now.Add(time.Hour)), stamp(now.Add(-time.Minute)))
+		stamp(starts), stamp(now.Add(2*time.Hour)), stamp(now.Add(-time.Minute)))
 	code, b := g.call(t, http.MethodPut, "/api/v1/admin/items/"+sid, g.env["FLASHSALE_TOKEN"], body)
 	var put struct {
 		Commitment string `json:"queue_commitment"`
@@ -148,8 +153,11 @@ func TestQueueShowOnTheStack(t *testing.T) {
 			t.Errorf("queue show lacks %q:\n%s", want, out)
 		}
 	}
-	time.Sleep(time.Until(starts) + 50*time.Millisecond) // 1000 a second: 50 positions' worth, 3 tickets
-	if _, err := g.stock.AdvanceGate(t.Context(), id, 1000); err != nil {
+	// The gate's move 50 ms after starts_at, by a clock the test sets
+	// rather than Redis' (stock.Store.WithClock): at 1000 a second, 50
+	// positions' worth for 3 tickets.
+	moved := g.stock.WithClock(func() time.Time { return starts.Add(50 * time.Millisecond) })
+	if _, err := moved.AdvanceGate(t.Context(), id, 1000); err != nil {
 		t.Fatal(err)
 	}
 	if v := show(); v.Tickets != 3 || v.ServingPosition != 3 || v.Waiting != 0 {

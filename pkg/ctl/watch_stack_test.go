@@ -27,6 +27,27 @@ func (g *ingress) buy(t *testing.T, user, item int64) int {
 	return resp.StatusCode
 }
 
+// waitAnswers waits until the live view of item sid counts at least want's
+// answers: the tally flushes them to Redis in the background.
+func (g *ingress) waitAnswers(t *testing.T, sid string, want map[string]int64) {
+	t.Helper()
+	var last map[string]int64
+	testenv.Eventually(t, 20*time.Second, 50*time.Millisecond, func() bool {
+		_, out, _ := run(t, g.lookup, "sale", "watch", sid, "--count", "1", "-o", "json")
+		var v View
+		if json.Unmarshal([]byte(out), &v) != nil || v.Cur == nil {
+			return false
+		}
+		last = v.Cur.Answers
+		for k, n := range want {
+			if last[k] < n {
+				return false
+			}
+		}
+		return true
+	}, "the live view never counted %v: last read %v", want, &last)
+}
+
 // TestSaleWatchFollowsASale runs `sale watch` against a real ingress while
 // buyers buy between its frames: the second frame's rates are the
 // interval's answers, its p50 is drawn from the interval's 202s, and the
@@ -44,18 +65,16 @@ func TestSaleWatchFollowsASale(t *testing.T) {
 		}
 	}
 	// Wait for the first three to be flushed, so the first frame has them.
-	testenv.Eventually(t, 5*time.Second, 50*time.Millisecond, func() bool {
-		_, out, _ := run(t, g.lookup, "sale", "watch", sid, "--count", "1", "-o", "json")
-		var v View
-		return json.Unmarshal([]byte(out), &v) == nil && v.Cur != nil && v.Cur.Answers["accepted"] == 3
-	}, "the first three 202s never reached the live view")
+	g.waitAnswers(t, sid, map[string]int64{"accepted": 3})
 
-	// Between the two frames: 7 more 202s (stock 10) and 2 sold out.
+	// Between the two frames: 7 more 202s (stock 10) and 2 sold out, and
+	// the wait for the tally's flush (FLASHSALE_TALLY_FLUSH, 100 ms here)
+	// to show them.
 	sleep := func(time.Duration) {
 		for i := 3; i < 12; i++ {
 			g.buy(t, user+int64(i), id)
 		}
-		time.Sleep(400 * time.Millisecond) // > FLASHSALE_TALLY_FLUSH (100 ms here)
+		g.waitAnswers(t, sid, map[string]int64{"accepted": 10, "sold_out": 2})
 	}
 	var out, errb bytes.Buffer
 	if code := Main([]string{"sale", "watch", sid, "--count", "2", "-o", "json"},
@@ -81,7 +100,7 @@ func TestSaleWatchFollowsASale(t *testing.T) {
 		t.Fatalf("second frame's answers %v, want 10 accepted and 2 sold_out", a)
 	}
 	dt := second.Interval
-	if dt <= 0.4 || dt > 10 {
+	if dt <= 0 || dt > 60 { // at most: a hang guard, not a speed bound
 		t.Fatalf("interval %v s", dt)
 	}
 	for k, n := range map[string]float64{"accepted": 7, "sold_out": 2} {
@@ -109,7 +128,7 @@ func TestSaleWatchFollowsASale(t *testing.T) {
 			g.buy(t, user+int64(i), id)
 		}
 		g.buy(t, user, id) // already purchased
-		time.Sleep(time.Second)
+		g.waitAnswers(t, sid, map[string]int64{"sold_out": 6, "already_purchased": 1})
 	}
 	out.Reset()
 	if code := Main([]string{"sale", "watch", sid, "--count", "2", "--no-clear"},

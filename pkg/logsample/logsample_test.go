@@ -3,11 +3,14 @@ package logsample
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/flashsale-dev/flashsale/internal/testenv"
 )
 
 // lines is a concurrency-safe sink of JSON log lines.
@@ -137,20 +140,28 @@ func TestSummaryComesWithoutAFurtherLine(t *testing.T) {
 	for range 200 {
 		log.Warn("kafka publish failed")
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	suppressed := -1.0
+	testenv.Eventually(t, 10*time.Second, 10*time.Millisecond, func() bool {
 		for _, r := range sink.records(t) {
 			if n, ok := r["suppressed"].(float64); ok {
-				if int(n) != 195 {
-					t.Fatalf("summary says %v suppressed, want 195", n)
-				}
-				return
+				suppressed = n
+				return true
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
+		return false
+	}, "no summary line after the 50 ms window ended; lines: %v", lazyRecords{t, sink})
+	if suppressed != 195 {
+		t.Fatalf("summary says %v suppressed, want 195", suppressed)
 	}
-	t.Fatalf("no summary line within 5 s of a 50 ms window; lines: %v", sink.records(t))
 }
+
+// lazyRecords prints the sink's lines when a failure is reported.
+type lazyRecords struct {
+	t    *testing.T
+	sink *lines
+}
+
+func (l lazyRecords) String() string { return fmt.Sprint(l.sink.records(l.t)) }
 
 // Burst 0 switches sampling off: the next handler itself.
 func TestBurstZeroIsOff(t *testing.T) {

@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -48,6 +49,7 @@ func TestReadinessUnavailableWhenARequiredCheckFails(t *testing.T) {
 // dependency, and a state change is logged once, not once per pass.
 func TestWatchDependenciesExportsAndLogsEachChange(t *testing.T) {
 	var failing atomic.Bool
+	var passes atomic.Int64
 	failing.Store(true)
 	reg := prometheus.NewRegistry()
 	up := NewDependencyGauge(reg)
@@ -60,6 +62,7 @@ func TestWatchDependenciesExportsAndLogsEachChange(t *testing.T) {
 		WatchDependencies(ctx, Readiness{Timeout: time.Second, Checks: map[string]Check{
 			"kafka": func(context.Context) error { return nil },
 			"mysql": func(context.Context) error {
+				passes.Add(1)
 				if failing.Load() {
 					return errors.New("dial tcp 127.0.0.1:3306: connection refused")
 				}
@@ -69,14 +72,7 @@ func TestWatchDependenciesExportsAndLogsEachChange(t *testing.T) {
 	}()
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: gauge mysql=%v kafka=%v, logs:\n%s", what, testutil.ToFloat64(up.WithLabelValues("mysql")),
-					testutil.ToFloat64(up.WithLabelValues("kafka")), logs.String())
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		testenv.Eventually(t, 10*time.Second, 5*time.Millisecond, cond, "%s: gauges and logs %v", what, gaugesNow{up, &logs})
 	}
 	waitFor("mysql down", func() bool {
 		return testutil.ToFloat64(up.WithLabelValues("kafka")) == 1 && strings.Contains(logs.String(), "dependency down")
@@ -84,7 +80,8 @@ func TestWatchDependenciesExportsAndLogsEachChange(t *testing.T) {
 	if v := testutil.ToFloat64(up.WithLabelValues("mysql")); v != 0 {
 		t.Fatalf("mysql down: gauge %v, want 0", v)
 	}
-	time.Sleep(50 * time.Millisecond) // several passes, still down
+	since := passes.Load()
+	waitFor("several more passes, still down", func() bool { return passes.Load() >= since+3 })
 	failing.Store(false)
 	waitFor("mysql back", func() bool { return testutil.ToFloat64(up.WithLabelValues("mysql")) == 1 })
 	waitFor("mysql back logged", func() bool { return strings.Contains(logs.String(), "dependency up") })
@@ -93,6 +90,18 @@ func TestWatchDependenciesExportsAndLogsEachChange(t *testing.T) {
 	if n := strings.Count(logs.String(), "dependency down"); n != 1 {
 		t.Fatalf("%d 'dependency down' lines over several failing passes, want 1:\n%s", n, logs.String())
 	}
+}
+
+// gaugesNow prints the dependency gauges and the logs when a failure is
+// reported, not when the wait started.
+type gaugesNow struct {
+	up   *prometheus.GaugeVec
+	logs *testenv.LogBuffer
+}
+
+func (g gaugesNow) String() string {
+	return fmt.Sprintf("mysql=%v kafka=%v, logs:\n%s", testutil.ToFloat64(g.up.WithLabelValues("mysql")),
+		testutil.ToFloat64(g.up.WithLabelValues("kafka")), g.logs.String())
 }
 
 // TestWaitForRetriesUntilTheDependencyAnswers: a deployable started during

@@ -43,6 +43,9 @@ type Readiness struct {
 type prober struct {
 	r        Readiness
 	cacheFor time.Duration
+	// now stamps each round's result and judges the cache's age; a test
+	// steps it past the cache period instead of sleeping through it.
+	now func() time.Time
 
 	mu       sync.Mutex
 	inflight map[string]*flight
@@ -77,7 +80,7 @@ func newProber(r Readiness) *prober {
 	if c == 0 {
 		c = DefaultReadinessCache
 	}
-	return &prober{r: r, cacheFor: c, inflight: map[string]*flight{}}
+	return &prober{r: r, cacheFor: c, now: time.Now, inflight: map[string]*flight{}}
 }
 
 // run returns each check's result text ("ok" or the error) and whether all
@@ -87,7 +90,7 @@ func newProber(r Readiness) *prober {
 // caller has gone).
 func (p *prober) run(ctx context.Context) *report {
 	p.mu.Lock()
-	if l := p.last; l != nil && p.cacheFor > 0 && time.Since(l.at) < p.cacheFor {
+	if l := p.last; l != nil && p.cacheFor > 0 && p.now().Sub(l.at) < p.cacheFor {
 		p.mu.Unlock()
 		return l
 	}
@@ -149,7 +152,7 @@ func (p *prober) startRound(ctx context.Context) *round {
 				ok = false
 			}
 		}
-		rd.rep = &report{checks: out, ok: ok, degraded: ok && degraded, at: time.Now()}
+		rd.rep = &report{checks: out, ok: ok, degraded: ok && degraded, at: p.now()}
 		p.mu.Lock()
 		p.last, p.round = rd.rep, nil
 		p.mu.Unlock()
@@ -167,10 +170,14 @@ func (p *prober) startCheck(ctx context.Context, name string, c Check) *flight {
 		cctx, cancel := context.WithTimeout(ctx, p.r.Timeout)
 		defer cancel()
 		f.err = c(cctx)
-		close(f.done)
+		// Out of the in-flight set before done: a round started once a
+		// prober saw this result must run the check anew, not join a run
+		// that has ended (with the cache period stepped by a test's clock,
+		// the next round came in between).
 		p.mu.Lock()
 		delete(p.inflight, name)
 		p.mu.Unlock()
+		close(f.done)
 	}()
 	return f
 }
@@ -188,20 +195,20 @@ func LivenessHandler() http.Handler {
 // with the per-dependency results as JSON, within r.Timeout; results are
 // cached for r.CacheFor. Build it once per listener: the cache and the
 // in-flight checks belong to the handler.
-func ReadinessHandler(r Readiness) http.Handler {
-	p := newProber(r)
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		rep := p.run(req.Context())
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
-		status := "ok"
-		switch {
-		case !rep.ok:
-			status = "unavailable"
-			w.WriteHeader(http.StatusServiceUnavailable)
-		case rep.degraded:
-			status = "degraded"
-		}
-		_ = json.NewEncoder(w).Encode(map[string]any{"status": status, "checks": rep.checks})
-	})
+func ReadinessHandler(r Readiness) http.Handler { return newProber(r) }
+
+// ServeHTTP answers one readiness probe (see ReadinessHandler).
+func (p *prober) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	rep := p.run(req.Context())
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	status := "ok"
+	switch {
+	case !rep.ok:
+		status = "unavailable"
+		w.WriteHeader(http.StatusServiceUnavailable)
+	case rep.degraded:
+		status = "degraded"
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"status": status, "checks": rep.checks})
 }

@@ -6,15 +6,20 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/flashsale-dev/flashsale/internal/testenv"
 )
 
-// probe GETs /readyz from h and fails the test if it takes longer than
-// within (the old handler waited for every check, however long). Safe to
-// call from any goroutine: it reports with Errorf and returns status 0.
+// probe GETs /readyz from h and fails the test if it has not answered
+// within: a hang guard, generous (ten times the checks' timeout or more),
+// not a speed bound; the old handler waited for every check, however long,
+// so a check that never returns held it forever. Safe to call from any
+// goroutine: it reports with Errorf and returns status 0.
 func probe(t *testing.T, h http.Handler, within time.Duration) (int, map[string]any) {
 	t.Helper()
 	rec := httptest.NewRecorder()
@@ -44,10 +49,13 @@ func TestReadinessBoundedWhenACheckHangs(t *testing.T) {
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
 	var hung, fine atomic.Int64
-	h := ReadinessHandler(Readiness{Timeout: 200 * time.Millisecond, Checks: map[string]Check{
+	const timeout = 200 * time.Millisecond
+	h := newProber(Readiness{Timeout: timeout, Checks: map[string]Check{
 		"stuck": func(context.Context) error { hung.Add(1); <-release; return nil },
 		"fine":  func(context.Context) error { fine.Add(1); return nil },
 	}})
+	clk := &testClock{t: time.Unix(1_800_000_000, 0)}
+	h.now = clk.now
 	before := runtime.NumGoroutine()
 	const rounds, burst = 3, 20
 	for r := range rounds {
@@ -56,7 +64,7 @@ func TestReadinessBoundedWhenACheckHangs(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				code, body := probe(t, h, time.Second)
+				code, body := probe(t, h, 10*timeout)
 				checks, _ := body["checks"].(map[string]any)
 				if code != http.StatusServiceUnavailable || checks["fine"] != "ok" || checks["stuck"] == "ok" {
 					t.Errorf("round %d: %d %v, want 503 with fine ok and stuck failing", r, code, body)
@@ -65,7 +73,7 @@ func TestReadinessBoundedWhenACheckHangs(t *testing.T) {
 		}
 		wg.Wait()
 		if r < rounds-1 {
-			time.Sleep(1100 * time.Millisecond) // past the cache period
+			clk.advance(DefaultReadinessCache) // past the cache period
 		}
 	}
 	if n := hung.Load(); n != 1 {
@@ -74,18 +82,17 @@ func TestReadinessBoundedWhenACheckHangs(t *testing.T) {
 	if n := fine.Load(); n != rounds {
 		t.Errorf("the fine check ran %d times in %d cache periods, want %d", n, rounds, rounds)
 	}
-	// One goroutine for the hung check, whatever the number of probes.
-	time.Sleep(50 * time.Millisecond)
-	if g := runtime.NumGoroutine(); g > before+3 {
-		t.Errorf("goroutines grew from %d to %d after %d probes", before, g, rounds*burst)
-	}
+	// One goroutine for the hung check, whatever the number of probes: the
+	// probes' and rounds' goroutines, which have answered, all end.
+	testenv.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool { return runtime.NumGoroutine() <= before+3 },
+		"goroutines grew from %d to %d after %d probes", before, lazyGoroutines{}, rounds*burst)
 }
 
 // TestReadinessCachedForABurst: a burst of probes within a cache period runs
 // each check once; after the period the checks run again.
 func TestReadinessCachedForABurst(t *testing.T) {
 	var runs atomic.Int64
-	h := ReadinessHandler(Readiness{Timeout: time.Second, Checks: map[string]Check{
+	h := newProber(Readiness{Timeout: time.Second, Checks: map[string]Check{
 		"slow": func(ctx context.Context) error {
 			runs.Add(1)
 			select {
@@ -96,6 +103,8 @@ func TestReadinessCachedForABurst(t *testing.T) {
 			}
 		},
 	}})
+	clk := &testClock{t: time.Unix(1_800_000_000, 0)}
+	h.now = clk.now
 	var wg sync.WaitGroup
 	for range 50 {
 		wg.Add(1)
@@ -113,7 +122,7 @@ func TestReadinessCachedForABurst(t *testing.T) {
 	if n := runs.Load(); n != 1 {
 		t.Fatalf("70 probes within a cache period ran the check %d times, want 1", n)
 	}
-	time.Sleep(1100 * time.Millisecond)
+	clk.advance(DefaultReadinessCache)
 	probe(t, h, 2*time.Second)
 	if n := runs.Load(); n != 2 {
 		t.Fatalf("after the cache period the check ran %d times in all, want 2", n)
@@ -140,3 +149,18 @@ func TestReadinessProbeGoneDoesNotPoisonTheCache(t *testing.T) {
 		t.Fatalf("probe after a cancelled one: %d %v, want 200", code, body)
 	}
 }
+
+// testClock is a clock the test moves by hand.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *testClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+func (c *testClock) advance(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
+
+// lazyGoroutines prints the goroutine count when a failure is reported.
+type lazyGoroutines struct{}
+
+func (lazyGoroutines) String() string { return strconv.Itoa(runtime.NumGoroutine()) }

@@ -83,9 +83,9 @@ func BenchmarkHotItem(b *testing.B) {
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan struct{})
 			go func() { _ = c.Run(ctx); close(done) }()
-			for e.count("SELECT COUNT(*) FROM request_outcomes WHERE item_id = ?", e.item) < int64(b.N) {
-				time.Sleep(10 * time.Millisecond)
-			}
+			testenv.Eventually(b, 30*time.Minute, 10*time.Millisecond, func() bool {
+				return e.count("SELECT COUNT(*) FROM request_outcomes WHERE item_id = ?", e.item) >= int64(b.N)
+			}, "%d orders not all decided", b.N)
 			elapsed := time.Since(start)
 			b.StopTimer()
 			cancel()

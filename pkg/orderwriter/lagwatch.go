@@ -45,15 +45,26 @@ type lagWatch struct {
 	interval time.Duration
 	m        *Metrics
 	log      *slog.Logger
+	// now is the clock the staleness of the last good poll and the idle
+	// cut-off are judged by; nil is time.Now. A test moves it to age the
+	// group series without waiting polls out.
+	now func() time.Time
 
 	lastOK time.Time
 	parts  map[int]bool // partitions GroupLag has a series for
 }
 
+func (w *lagWatch) clock() time.Time {
+	if w.now != nil {
+		return w.now()
+	}
+	return time.Now()
+}
+
 func (w *lagWatch) run(ctx context.Context) {
 	t := time.NewTicker(w.interval)
 	defer t.Stop()
-	w.lastOK = time.Now()
+	w.lastOK = w.clock()
 	for {
 		w.tick(ctx)
 		select {
@@ -66,7 +77,7 @@ func (w *lagWatch) run(ctx context.Context) {
 
 // tick drops per-fetch series of partitions idle for too long, then polls.
 func (w *lagWatch) tick(ctx context.Context) {
-	w.m.fetchLag.forgetIdle(time.Now().Add(-lagIdlePolls * w.interval))
+	w.m.fetchLag.forgetIdle(w.clock().Add(-lagIdlePolls * w.interval))
 	pctx, cancel := context.WithTimeout(ctx, w.interval)
 	lag, err := w.poll(pctx)
 	cancel()
@@ -76,13 +87,13 @@ func (w *lagWatch) tick(ctx context.Context) {
 	if err != nil {
 		w.m.LagPollFailures.Inc()
 		w.log.Warn("poll group lag", "err", err)
-		if time.Since(w.lastOK) > lagStalePolls*w.interval {
+		if w.clock().Sub(w.lastOK) > lagStalePolls*w.interval {
 			w.m.GroupLag.Reset()
 			w.parts = nil
 		}
 		return
 	}
-	w.lastOK = time.Now()
+	w.lastOK = w.clock()
 	for p := range w.parts {
 		if _, ok := lag[p]; !ok {
 			w.m.GroupLag.DeleteLabelValues(strconv.Itoa(p))
@@ -102,16 +113,18 @@ type partitionGauge struct {
 	vec  *prometheus.GaugeVec
 	mu   sync.Mutex
 	seen map[int]time.Time
+	// now stamps each set; a test steps it to order sets without sleeping.
+	now func() time.Time
 }
 
 func newPartitionGauge(vec *prometheus.GaugeVec) *partitionGauge {
-	return &partitionGauge{vec: vec, seen: map[int]time.Time{}}
+	return &partitionGauge{vec: vec, seen: map[int]time.Time{}, now: time.Now}
 }
 
 func (g *partitionGauge) set(partition int, v float64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.seen[partition] = time.Now()
+	g.seen[partition] = g.now()
 	g.vec.WithLabelValues(strconv.Itoa(partition)).Set(v)
 }
 

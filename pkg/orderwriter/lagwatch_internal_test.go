@@ -11,20 +11,25 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/flashsale-dev/flashsale/internal/testenv"
 )
 
 // A broker that stops answering (every poll hangs) costs one goroutine, not
 // one per tick: each poll gets a deadline of one interval, the next starts
 // only after it returned, and the loop ends promptly on shutdown. The last
-// good values outlive the outage a few polls, then are dropped rather than
-// shown frozen.
+// good values outlive a failed poll or two, then, once the outage is older
+// than lagStalePolls intervals, are dropped rather than shown frozen. The
+// polls run on the real ticker (their deadline is what is tested); the age
+// of the last good poll is judged by a clock the test moves.
 func TestLagPollIsBoundedAndSerial(t *testing.T) {
 	const interval = 40 * time.Millisecond
 	m := NewMetrics(prometheus.NewRegistry())
+	clk := &testClock{t: time.Unix(1_800_000_000, 0)}
 	var calls, inFlight, maxInFlight atomic.Int32
 	var mu sync.Mutex
 	var noDeadline, lateDeadline int
-	w := &lagWatch{interval: interval, m: m, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	w := &lagWatch{interval: interval, m: m, log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: clk.now,
 		poll: func(ctx context.Context) (map[int]int64, error) {
 			n := inFlight.Add(1)
 			defer inFlight.Add(-1)
@@ -52,18 +57,25 @@ func TestLagPollIsBoundedAndSerial(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); w.run(ctx) }()
 
-	time.Sleep(interval / 2)
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, func() bool { return testutil.CollectAndCount(m.GroupLag) == 2 },
+		"the first poll's two partitions never exported")
 	if v := testutil.ToFloat64(m.GroupLag.WithLabelValues("0")); v != 7 {
 		t.Fatalf("group lag of partition 0 = %v after the first poll, want 7", v)
 	}
-	time.Sleep((lagStalePolls + 4) * interval)
-	if n := testutil.CollectAndCount(m.GroupLag); n != 0 {
-		t.Fatalf("%d group lag series still exported after %d failed polls", n, calls.Load()-1)
+	// Hung polls end by their deadline and the loop goes on polling; while
+	// the last good poll is recent the series stay.
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, func() bool { return testutil.ToFloat64(m.LagPollFailures) >= 2 },
+		"no two timed-out polls counted: a hung poll blocked the loop (%d polls)", calls.Load())
+	if n := testutil.CollectAndCount(m.GroupLag); n != 2 {
+		t.Fatalf("%d group lag series after 2 failed polls within %d intervals of the last good one, want 2", n, lagStalePolls)
 	}
+	clk.advance((lagStalePolls + 1) * interval)
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, func() bool { return testutil.CollectAndCount(m.GroupLag) == 0 },
+		"group lag series still exported %d intervals after the last good poll (%d polls)", lagStalePolls+1, calls.Load())
 	cancel()
 	select {
 	case <-done:
-	case <-time.After(5 * interval):
+	case <-time.After(10 * time.Second): // a hang guard: the poll in flight ends with ctx
 		t.Fatal("lag watch did not stop on shutdown")
 	}
 	if got := maxInFlight.Load(); got != 1 {
@@ -73,12 +85,19 @@ func TestLagPollIsBoundedAndSerial(t *testing.T) {
 		t.Fatalf("%d polls without a deadline, %d with one beyond the interval", noDeadline, lateDeadline)
 	}
 	if c := calls.Load(); c < 3 {
-		t.Fatalf("only %d polls in %v: a hung poll blocked the loop", c, (lagStalePolls+4)*interval)
-	}
-	if f := testutil.ToFloat64(m.LagPollFailures); f < 2 {
-		t.Fatalf("poll failures = %v, want the timed-out polls counted", f)
+		t.Fatalf("only %d polls: a hung poll blocked the loop", c)
 	}
 }
+
+// testClock is a clock the test moves by hand.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *testClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+func (c *testClock) advance(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
 
 // A partition missing from a successful poll loses its series.
 func TestLagPollDropsVanishedPartitions(t *testing.T) {
@@ -104,9 +123,12 @@ func TestLagPollDropsVanishedPartitions(t *testing.T) {
 // moved to another member in a rebalance) and keeps the ones it fetches.
 func TestFetchLagForgetsPartitionsNoLongerFetched(t *testing.T) {
 	m := NewMetrics(prometheus.NewRegistry())
+	clk := &testClock{t: time.Unix(1_800_000_000, 0)}
+	m.fetchLag.now = clk.now
 	m.fetchLag.set(0, 5)
-	mid := time.Now()
-	time.Sleep(2 * time.Millisecond)
+	clk.advance(time.Millisecond)
+	mid := clk.now()
+	clk.advance(time.Millisecond)
 	m.fetchLag.set(1, 6)
 	m.fetchLag.forgetIdle(mid.Add(-time.Hour))
 	if n := testutil.CollectAndCount(m.fetchLag.vec); n != 2 {

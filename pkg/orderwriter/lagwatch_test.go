@@ -1,8 +1,12 @@
 package orderwriter_test
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
+	"net"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,17 +32,16 @@ func TestLagMovesWhileRoundIsStuck(t *testing.T) {
 	msgs := e.admit(users(1, before+during))
 	e.produce(encode(t, msgs[:before]), true)
 
-	faultDB, fd := faultMySQL(t, e.dsn)
+	pool := faultMySQL(t, e.dsn)
 	c := e.config()
 	c.BatchSize = 20
 	c.MaxBackoff = 200 * time.Millisecond
 	c.LagInterval = 500 * time.Millisecond
 	reg := prometheus.NewRegistry()
 	m := orderwriter.NewMetrics(reg)
-	r := e.start(c, faultDB, m)
+	r := e.start(c, pool.db, m)
 	e.waitDecided(40, 60*time.Second)
-	fd.Cut()
-	time.Sleep(300 * time.Millisecond) // let an in-flight commit land
+	pool.cut(e)
 	frozen := e.decided()
 
 	// The lag the alert sees once the round is stuck, then after more orders:
@@ -60,7 +63,7 @@ func TestLagMovesWhileRoundIsStuck(t *testing.T) {
 	if testutil.ToFloat64(m.Retries.WithLabelValues("transient")) == 0 {
 		t.Fatalf("no transient retries: the round was not retrying")
 	}
-	fd.Restore()
+	pool.fd.Restore()
 	e.waitDrained(90 * time.Second)
 	testenv.Eventually(t, 15*time.Second, 100*time.Millisecond, func() bool {
 		return sumSeries(t, reg, lagMetric) == 0
@@ -100,12 +103,77 @@ type seriesNow struct {
 
 func (s seriesNow) String() string { return fmt.Sprint(sumSeries(s.t, s.reg, s.name)) }
 
+// faultPool is the consumer's MySQL pool behind a FaultDialer, which
+// remembers the local port of every connection it dialed so that the test
+// can tell when the server is done with them.
+type faultPool struct {
+	db *sql.DB
+	fd *testenv.FaultDialer
+
+	mu    sync.Mutex
+	ports map[string]bool
+}
+
 // faultMySQL opens the test's database through a FaultDialer, so the test
 // can cut this pool's connections without touching the shared server.
-func faultMySQL(t testing.TB, dsn string) (*sql.DB, *testenv.FaultDialer) {
+func faultMySQL(t testing.TB, dsn string) *faultPool {
 	t.Helper()
-	fd := testenv.NewFaultDialer()
-	db := testenv.FaultyMySQL(t, dsn, fd)
-	db.SetMaxOpenConns(4)
-	return db, fd
+	p := &faultPool{fd: testenv.NewFaultDialer(), ports: map[string]bool{}}
+	p.db = testenv.MySQLVia(t, dsn, func(ctx context.Context, addr string) (net.Conn, error) {
+		c, err := p.fd.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		if _, port, err := net.SplitHostPort(c.LocalAddr().String()); err == nil {
+			p.mu.Lock()
+			p.ports[port] = true
+			p.mu.Unlock()
+		}
+		return c, nil
+	})
+	p.db.SetMaxOpenConns(4)
+	return p
+}
+
+// cut cuts every connection of the pool and waits until the server has
+// ended each of their sessions. A statement the server had already
+// received (a COMMIT on its way when the cut came) has then landed or been
+// rolled back, so the decisions read from now on cannot move because of
+// it. The sessions are found by the pool's ports in PROCESSLIST's HOST
+// ("host:port"); the test first sees one of them, so a HOST of another
+// shape fails here instead of making the wait vacuous.
+func (p *faultPool) cut(e *env) {
+	e.t.Helper()
+	testenv.Eventually(e.t, 30*time.Second, 10*time.Millisecond, func() bool { return p.sessions(e) > 0 },
+		"no session of the consumer's pool found in PROCESSLIST by its ports")
+	p.fd.Cut()
+	testenv.Eventually(e.t, 30*time.Second, 10*time.Millisecond, func() bool { return p.sessions(e) == 0 },
+		"the server still has %d sessions of the cut pool", lazyCount(func() int64 { return int64(p.sessions(e)) }))
+}
+
+// sessions counts the server's sessions on the test's database that
+// connections of the pool opened.
+func (p *faultPool) sessions(e *env) int {
+	e.t.Helper()
+	rows, err := e.db.Query("SELECT HOST FROM information_schema.PROCESSLIST WHERE DB = DATABASE()")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer rows.Close()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for rows.Next() {
+		var host string
+		if err := rows.Scan(&host); err != nil {
+			e.t.Fatal(err)
+		}
+		if i := strings.LastIndexByte(host, ':'); i >= 0 && p.ports[host[i+1:]] {
+			n++
+		}
+	}
+	if err := rows.Err(); err != nil {
+		e.t.Fatal(err)
+	}
+	return n
 }

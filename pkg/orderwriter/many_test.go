@@ -3,6 +3,7 @@ package orderwriter_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -54,6 +55,26 @@ func (m *manyEnv) admitAll(us []int64) [][]queue.OrderMessage {
 		groups[i] = m.of(id).admit(us)
 	}
 	return groups
+}
+
+// awaitRows returns once no other transaction holds a stock row of m's
+// items: it locks them all, waiting on the holder's commit as a locking
+// read does, and lets go at once.
+func (m *manyEnv) awaitRows(ctx context.Context) error {
+	tx, err := m.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }() // only the wait mattered
+	args := make([]any, len(m.items))
+	for i, id := range m.items {
+		args[i] = id
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT id FROM items WHERE id IN (?"+strings.Repeat(",?", len(args)-1)+") ORDER BY id FOR UPDATE", args...)
+	if err != nil {
+		return err
+	}
+	return rows.Close()
 }
 
 func flat(groups [][]queue.OrderMessage) []queue.OrderMessage {
@@ -118,7 +139,12 @@ func TestBatchWritersRaceOneManyItemBatch(t *testing.T) {
 					t.Errorf("no commit after %d attempts: short %v, %v", attempt, short, err)
 					return
 				}
-				time.Sleep(5 * time.Millisecond)
+				// Another writer holds rows: wait for it, as the
+				// consumer's fallback waits for a busy row, then retry.
+				if err := m.awaitRows(ctx); err != nil {
+					t.Errorf("wait for the stock rows: %v", err)
+					return
+				}
 			}
 		}()
 	}

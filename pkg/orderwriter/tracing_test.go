@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
 	"github.com/flashsale-dev/flashsale/pkg/tracing"
 )
@@ -54,13 +55,8 @@ func TestDeadLetterLineCarriesTheOrdersTraceID(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- c.Run(rctx) }()
 	defer func() { stop(); <-done }()
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(buf.String(), "dead-lettered message") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no dead-letter line within 30 s; log:\n%s", buf.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.Eventually(t, 30*time.Second, 20*time.Millisecond, func() bool { return strings.Contains(buf.String(), "dead-lettered message") },
+		"no dead-letter line; log:\n%s", &buf)
 	for _, line := range strings.Split(buf.String(), "\n") {
 		if strings.Contains(line, "dead-lettered message") && !strings.Contains(line, `"trace_id":"`+traceID+`"`) {
 			t.Fatalf("dead-letter line without the order's trace id: %s", line)

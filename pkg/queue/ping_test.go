@@ -2,6 +2,9 @@ package queue_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"os"
 	"runtime"
 	"testing"
 	"time"
@@ -26,27 +29,33 @@ func TestPingBoundedBySilentBroker(t *testing.T) {
 			ctx, cancel = context.WithCancel(context.Background())
 			time.AfterFunc(200*time.Millisecond, cancel)
 		}
-		start := time.Now()
 		done := make(chan error, 1)
 		go func() { done <- queue.Ping(ctx, []string{broker.Addr}) }()
 		select {
 		case err := <-done:
-			if err == nil {
-				t.Fatalf("probe %d: Ping of a silent broker succeeded", i)
+			// Ended by its context (the silent broker never answers): the
+			// cancel, or the deadline, which the connection's read may
+			// see an instant before the context does.
+			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("probe %d: Ping of a silent broker = %v, want its context's end or deadline", i, err)
 			}
-			if d := time.Since(start); d > time.Second {
-				t.Fatalf("probe %d: Ping returned after %v, want about 200ms", i, d)
-			}
-		case <-time.After(3 * time.Second):
+		case <-time.After(3 * time.Second): // a hang guard, 15 times the bound, not a speed bound
 			t.Fatalf("probe %d: Ping still blocked 3s after its 200ms bound (%d sockets open)", i, broker.Open())
 		}
 		cancel()
 	}
-	deadline := time.Now().Add(3 * time.Second)
-	for broker.Open() > 0 || runtime.NumGoroutine() > before+2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %d probes: %d sockets still open, goroutines %d -> %d", probes, broker.Open(), before, runtime.NumGoroutine())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.Eventually(t, 10*time.Second, 20*time.Millisecond, func() bool {
+		return broker.Open() == 0 && runtime.NumGoroutine() <= before+2
+	}, "after %d probes: sockets or goroutines left behind (%v)", probes, leftBehind{broker, before})
+}
+
+// leftBehind prints the open sockets and goroutines when a failure is
+// reported.
+type leftBehind struct {
+	broker *testenv.SilentServer
+	before int
+}
+
+func (l leftBehind) String() string {
+	return fmt.Sprintf("%d sockets open, goroutines %d -> %d", l.broker.Open(), l.before, runtime.NumGoroutine())
 }

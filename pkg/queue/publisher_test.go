@@ -48,11 +48,15 @@ func (g *gate) snapshot() [][]string {
 	return append([][]string(nil), g.calls...)
 }
 
-// waitFor polls cond (no timing assertion: only a bound on a hang).
+// waitFor polls cond every millisecond (no timing assertion: only a bound
+// on a hang). It is testenv.Eventually's loop, which this package's own
+// tests cannot import: testenv imports pkg/queue.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for hang := time.Now().Add(10 * time.Second); !cond(); <-tick.C {
+		if time.Now().After(hang) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 	}

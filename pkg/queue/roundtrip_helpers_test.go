@@ -122,6 +122,9 @@ func writeAll(ctx context.Context, t *testing.T, w *kafka.Writer, msgs []kafka.M
 			again = append(again, msgs[i])
 		}
 		msgs = again
+		// Real time is the subject: the broker asked for a retry (the new
+		// topic reaches its partitions' leaders in the cluster's own time),
+		// and the resend waits a pause first, as a client's retry does.
 		time.Sleep(200 * time.Millisecond)
 	}
 }

@@ -56,6 +56,10 @@ func TestPayAndCancelRaceAtDeadline(t *testing.T) {
 	var wg sync.WaitGroup
 	pay := func(i int, at time.Time) {
 		defer wg.Done()
+		// Real time is the subject: pay and cancel are each judged by
+		// MySQL's NOW(3) against expires_at (no host clock decides an
+		// expiry; Reaper.Clock only stamps the last-success gauge), so the
+		// race at the deadline needs pays fired at real instants around it.
 		time.Sleep(time.Until(at))
 		rid := it.Requests[i]
 		_, err := store.PayOrder(ctx, e.db, rid, orders[i].UserID)

@@ -235,6 +235,10 @@ func TestOrphanSweepRacesConsumer(t *testing.T) {
 	var dropped atomic.Int64
 	for i, m := range msgs {
 		wg.Go(func() {
+			// Real time is the subject: the sweep voids on its own loop
+			// (every millisecond) while the writers write; starting each
+			// writer at a random instant of the next 120 ms spreads them
+			// over the sweep's passes, so both sides win some requests.
 			time.Sleep(time.Duration(rand.IntN(120)) * time.Millisecond)
 			for attempt := 0; ; attempt++ {
 				res, err := w.WriteItem(ctx, it.ID, []queue.OrderMessage{m})

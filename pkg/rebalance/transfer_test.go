@@ -2,11 +2,13 @@ package rebalance
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
@@ -283,13 +285,11 @@ func TestLeaseOneReplicaAtATime(t *testing.T) {
 	}
 	e.admit(item, 2, 1, 5)
 	e.setWant(item, 1)
-	deadline := time.Now().Add(10 * time.Second)
-	for e.rdb.Get(ctx, key).Val() != "a" || e.states(item)[store.TransferDone] != 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("a did not take over: holder %q, transfers %v", e.rdb.Get(ctx, key).Val(), e.states(item))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.Eventually(t, 10*time.Second, 10*time.Millisecond, func() bool {
+		return e.rdb.Get(ctx, key).Val() == "a" && e.states(item)[store.TransferDone] == 2
+	}, "a did not take over: %v", lazy(func() string {
+		return fmt.Sprintf("holder %q, transfers %v", e.rdb.Get(ctx, key).Val(), e.states(item))
+	}))
 	stopA()
 	if err := <-doneA; err != nil {
 		t.Fatal(err)
@@ -312,3 +312,9 @@ func equal(a, b []int64) bool {
 	}
 	return true
 }
+
+// lazy is a failure message's part computed when the failure is reported,
+// not when the wait started.
+type lazy func() string
+
+func (f lazy) String() string { return f() }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"io/fs"
 	"log/slog"
+	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -28,12 +30,18 @@ func checks(logs *testenv.LogBuffer, mode string, schemaFS fs.FS) startup.Checks
 func TestMySQLWaitsThroughAnOutage(t *testing.T) {
 	_, dsn := testenv.MySQL(t)
 	fd := testenv.NewFaultDialer()
-	db := testenv.FaultyMySQL(t, dsn, fd)
+	var dials atomic.Int64 // refused while cut: one per attempt of the check
+	db := testenv.MySQLVia(t, dsn, func(ctx context.Context, addr string) (net.Conn, error) {
+		dials.Add(1)
+		return fd.DialContext(ctx, "tcp", addr)
+	})
 	fd.Cut()
 	var logs testenv.LogBuffer
 	done := make(chan error, 1)
 	go func() { done <- checks(&logs, "enforce", schema.FS).MySQL(context.Background(), db) }()
-	time.Sleep(3 * time.Second)
+	// The outage lasts while the check tries again (every RetryEvery).
+	testenv.Eventually(t, 10*startup.RetryEvery, 10*time.Millisecond, func() bool { return dials.Load() >= 2 },
+		"the check did not try MySQL again during the outage")
 	select {
 	case err := <-done:
 		t.Fatalf("returned during the outage: %v, want it to wait", err)
