@@ -183,10 +183,14 @@ func (d *deployable) listens() map[string]string {
 	return nil
 }
 
-// exitAfter matches the deadline each command's main.go sets on its own
-// shutdown (ops.ExitAfter): FLASHSALE_SHUTDOWN_TIMEOUT plus, for the
-// ingress, a margin for its two listeners.
-var exitAfter = regexp.MustCompile(`ops\.ExitAfter\(ctx, common\.ShutdownTimeout(?:\+(\d+)\*time\.Second)?,`)
+// runsOnService and exitGrace read the deadline each command's main.go
+// sets on its own shutdown: pkg/service bounds it (ops.ExitAfter) at
+// FLASHSALE_SHUTDOWN_TIMEOUT plus the Deployable's ExitGrace, which the
+// ingress sets for the work after its API's drain.
+var (
+	runsOnService = regexp.MustCompile(`service\.Main\(service\.Deployable\{`)
+	exitGrace     = regexp.MustCompile(`ExitGrace:\s*(\d+) \* time\.Second`)
+)
 
 // exitBound is the longest the command may take to stop after SIGTERM
 // before it exits on its own, read from its main.go so the grace periods
@@ -196,12 +200,11 @@ func (d *deployable) exitBound() (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	m := exitAfter.FindSubmatch(b)
-	if m == nil {
-		return 0, fmt.Errorf("%s/main.go: no ops.ExitAfter(ctx, common.ShutdownTimeout[+Ns*time.Second], ...): update exitAfter", d.bin)
+	if !runsOnService.Match(b) {
+		return 0, fmt.Errorf("%s/main.go: no service.Main(service.Deployable{...}): update exitBound", d.bin)
 	}
 	margin := 0
-	if len(m[1]) > 0 {
+	if m := exitGrace.FindSubmatch(b); m != nil {
 		margin, _ = strconv.Atoi(string(m[1]))
 	}
 	return d.common.ShutdownTimeout + time.Duration(margin)*time.Second, nil

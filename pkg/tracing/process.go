@@ -13,15 +13,15 @@ import (
 const FlushTimeout = 3 * time.Second
 
 // Logger returns log with the trace and span ids of a line's context on
-// every line (LogHandler): each deployable's main wraps its ops.NewLogger
-// with it, so the JSON logs of an order lead to its trace.
+// every line (LogHandler): every deployable's logger is wrapped with it
+// (pkg/service), so the JSON logs of an order lead to its trace.
 func Logger(log *slog.Logger) *slog.Logger { return slog.New(LogHandler(log.Handler())) }
 
 // Init is a deployable's tracing from start to exit: Setup from the OTEL_*
 // environment, and a stop to defer that flushes the spans still queued
-// (within FlushTimeout) and logs a flush that failed. The deployables call
-// it in run, so stop runs after the last request or batch has ended its
-// spans. An error is a setting that cannot work: the deployable stops.
+// (within FlushTimeout) and logs a flush that failed. The deployables' runner
+// (pkg/service) calls it, so stop runs after the last request or batch has
+// ended its spans. An error is a setting that cannot work: the deployable stops.
 func Init(ctx context.Context, service string, log *slog.Logger) (stop func(), err error) {
 	p, err := Setup(ctx, service, log)
 	if err != nil {
