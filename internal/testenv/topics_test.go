@@ -16,8 +16,7 @@ func TestTopicsAreDeletedWhenTheTestEnds(t *testing.T) {
 	var orders, dlq string
 	t.Run("user", func(t *testing.T) { orders, dlq, _ = Topics(t, 3) })
 	client := KafkaSecurity(t).Client(Kafka(t))
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	Eventually(t, 30*time.Second, 200*time.Millisecond, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{orders, dlq}})
 		cancel()
@@ -30,12 +29,6 @@ func TestTopicsAreDeletedWhenTheTestEnds(t *testing.T) {
 				left++
 			}
 		}
-		if left == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of the test's topics %s, %s still exist 30 s after it ended", left, orders, dlq)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return left == 0
+	}, "some of the test's topics %s, %s still exist after it ended", orders, dlq)
 }
