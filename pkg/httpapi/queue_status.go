@@ -154,6 +154,21 @@ func (s *Server) ticketView(ctx context.Context, it store.Item, t stock.Ticket) 
 	}
 	ahead := pos - 1
 	v.Position, v.Ahead, v.ServingPosition = &pos, &ahead, &serving
+	if cached && v.State == "" && pos <= serving {
+		// The reader's stock may predate the sell-out by up to its
+		// interval and a half, and admitted is the one answer a stale
+		// stock makes false: the buyer would order and get 410. So the
+		// stock that admits is read from Redis, the store whose last
+		// DECR sold out (one read, for tickets whose turn has come; the
+		// waiting ones keep the reader's).
+		l, w, err := s.st.Stock(rctx, it.ID)
+		if err != nil {
+			return ticketStatus{}, unavailable("ticket temporarily unavailable")
+		}
+		if v.StockLeft = max(l, 0); w && l <= 0 {
+			v.State = ticketSoldOut
+		}
+	}
 	if v.State == ticketSoldOut && now.Before(it.EndsAt) && it.Buckets <= 1 {
 		return s.offeredView(rctx, it, t, v)
 	}
@@ -337,9 +352,21 @@ func waitingView(v ticketStatus, wi *watchedItem, rate int) ticketStatus {
 }
 
 // admittedView is waiting view v once the watcher saw the gate reach its
-// position: admitted, with a fresh grant (a cached key and an HMAC, no
-// store call).
+// position: admitted, with a fresh grant (a cached key and an HMAC), or
+// sold out. The stock is read from Redis, not taken from the watcher: its
+// read of the stock may predate the sell-out by an interval (ticketView
+// says why admitted must not be answered on it). On a failed read the poll
+// answers v, as one that saw nothing change.
 func (s *Server) admittedView(ctx context.Context, it store.Item, t stock.Ticket, v ticketStatus, wi *watchedItem) ticketStatus {
+	rctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
+	left, warmed, err := s.st.Stock(rctx, it.ID)
+	cancel()
+	if err != nil {
+		return v
+	}
+	if warmed && left <= 0 {
+		return soldOutView(v)
+	}
 	g, exp, err := s.grantFor(ctx, it.ID, t.UserID)
 	if err != nil {
 		return v
@@ -347,9 +374,7 @@ func (s *Server) admittedView(ctx context.Context, it store.Item, t stock.Ticket
 	serving, _, _ := wi.servingNow()
 	var zero int64
 	v.State, v.ServingPosition, v.EstimatedWaitMs, v.AdmissionGrant, v.GrantExpiresAt = ticketAdmitted, &serving, &zero, g, &exp
-	if left, ok := wi.stockNow(); ok {
-		v.StockLeft = max(left, 0)
-	}
+	v.StockLeft = max(left, 0)
 	return v
 }
 
