@@ -122,7 +122,7 @@ cat <<EOF
 
 flashsale is running:
   ingress     http://$INGRESS_ADDR   (API, /openapi.yaml)  http://$INGRESS_OPS_ADDR/metrics
-  console     http://$INGRESS_ADDR/admin/console   (token: bin/flashsalectl token --admin)
+  console     http://$INGRESS_ADDR/admin/console   (token: eval "\$(deploy/local/stack.sh env)"; bin/flashsalectl token --admin)
   consumers   http://127.0.0.1:9101/metrics  http://127.0.0.1:9111/metrics
   reaper      http://127.0.0.1:9102/metrics
   prometheus  http://$PROM_ADDR     (if installed)

@@ -33,7 +33,12 @@ const (
 	SpanPublish = "admission.publish"
 )
 
-// Publisher is the part of *kafka.Writer admission uses.
+// Publisher is what admission publishes an admitted order through (and the
+// admin DLQ replay, pkg/httpapi). The ingress passes a *queue.Publisher,
+// which gathers concurrent publishes per partition and adds each message's
+// trace context; a *kafka.Writer has the same method and also fits, and
+// tests pass fakes. A nil error must mean every message was acknowledged:
+// admission answers 202 on nil and aborts the order on any error.
 type Publisher interface {
 	WriteMessages(ctx context.Context, msgs ...kafka.Message) error
 }

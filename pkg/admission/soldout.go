@@ -103,7 +103,10 @@ func (c *soldOutCache) Hit(item, user int64, keyed bool, now time.Time) bool {
 
 // NeedsMark reports whether this caller should record a fresh flag: the
 // item has no fresh flag and nobody else is reading its snapshot. A true
-// answer must be followed by Mark.
+// answer claims the item and must be followed by Mark or MarkCounting,
+// which both release the claim (mark clears fetching); otherwise NeedsMark
+// answers false for the item on this process from then on, and it is never
+// flagged again.
 func (c *soldOutCache) NeedsMark(item int64, now time.Time) bool {
 	if c.ttl <= 0 {
 		return false
@@ -117,10 +120,13 @@ func (c *soldOutCache) NeedsMark(item int64, now time.Time) bool {
 
 // WantsBits reports whether the flag about to be marked for item should
 // carry a holder bitmap snapshot (Mark) or only count (MarkCounting): its
-// previous flag saw BitsWorthAt
-// requests or more. Without a previous flag (the item's first sell-out, or
-// a flag pruned or forgotten since) it says no: one TTL of keyed requests
-// goes to Redis, and counts.
+// previous flag saw BitsWorthAt requests or more. Without a previous flag
+// (the item's first sell-out, or a flag pruned or forgotten since) it says
+// no, since nothing shows the item is busy enough to pay for the GET. The
+// counting flag then answers nothing from memory: every request, keyed or
+// not, goes to Redis and is counted, until the flag has seen BitsWorthAt of
+// them (it ends at once, and the next flag reads the snapshot) or its TTL
+// ends.
 func (c *soldOutCache) WantsBits(item int64) bool {
 	v, ok := c.items.Load(item)
 	return ok && v.(*soldOut).seen.Load() >= BitsWorthAt

@@ -47,7 +47,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		PassFailures: f.NewCounter(prometheus.CounterOpts{
 			Name: "flashsale_queue_gate_pass_failures_total",
-			Help: "Passes of the waiting room's gate that ended with an error (logged); the next pass admits what the rate allowed meanwhile.",
+			Help: "Passes of the waiting room's gate that ended with an error (logged). The next pass that works makes up at most one second of the time lost at the item's rate (gate_advance.lua), so a longer outage is not made up: admissions resume at the rate, without a burst.",
 		}),
 		HeldBack: f.NewCounter(prometheus.CounterOpts{
 			Name: "flashsale_queue_gate_held_back_total",

@@ -192,7 +192,9 @@ func (s *Server) Close(ctx context.Context) error {
 // (ops.WatchDependencies) beside the probes.
 func (s *Server) Readiness() ops.Readiness { return s.ready }
 
-// Echo returns the public HTTP handler: the API, /healthz and /openapi.yaml.
+// Echo returns the public HTTP handler: the API, /healthz, /openapi.yaml and
+// the operators' console page (/admin/console), which carries no data, so
+// loading it needs no token. /readyz and /metrics are on Ops, not here.
 func (s *Server) Echo() *echo.Echo { return s.e }
 
 // Ops returns the ops handler, /healthz, /readyz and /metrics, for a

@@ -20,9 +20,11 @@ type GateState struct {
 	Tickets int64
 	// Advanced is how many positions this call admitted.
 	Advanced int64
-	// Pool, Offers and Cursor are the waitlist's (AdvanceGate only): units
-	// released and not on offer, live offers, and the serving position of
-	// the last ticket considered for one (waitlist.go).
+	// Pool, Offers and Cursor are the waitlist's: units released and not
+	// on offer, live offers, and the serving position of the last ticket
+	// considered for one (waitlist.go). AdvanceGate and HoldGate fill them
+	// (one script, which reads them on every branch); ReadGate leaves them
+	// 0.
 	Pool, Offers, Cursor int64
 }
 

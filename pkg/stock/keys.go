@@ -24,7 +24,12 @@ type Keys struct {
 	ItemID int64
 	Bucket int
 	Stock  string // string: units Redis may still admit
-	Meta   string // hash: start_ms, end_ms, limit, buckets
+	// Meta is a hash: start_ms, end_ms, limit, buckets and queue ("1" when
+	// the item has a waiting room), written by warm.lua. admit.lua reads
+	// queue to require an admission grant, and restore.lua and release.lua
+	// read it (with the window and buckets) to decide whether a unit given
+	// back goes to the waitlist or to the stock.
+	Meta string
 	// Holders is a hash: user id -> the request id by which the user holds
 	// (or held) this item. It is the buyer mark (one order per buyer), and it
 	// lets a buyer who lost an answer find the request they hold.

@@ -29,8 +29,15 @@ const (
 )
 
 // Restore gives the qty of requestID's cancelled order back to bucket of the
-// item in Redis exactly once. Its guard has no TTL until
-// ExpireRestoreGuards, after the mark.
+// item in Redis, once per request id: the restore guard makes a repeat a
+// no-op (RestoreSeen). The qty goes back to the bucket's stock
+// (RestoreApplied), except for an unbucketed item with a waiting room whose
+// sale is open and whose stock is gone: there it goes to the waitlist's pool
+// (RestoreWaitlisted), so the gate offers it to the next ticket in line
+// rather than to whoever asks first. With no stock key (RestoreNoStock)
+// nothing is given back in Redis, since the warm that rebuilds the item from
+// MySQL counts the qty already; the guard is set all the same. Its guard has
+// no TTL until ExpireRestoreGuards, after the mark.
 func (s *Store) Restore(ctx context.Context, itemID int64, bucket int, requestID string, qty int) (RestoreResult, error) {
 	n, err := restoreScript.Run(ctx, s.rdb, restoreKeys(itemID, bucket, requestID), qty).Int()
 	if err != nil {

@@ -14,11 +14,12 @@
 // the tickets taken before it (arrival numbers 1..shuffled) are served in
 // ascending rank; tickets taken later queue behind them in arrival order.
 //
-// After the sale a Transcript (seed, commitment, shuffled and the tickets'
-// hashes with their arrival numbers, in serving order) lets anyone check, from
-// the transcript alone (Verify), that the seed is the committed one and that
-// the order follows from it, and lets a buyer, who knows their own ticket id
-// and arrival number, find their own rank (OwnPosition).
+// From starts_at on (during the sale, not only after it) the server publishes
+// a Transcript: seed, commitment, shuffled and the hashes of the tickets taken
+// so far with their arrival numbers, in serving order. It lets anyone check,
+// from the transcript alone (Verify), that the seed is the committed one and
+// that the order follows from it, and lets a buyer, who knows their own ticket
+// id and arrival number, find their own rank (OwnPosition) while they wait.
 //
 // The rank is keyed by the ticket's hash rather than by its id so that the
 // transcript can be checked without publishing the ids: an id is what the

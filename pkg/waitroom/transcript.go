@@ -5,8 +5,12 @@ import (
 	"fmt"
 )
 
-// Transcript is what the server publishes after the sale: enough to check the
-// order from it alone. Its JSON form is the transcript endpoint's body.
+// Transcript is what the server publishes from starts_at on, once the seed is
+// revealed: enough to check the order from it alone. Its JSON form is the
+// transcript endpoint's body. It is published during the sale, not only after
+// it, so a buyer can check their own rank while they wait: each read lists
+// every ticket taken so far, the ones taken since starts_at behind the
+// shuffled ones in arrival order.
 type Transcript struct {
 	ItemID     int64  `json:"item_id"`
 	Commitment string `json:"commitment"`
