@@ -1,5 +1,3 @@
-// Package deploy checks the deployment files against the code: Docker cannot
-// run on our machines, so compose.yaml is kept honest by parsing it.
 package deploy
 
 import (

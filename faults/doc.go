@@ -21,4 +21,8 @@
 //
 // FLASHSALE_FAULTS_BIN=dir runs prebuilt ingress, consumer and reaper
 // binaries from dir instead of building them from this checkout.
+//
+// It has no code outside its tests and nothing imports it. Its tests import
+// internal/testenv, internal/nemesis, internal/history and the packages whose
+// state they check (pkg/audit, pkg/store, pkg/stock, pkg/queue, ...).
 package faults

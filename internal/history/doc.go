@@ -70,4 +70,10 @@
 // sold_out while units were free (a liveness matter; 410 is a no-op here).
 //
 // A porcupine Unknown (the timeout passed) is never reported as Ok.
+//
+// It owns the recorder (recorder.go, transport.go: an http.RoundTripper that
+// records every call) and the models; it holds no store state. Only the fault
+// suite's tests import it (faults/history_test.go). It imports pkg/reqid and
+// porcupine, and no other package of the module: it sees flashsale only as its
+// clients do, over HTTP.
 package history

@@ -9,4 +9,8 @@
 // few pieces that are computed at run time have stand-ins written by hand in
 // standins_test.go, and a query that can be followed to neither fails the
 // test. A parse is not a run: no MySQL 8 server executes these statements.
+//
+// It has no code outside its tests and nothing imports it. Its tests import
+// pkg/migrate and schema, and type-check the module's packages from source
+// rather than importing them.
 package sqlgrammar

@@ -1,13 +1,3 @@
-// Package testenv connects integration tests to the real local stack (make
-// stack-up) through the same FLASHSALE_* settings the deployables read, with
-// the local stack's addresses as defaults. A missing server fails the test
-// with a message saying how to start it; it never skips, except under
-// -short (make test-unit), where every helper that reaches a server skips
-// the test with its reason (NeedStack).
-//
-// Every test gets isolation it can't trip over: its own MySQL database
-// (migrated), its own Kafka topics and consumer group, and random item ids in
-// the shared Redis.
 package testenv
 
 import (

@@ -1,7 +1,3 @@
-// Package admission is the order path of the ingress: sold-out memory fast
-// path, in-process load shedding, the Redis admission script (one round
-// trip), the synchronous durable Kafka publish, and the arbiter-guarded
-// compensation when the publish fails.
 package admission
 
 import (

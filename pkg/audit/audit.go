@@ -1,17 +1,3 @@
-// Package audit checks the invariants I1–I7 and I9 (the waitlist) of docs/design.md for one item from
-// MySQL and Redis, with the numbers. The ingress serves it to operators; the
-// bench tool, the fault tests and a periodic auditor call the same function.
-//
-// The reads are not one atomic snapshot across two stores, so a report taken
-// while orders are flowing can show transient drift. Two things that are
-// legitimately "in between" are accounted for so a busy but healthy item
-// still passes: reservations already decided ORDERED (committed, not yet
-// settled in Redis) and restores committed in MySQL but not yet applied to
-// Redis. The definitive check is at quiescence.
-//
-// A bucketed item is checked as a whole and bucket by bucket (buckets.go):
-// the item's sums cannot see a unit that sits in the wrong bucket in one
-// store only.
 package audit
 
 import (

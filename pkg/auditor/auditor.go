@@ -1,14 +1,3 @@
-// Package auditor runs the invariant audit (pkg/audit) periodically over the
-// recent items and exports the result as gauges, so Prometheus can alert on
-// stock drift between MySQL and Redis (I3), any violated invariant, or a
-// reservation waiting so long for its outcome that the orphan sweep will
-// soon void it, without anybody calling the admin endpoint.
-//
-// The item id is a label here: a flash sale has a handful of items, and the
-// auditor watches at most MaxItems of them (the most recent ids), so the
-// label's cardinality stays bounded; an item that leaves that set loses its
-// series. A bucketed item's buckets are labelled by index too (buckets.go),
-// below MaxBuckets: never a user id.
 package auditor
 
 import (

@@ -1,19 +1,3 @@
-// Package auth verifies the bearer tokens of flashsale's API: JWTs whose user
-// claim ("sub" unless configured) is the decimal int64 user id, "aud" names
-// this service, "iat" and "exp" are required and at most a capped lifetime
-// apart, "iss" is checked when one is configured, and the admin role in the
-// role claim ("role": "admin" unless configured) opens the admin routes.
-//
-// A Verifier has one key source and the algorithms that go with it, never
-// both: NewVerifier takes a shared secret and accepts only HS256 (for local
-// use, tests and the bench); NewJWKSVerifier takes an identity provider's
-// JWKS URL and accepts only asymmetric algorithms (RS*, PS*, ES*, EdDSA)
-// with the provider's public keys. Pinning the algorithms is what stops
-// "alg": "none" and key confusion (a public key used as an HMAC secret); the
-// library's own default would accept any algorithm the key fits. The
-// audience stops a token minted for another service of the same issuer or
-// secret; the lifetime cap stops a leaked token, or one minted by a careless
-// script, from working for a year.
 package auth
 
 import (

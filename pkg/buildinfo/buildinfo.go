@@ -1,8 +1,3 @@
-// Package buildinfo says which flashsale a process is: its version, the
-// commit it was built from and the Go that built it. Every deployable prints
-// it for -version, logs it at start-up and exports it as the
-// flashsale_build_info gauge, so a dashboard shows which replicas run what
-// during a rolling upgrade.
 package buildinfo
 
 import (

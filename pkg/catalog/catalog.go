@@ -1,13 +1,3 @@
-// Package catalog is the admin side of items: create or update an item in
-// MySQL and (re)build its Redis state from MySQL, safely.
-//
-// Safety of a rebuild rests on three things: the item's MySQL row is locked
-// (GetItemForUpdate) while its snapshot is read and written to Redis, so no
-// consumer stock change or reaper restore commits in between; Redis itself
-// refuses while reservations are pending (warm.lua); and the orders topic's
-// consumer group must have no lag, so no admitted request is still on its way
-// to MySQL when Redis is overwritten (this also covers Redis having lost the
-// item together with its reservations).
 package catalog
 
 import (

@@ -1,12 +1,3 @@
-// Package config is the one place where flashsale's settings are declared.
-//
-// Every setting is a command-line flag whose default can come from an
-// environment variable: flag "mysql-dsn" reads FLASHSALE_MYSQL_DSN. A flag given
-// on the command line wins over the environment. A bad value stops start-up with
-// one line that names the setting and the expected form (see Parse).
-//
-// Each deployable embeds Common plus its own component struct; every struct has
-// RegisterFlags(*flag.FlagSet) and Validate() error, in the style of dskit.
 package config
 
 import (

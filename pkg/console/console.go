@@ -1,11 +1,3 @@
-// Package console is the live sale console: one HTML page (assets/, embedded
-// at build time, so nothing is fetched from a CDN or anywhere else) that the
-// ingress serves at Path. The page is a shell that holds no data: it asks
-// the operator for an admin token, keeps it in the tab's sessionStorage and
-// reads everything from the admin API (GET /api/v1/admin/items, .../live,
-// .../queue for a sale with a waiting room, POST .../end) with
-// Authorization: Bearer. So the page itself needs no
-// authentication, and a token that is not an admin's draws nothing.
 package console
 
 import (

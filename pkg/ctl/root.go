@@ -1,15 +1,3 @@
-// Package ctl is flashsalectl, the operator CLI: every command but token
-// talks to the ingress's admin API (GET/PUT/PATCH/POST /api/v1/admin/...),
-// or, for queue transcript, its public transcript, never to MySQL, Redis or
-// Kafka, so an operator needs a URL and an admin token, not the stores'
-// credentials, and every change goes through the same validation, locks and
-// warm-up as the API's.
-//
-// Exit codes (Main): 0 success; 1 the API answered an error (its code and
-// message are printed) or a local refusal (token under a JWK Set); 2 a
-// usage error (flags, arguments, no token); 3 the audit says not ok, or a
-// queue transcript does not verify; 4 the server could not be reached or
-// answered something that is not the API.
 package ctl
 
 import (

@@ -16,4 +16,17 @@
 // With no gate running (every reaper down, or FLASHSALE_QUEUE_GATE_INTERVAL
 // 0) nobody new is admitted: the queue fails closed, and the alerts say so
 // (FlashsaleQueueNoGateHolder, FlashsaleQueueGateStalled).
+//
+// It owns the pass (gate.go), the waitlist's offers down the line
+// (waitlist.go), the lease name fs:queue:gate:lease (LeaseKey), and the
+// metrics flashsale_queue_waiting, flashsale_queue_admitted_total,
+// flashsale_queue_gate_held, flashsale_queue_gate_held_back_total,
+// flashsale_queue_gate_pass_failures_total and
+// flashsale_queue_waitlist_units_total. The keys it changes are named by
+// pkg/stock (QueueKeys) and the queue's rows read through pkg/store.
+//
+// Importers: the reaper's main, which runs it, and pkg/httpapi, which only
+// reads LeaseKey to show the holder. It imports pkg/lease, pkg/stock,
+// pkg/store and pkg/waitroom, and never pkg/grant or the HTTP layer: grants
+// are the ingress's to sign and check.
 package gate

@@ -1,7 +1,3 @@
-// Package histquantile estimates a quantile from a histogram's cumulative
-// bucket counts the way Prometheus' histogram_quantile does, so a figure
-// the bench tool or flashsalectl prints is the figure a dashboard shows for
-// the same buckets.
 package histquantile
 
 // Count is a bucket count: uint64 as Prometheus' exposition gives it,

@@ -1,6 +1,3 @@
-// Package httpapi is the ingress's HTTP API (Echo v4): authentication, rate
-// limits, JSON in and out, and the routes of ingress/openapi.yaml. The work
-// behind the routes lives in admission (orders), catalog (admin) and audit.
 package httpapi
 
 import (

@@ -1,10 +1,3 @@
-// Package lease is a Redis lease: one holder at a time of a named right
-// (the rebalancer's passes, the waiting room's gate), taken, renewed and
-// given up by scripts that compare the holder, so a holder whose lease
-// expired and was taken never extends or drops the new holder's
-// (lease_test.go). A lease only saves work and keeps one actor in charge:
-// whatever it guards must stay correct when two replicas overlap (a paused
-// holder wakes after its TTL), and does in both users.
 package lease
 
 import (

@@ -1,6 +1,3 @@
-// Package ops is what every deployable shares to be run: a JSON slog logger,
-// liveness/readiness checks, the /metrics handler on an explicit registry,
-// and a bounded graceful shutdown.
 package ops
 
 import (

@@ -1,6 +1,3 @@
-// Package orderstatus is the buyer-visible status of a request, the JSON the
-// status endpoint answers, and the cache every writer (consumer, pay, reaper)
-// fills after its MySQL commit so polls rarely reach MySQL.
 package orderstatus
 
 import (

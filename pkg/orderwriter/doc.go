@@ -55,4 +55,17 @@
 // stopped) redelivers whatever was fetched but not committed; the arbiter
 // makes that harmless. To scale past the partition count, add partitions
 // (which moves buckets between partitions: do it between sales).
+//
+// # Ownership and imports
+//
+// It owns the consumer's loop, its dead-letter writes (dlq.go), the group lag
+// watch (lagwatch.go) and the flashsale_consumer_* metrics. The statements are
+// pkg/store's (orderwrite.go, batchwrite.go), the Redis after-commit steps
+// pkg/stock's and the status it caches pkg/orderstatus's.
+//
+// Importers: the consumer's main and the bench tool, which runs in-process
+// replicas to measure a drain (bench/drain_replicas.go). It imports pkg/queue,
+// pkg/store, pkg/stock, pkg/orderstatus and pkg/tracing, never the HTTP layer,
+// pkg/admission or the reaper's packages: it meets them only through the topic
+// and the stores.
 package orderwriter

@@ -1,6 +1,3 @@
-// Package queue is flashsale's Kafka contract: topic names, the versioned
-// order message, a correctly configured writer, topic creation and consumer
-// lag.
 package queue
 
 import (

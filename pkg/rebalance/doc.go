@@ -43,4 +43,14 @@
 // flags; the loop (loop.go) finishes open transfers first, then plans. One
 // replica at a time moves, by a lease taken and renewed in one script
 // (pkg/lease); correctness does not depend on it.
+//
+// It also owns the lease name fs:rebalance:lease (RebalanceLease), the wake-up
+// subscription (wake.go) and the metrics flashsale_bucket_transfers_total,
+// flashsale_bucket_transfer_units_total, flashsale_rebalance_lease_held,
+// flashsale_rebalance_pass_failures_total and
+// flashsale_rebalance_pass_duration_seconds.
+//
+// Only the reaper's main imports it. It imports pkg/lease, pkg/stock and
+// pkg/store, and never the HTTP layer or pkg/admission: the ingress sees
+// transfers only through the Redis marks pkg/stock names.
 package rebalance

@@ -1,15 +1,3 @@
-// Package stock owns flashsale's Redis state: the per-item stock counter,
-// sale metadata, buyer set, pending reservations, idempotency answers, restore
-// guards and the status cache, and the Lua scripts (one file per operation,
-// under lua/) that change them atomically. It names every key of a bucket,
-// the transfer guards and marks too, but moving units between buckets is
-// pkg/rebalance's, with its own scripts and lease; this package only reads
-// the transfer marks (BucketSnapshot, ReadTransferMark).
-//
-// Every key of one item's stock bucket carries the bucket's hash tag
-// ({item:<id>} for bucket 0, {item:<id>:b<n>} for bucket n), so all keys one
-// script touches live in one Redis Cluster slot, and the buckets of a hot
-// item spread over slots (buckets.go).
 package stock
 
 import (

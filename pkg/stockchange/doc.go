@@ -36,4 +36,10 @@
 // PUT of a new stock and a new bucket count are refused while a change is
 // PENDING (store.ErrStockChangesPending): a copy of MySQL would undo the
 // half that Redis has.
+//
+// It owns the operation's protocol; the row's statements are pkg/store's
+// (stockchanges.go) and the guarded script pkg/stock's. Importers: pkg/httpapi
+// (the admin restock and withdraw), pkg/reap (Repair) and pkg/audit (Spread).
+// It imports only pkg/stock and pkg/store, never the HTTP layer or the
+// reaper's packages, so both callers drive the same steps.
 package stockchange

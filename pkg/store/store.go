@@ -1,12 +1,3 @@
-// Package store is flashsale's MySQL access: one file per table family
-// (items, request outcomes, orders, stock restores), a transaction helper and
-// the error classification every writer shares.
-//
-// SQL is kept to what both MySQL 8 and MariaDB 10.11 accept. What is tested:
-// every statement is parsed by a MySQL 8 grammar, Vitess's sqlparser
-// (internal/sqlgrammar, which finds the statements in the code itself), and
-// run on MariaDB 10.11 by this package's integration tests. None is run on a
-// MySQL 8 server here: the local stack has none.
 package store
 
 import (

@@ -1,14 +1,3 @@
-// Package tracing is flashsale's OpenTelemetry tracing: the one place that
-// builds the tracer provider from the SDK's own OTEL_* environment (Setup),
-// the span starters every package uses (Start, Tracer), and the slog handler
-// that puts trace and span ids in the JSON logs (LogHandler).
-//
-// Tracing is off unless the environment asks for an exporter (see Setup).
-// Off, Start returns the context it was given and a no-op span: the order
-// path allocates nothing for tracing and makes no network call, so the
-// default costs a sale nothing (TestStartOffAllocatesNothing, httpapi's
-// TestTraceRequestsOffAllocatesNothing; BenchmarkAdmissionTracing in
-// pkg/tracing/stacktest measures off, 1% and 100% on the real stack).
 package tracing
 
 import (

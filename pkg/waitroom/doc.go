@@ -69,4 +69,12 @@
 //     existed, except its owner.
 //   - Being early in the order is a place in line, not a unit: admission still
 //     goes through the sale's stock and limits.
+//
+// # Imports
+//
+// It holds no state. Importers: pkg/store (the seed, NewSeed), pkg/httpapi
+// (tickets and the transcript), pkg/gate (the serving order) and pkg/ctl
+// (verifying a transcript). It imports nothing but the standard library and
+// never time, the network or a store client: the order must be the same
+// wherever it is computed, and anyone must be able to check it.
 package waitroom

@@ -1,6 +1,3 @@
-// Package stacktest holds the tracing test that needs the real stack
-// (MySQL, Redis, Kafka): kept out of pkg/tracing so that package's unit
-// tests run anywhere.
 package stacktest
 
 import (

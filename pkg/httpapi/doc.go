@@ -1,0 +1,29 @@
+// Package httpapi is the ingress's HTTP API (Echo v4): authentication, rate
+// limits, JSON in and out, and the routes of ingress/openapi.yaml. The work
+// behind the routes lives in admission (orders), catalog (admin) and audit.
+//
+// The work behind them is also in pkg/stockchange (restock and withdraw),
+// pkg/orderstatus (order status), pkg/tally (the live counts), pkg/grant
+// (admission grants), pkg/console (the console page) and pkg/ops (the
+// readiness checks and the ops routes).
+//
+// It owns what is the HTTP layer's own: the routes and middleware, the per-IP
+// rate limit (a one-second counter per client IP in Redis, the keys
+// fs:ip:<ip>:<second>, iplimit.go), the in-memory caches of what MySQL said is
+// missing (negcache.go, status_cache.go), the long polls' fan-out of one
+// status subscription per item to its waiters (wait.go), and the metrics
+// flashsale_http_requests_total, flashsale_http_request_duration_seconds,
+// flashsale_status_subscriptions, flashsale_status_waiting_polls,
+// flashsale_queue_tickets_total, flashsale_queue_grants_refused_total,
+// flashsale_queue_offer_claims_total, flashsale_stock_changes_total and
+// flashsale_redis_batch_calls. Any other stored state it reaches through the
+// packages named above.
+//
+// Only the ingress's main imports it (other packages' tests run a Server too).
+// It is the top of the ingress and may import any package the ingress needs;
+// it imports pkg/gate and pkg/lease only to show the gate's lease holder in
+// the admin queue view (gate.LeaseKey, lease.Current), which links the gate's
+// package into the ingress. It never imports pkg/service (the main hands it to
+// the runner) nor the workers of the consumer and the reaper (orderwriter,
+// reap, rebalance, auditor).
+package httpapi

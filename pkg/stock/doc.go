@@ -1,0 +1,29 @@
+// Package stock owns flashsale's per-item Redis state: the stock counter,
+// sale metadata, buyer set, pending reservations, idempotency answers, restore
+// guards and the status cache, and the Lua scripts (one file per operation,
+// under lua/) that change them atomically. It names every key of a bucket,
+// the transfer guards and marks too, but moving units between buckets is
+// pkg/rebalance's, with its own scripts and lease; this package only reads
+// the transfer marks (BucketSnapshot, ReadTransferMark).
+//
+// Every key of one item's stock bucket carries the bucket's hash tag
+// ({item:<id>} for bucket 0, {item:<id>:b<n>} for bucket n), so all keys one
+// script touches live in one Redis Cluster slot, and the buckets of a hot
+// item spread over slots (buckets.go).
+//
+// It also names and changes the waiting room's keys (tickets, the gate's
+// serving position, the waitlist and its offers; tickets.go, waitlist.go), the
+// holder bitmap, the per-user rate window, the want flags, the stock change
+// guards, the tally hash's name (pkg/tally writes it) and the set of warmed
+// items (WarmedItems). Two kinds of key are not its: the leases (pkg/lease)
+// and the per-IP rate-limit counters (pkg/httpapi).
+//
+// Nearly every package that touches Redis imports it: pkg/admission,
+// pkg/orderstatus, pkg/orderwriter, pkg/reap, pkg/rebalance, pkg/gate,
+// pkg/catalog, pkg/stockchange, pkg/tally, pkg/audit, pkg/auditor,
+// pkg/httpapi, pkg/service, pkg/startup, internal/testenv and the ingress,
+// consumer, reaper and bench commands. It imports only pkg/config (the Redis
+// settings) and pkg/reqid (the bucket in a request id), never pkg/store,
+// pkg/queue or the HTTP layer: it is handed a Redis client and knows nothing
+// of MySQL or Kafka.
+package stock
