@@ -14,6 +14,7 @@ import (
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/config"
+	"github.com/flashsale-dev/flashsale/pkg/config/jwtconfig"
 	"github.com/flashsale-dev/flashsale/pkg/gate"
 	"github.com/flashsale-dev/flashsale/pkg/httpapi"
 	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
@@ -47,7 +48,7 @@ func startPipeline(t *testing.T, paymentWindow time.Duration) pipeline {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	reg := prometheus.NewRegistry()
 
-	in := config.Ingress{HTTPAddr: "127.0.0.1:0", JWTSecret: testSecret, PublishTimeout: 3 * time.Second,
+	in := config.Ingress{HTTPAddr: "127.0.0.1:0", JWT: jwtconfig.JWT{JWTSecret: testSecret}, PublishTimeout: 3 * time.Second,
 		SoldOutTTL: 500 * time.Millisecond, UserRateLimit: 5, IdempotencyTTL: time.Hour,
 		StatusWaitMax: 30 * time.Second, StatusWaiters: 10_000}
 	w := queue.NewWriter(brokers, topic, in.PublishTimeout)

@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/flashsale-dev/flashsale/pkg/config"
+	"github.com/flashsale-dev/flashsale/pkg/config/jwtconfig"
 	"github.com/flashsale-dev/flashsale/pkg/httpapi"
 )
 
@@ -39,7 +40,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			described[strings.ToUpper(method)+" "+pathParam.ReplaceAllString(path, ":$1")] = true
 		}
 	}
-	srv, err := httpapi.New(httpapi.Config{Ingress: config.Ingress{JWTSecret: "0123456789abcdef0123", PublishTimeout: time.Second, IdempotencyTTL: time.Hour}, StoreTimeout: time.Second},
+	srv, err := httpapi.New(httpapi.Config{Ingress: config.Ingress{JWT: jwtconfig.JWT{JWTSecret: "0123456789abcdef0123"}, PublishTimeout: time.Second, IdempotencyTTL: time.Hour}, StoreTimeout: time.Second},
 		httpapi.Deps{Registry: prometheus.NewRegistry(), Log: slog.New(slog.NewTextHandler(io.Discard, nil)), OpenAPI: openAPI})
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +75,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 
 // TestOpenAPIServed: the embedded description is what /openapi.yaml returns.
 func TestOpenAPIServed(t *testing.T) {
-	srv, err := httpapi.New(httpapi.Config{Ingress: config.Ingress{JWTSecret: "0123456789abcdef0123", PublishTimeout: time.Second, IdempotencyTTL: time.Hour}, StoreTimeout: time.Second},
+	srv, err := httpapi.New(httpapi.Config{Ingress: config.Ingress{JWT: jwtconfig.JWT{JWTSecret: "0123456789abcdef0123"}, PublishTimeout: time.Second, IdempotencyTTL: time.Hour}, StoreTimeout: time.Second},
 		httpapi.Deps{Registry: prometheus.NewRegistry(), Log: slog.New(slog.NewTextHandler(io.Discard, nil)), OpenAPI: openAPI})
 	if err != nil {
 		t.Fatal(err)

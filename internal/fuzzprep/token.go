@@ -25,7 +25,7 @@ func token(args []string, out io.Writer) error {
 	if err := config.Parse(fs, args, &common, &in); err != nil {
 		return err
 	}
-	s, err := devtoken.Mint(in, *sub, *admin, *ttl)
+	s, err := devtoken.Mint(in.JWT, *sub, *admin, *ttl)
 	if err != nil {
 		return fmt.Errorf("token: %w", err)
 	}

@@ -4,50 +4,17 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"time"
 
+	"github.com/flashsale-dev/flashsale/pkg/api"
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
-// Report is one item's audit. Quantities are units (sums of qty); Pending and
-// Rejected count requests.
-type Report struct {
-	ItemID     int64 `json:"item_id"`
-	Total      int64 `json:"total"`
-	RedisStock int64 `json:"redis_stock"`
-	DBStock    int64 `json:"db_stock"`
-	// Pending is the number of Redis reservations waiting for an outcome;
-	// PendingQty their units.
-	Pending    int64 `json:"pending"`
-	PendingQty int64 `json:"pending_qty"`
-	// OldestReservedAt is when the oldest pending reservation was made, by
-	// Redis' clock; absent with none. The orphan sweep voids a reservation
-	// older than FLASHSALE_ORPHAN_GRACE.
-	OldestReservedAt time.Time `json:"oldest_reserved_at,omitzero"`
-	Unpaid           int64     `json:"unpaid"`
-	Paid             int64     `json:"paid"`
-	Cancelled        int64     `json:"cancelled"`
-	// Rejected counts requests decided REJECTED, ABORTED or VOIDED.
-	Rejected int64 `json:"rejected"`
-	// Buckets is the item's bucket count (items.buckets; 1: unbucketed).
-	Buckets int `json:"buckets"`
-	// PerBucket has one entry per bucket of a bucketed item, in bucket
-	// order, checked on its own (buckets.go). An unbucketed item has none:
-	// its one bucket is the item (items.stock, the {item:<id>} keys), so an
-	// entry would repeat the item's numbers and be a second copy for
-	// clients to keep in step; per_bucket is there exactly when buckets > 1.
-	PerBucket []BucketReport `json:"per_bucket,omitempty"`
-	// Waitlist is the hand-off of released units of an item with a
-	// waiting room (I9); absent for an item without one.
-	Waitlist   *Waitlist `json:"waitlist,omitempty"`
-	OK         bool      `json:"ok"`
-	Violations []string  `json:"violations"`
-	// Info notes checks that were not made, and why (a transfer between
-	// buckets under way); not violations.
-	Info []string `json:"info,omitempty"`
-}
+// Report is one item's audit: api.AuditReport, the JSON of the admin audit
+// (and of the live view's audit), declared in pkg/api so a client of the API
+// decodes it without linking this package's store clients.
+type Report = api.AuditReport
 
 // numbers gathers everything the checks need.
 type numbers struct {
@@ -70,21 +37,9 @@ type numbers struct {
 	waitlist     stock.Waitlist // zero for an item without a queue
 }
 
-// Waitlist is what an item's waitlist holds and did, in units (pkg/stock
-// waitlist.go): I9 says every unit that came In is in the pool, on one
-// live offer, claimed by an order, or returned to the stock. Cursor is the
-// serving position of the last ticket considered for an offer. The admin
-// queue view and flashsalectl show the same.
-type Waitlist struct {
-	In       int64 `json:"in"`
-	Pool     int64 `json:"pool"`
-	Offers   int64 `json:"offers"`
-	Offered  int64 `json:"offered"`
-	Claimed  int64 `json:"claimed"`
-	Lapsed   int64 `json:"lapsed"`
-	Returned int64 `json:"returned"`
-	Cursor   int64 `json:"cursor"`
-}
+// Waitlist is what an item's waitlist holds and did, in units: api.Waitlist
+// (I9: in = pool + offers + claimed + returned).
+type Waitlist = api.Waitlist
 
 // WaitlistOf is w as the reports show it.
 func WaitlistOf(w stock.Waitlist) Waitlist {

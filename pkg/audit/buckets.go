@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/flashsale-dev/flashsale/pkg/api"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
@@ -34,21 +35,9 @@ import (
 //     so in Info, not as a violation.
 //   - I7 per bucket: no bucket negative in either store.
 
-// BucketReport is one bucket's numbers, as Report's are the item's: Total
-// and DBStock are its item_buckets row, RedisStock, Pending and PendingQty
-// its Redis bucket, Unpaid, Paid and Cancelled the qty of the orders
-// attributed to it.
-type BucketReport struct {
-	Bucket     int   `json:"bucket"`
-	Total      int64 `json:"total"`
-	DBStock    int64 `json:"db_stock"`
-	RedisStock int64 `json:"redis_stock"`
-	Pending    int64 `json:"pending"`
-	PendingQty int64 `json:"pending_qty"`
-	Unpaid     int64 `json:"unpaid"`
-	Paid       int64 `json:"paid"`
-	Cancelled  int64 `json:"cancelled"`
-}
+// BucketReport is one bucket's numbers, as Report's are the item's:
+// api.AuditBucket, an entry of Report.PerBucket.
+type BucketReport = api.AuditBucket
 
 // bucketNumbers is what the per-bucket checks need beyond numbers.
 type bucketNumbers struct {

@@ -17,14 +17,16 @@
 // (items, item_buckets, orders, request_outcomes, stock_restores,
 // stock_changes; a bucketed item's sums in one read-only REPEATABLE READ
 // transaction) and Redis through pkg/stock's read calls, so it may run at any
-// time on a live sale. Its Report and Waitlist are also the JSON of the admin
-// API's audit, live and queue views.
+// time on a live sale. Its Report, BucketReport and Waitlist are the JSON of
+// the admin API's audit, live and queue views: aliases of pkg/api's
+// AuditReport, AuditBucket and Waitlist, declared there so a client of the
+// API (flashsalectl) decodes them without linking this package.
 //
 // Importers: pkg/httpapi (the admin audit and the live view), pkg/auditor (the
-// periodic audit), pkg/ctl (only for the Report and Waitlist types it prints),
-// the bench tool and the fault suite's tests. It imports the store clients
-// (pkg/store, pkg/stock) and pkg/stockchange, only for Spread, the rule that
-// splits a change over the buckets. It never imports the HTTP layer,
+// periodic audit), the bench tool and the fault suite's tests. It imports
+// pkg/api (the report's types), the store clients (pkg/store, pkg/stock) and
+// pkg/stockchange, only for Spread, the rule that splits a change over the
+// buckets. It never imports the HTTP layer,
 // pkg/queue, or the workers whose results it checks (orderwriter, reap,
 // rebalance, gate): it judges what the stores hold, not what the code meant to
 // write.

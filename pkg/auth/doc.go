@@ -20,9 +20,10 @@
 // it accepted, keyed by their SHA-256 (cache.go). Sign mints HS256 tokens for
 // tests, the bench tool and pkg/devtoken.
 //
-// Importers: pkg/httpapi (every request's token), pkg/config (to check a JWKS
-// URL when the ingress's settings are validated), pkg/devtoken and the bench
-// tool (to sign). It imports no other package of the module: its settings
-// arrive as arguments and Options, never from pkg/config (which imports it),
+// Importers: pkg/httpapi (every request's token), pkg/config/jwtconfig (to
+// check a JWKS URL when the token settings are validated), pkg/devtoken and
+// the bench tool (to sign). It imports no other package of the module: its
+// settings arrive as arguments and Options, never from pkg/config (whose
+// jwtconfig imports it),
 // and it checks a token string, leaving the HTTP middleware to pkg/httpapi.
 package auth

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/flashsale-dev/flashsale/pkg/buildinfo"
+	"github.com/flashsale-dev/flashsale/pkg/config/internal/envflag"
 )
 
 // ErrVersion is what Parse returns for -version: not a failure, the caller
@@ -16,11 +17,8 @@ var ErrVersion = errors.New("version requested")
 
 // versionFlag is every command's -version. It is a command-line flag only:
 // FLASHSALE_VERSION is a name deployments use for their own purposes, and
-// reading it would turn "v1.2" into a start-up error.
-const versionFlag = "version"
-
-// cliOnly lists the flags ApplyEnv never reads from the environment.
-var cliOnly = map[string]bool{versionFlag: true}
+// reading it would turn "v1.2" into a start-up error (ApplyEnv skips it).
+const versionFlag = envflag.Version
 
 // Exit is the exit status of a command whose Parse returned err, after
 // printing what the user asked for: -h has printed the usage (0), -version

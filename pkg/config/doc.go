@@ -13,12 +13,19 @@
 // Consumer, Reaper, Setup, Gate, Rebalance, Buckets, Kafka, Redis,
 // RedisBatching, ServerChecks), their flags, defaults and validation, and the
 // derived connection settings (DSN, RedisConn, the Kafka and MySQL TLS).
+// Two parts live in subpackages that link no store driver: the token
+// settings (jwtconfig.JWT, which Ingress embeds), so pkg/devtoken and
+// flashsalectl read them without the MySQL driver config's DSNs need, and
+// the reading of FLASHSALE_* variables (internal/envflag), which both use;
+// config re-exports it (ApplyEnv, EnvName, ErrInvalid, Secret).
 //
 // Importers: the ingress, consumer, reaper, setup and bench commands,
 // pkg/service and pkg/startup, the store clients that are built from settings
-// (pkg/stock, pkg/queue), pkg/httpapi, pkg/devtoken, and internal/testenv and
+// (pkg/stock, pkg/queue), pkg/httpapi, and internal/testenv and
 // internal/fuzzprep, which read the same FLASHSALE_* settings the deployables
-// do. It imports pkg/auth (to check a JWKS URL) and pkg/buildinfo (for
-// -version), and no other package of the module: never a store client or a
-// feature package, which sit above it (pkg/stock and pkg/queue import it).
+// do; pkg/devtoken imports only jwtconfig. It imports its
+// subpackages (jwtconfig imports pkg/auth, to check a JWKS URL) and
+// pkg/buildinfo (for -version), and no other package of the module: never a
+// store client or a feature package, which sit above it (pkg/stock and
+// pkg/queue import it).
 package config

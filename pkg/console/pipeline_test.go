@@ -19,6 +19,7 @@ import (
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/auth"
 	"github.com/flashsale-dev/flashsale/pkg/config"
+	"github.com/flashsale-dev/flashsale/pkg/config/jwtconfig"
 	"github.com/flashsale-dev/flashsale/pkg/httpapi"
 	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
 	"github.com/flashsale-dev/flashsale/pkg/queue"
@@ -47,7 +48,7 @@ func startPipeline(t *testing.T) *pipeline {
 	rdb := testenv.Redis(t)
 	brokers := testenv.Kafka(t)
 	topic, dlq, group := testenv.Topics(t, 2)
-	in := config.Ingress{JWTSecret: secret, PublishTimeout: 3 * time.Second, SoldOutTTL: 500 * time.Millisecond,
+	in := config.Ingress{JWT: jwtconfig.JWT{JWTSecret: secret}, PublishTimeout: 3 * time.Second, SoldOutTTL: 500 * time.Millisecond,
 		IdempotencyTTL: time.Hour, Buckets: config.Buckets{Max: 64, Wait: time.Second, Poll: 25 * time.Millisecond},
 		TallyFlush: time.Second}
 	w := queue.NewWriter(brokers, topic, in.PublishTimeout)

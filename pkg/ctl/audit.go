@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flashsale-dev/flashsale/pkg/audit"
+	"github.com/flashsale-dev/flashsale/pkg/api"
 )
 
 func auditCmd(o *options) *cobra.Command {
@@ -24,7 +24,7 @@ ok, so a script can gate on it; read it after the queue has drained (pending 0).
 			if err != nil {
 				return err
 			}
-			var rep audit.Report
+			var rep api.AuditReport
 			raw, err := o.get(cmd, p+"/audit", nil, &rep)
 			if err != nil {
 				return err
@@ -52,7 +52,7 @@ func verdict(ok bool) string {
 	return "NOT OK"
 }
 
-func printAudit(cmd *cobra.Command, r audit.Report) error {
+func printAudit(cmd *cobra.Command, r api.AuditReport) error {
 	i := func(n int64) string { return strconv.FormatInt(n, 10) }
 	kv := [][2]string{{"item", i(r.ItemID)}, {"audit", verdict(r.OK)}, {"total", i(r.Total)},
 		{"stock", fmt.Sprintf("redis %d, mysql %d", r.RedisStock, r.DBStock)},

@@ -14,9 +14,10 @@
 // It owns no stored state: only the commands, their flags and their output.
 //
 // Only flashsalectl's main imports it (and pkg/console's tests, which check
-// the console's figures against Compute). It imports pkg/audit for the Report
-// and Waitlist types it prints, pkg/waitroom to verify a transcript,
-// pkg/histquantile and pkg/devtoken. It imports no store client (pkg/store,
-// pkg/stock, pkg/queue) itself, but the binary links them all the same,
-// through pkg/audit.
+// the console's figures against Compute). It imports pkg/api for the audit
+// report and waitlist types it prints, pkg/waitroom to verify a transcript,
+// pkg/histquantile and pkg/devtoken. It never imports a store client
+// (pkg/store, pkg/stock, pkg/queue), pkg/audit or pkg/config, nor anything
+// that links one: flashsalectl's test fails if the binary links go-redis or
+// the MySQL driver.
 package ctl

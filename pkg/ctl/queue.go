@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flashsale-dev/flashsale/pkg/audit"
+	"github.com/flashsale-dev/flashsale/pkg/api"
 )
 
 // QueueView is GET /api/v1/admin/items/{id}/queue's answer (AdminQueue in
@@ -26,7 +26,7 @@ type QueueView struct {
 	GateHolder *string `json:"gate_holder"`
 	// Waitlist is the hand-off of released units to the tickets in line,
 	// in units (in = pool + offers + claimed + returned).
-	Waitlist audit.Waitlist `json:"waitlist"`
+	Waitlist api.Waitlist `json:"waitlist"`
 }
 
 func queueCmd(o *options) *cobra.Command {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/config"
+	"github.com/flashsale-dev/flashsale/pkg/config/jwtconfig"
 	"github.com/flashsale-dev/flashsale/pkg/devtoken"
 	"github.com/flashsale-dev/flashsale/pkg/httpapi"
 	"github.com/flashsale-dev/flashsale/pkg/queue"
@@ -40,8 +41,8 @@ func startIngress(t *testing.T) *ingress {
 	rdb := testenv.Redis(t)
 	brokers := testenv.Kafka(t)
 	topic, dlq, group := testenv.Topics(t, 2)
-	in := config.Ingress{JWTSecret: stackSecret, JWTAudience: "flashsale", JWTMaxTTL: 24 * time.Hour, JWTUserClaim: "sub",
-		JWTRoleClaim: "role", JWTAdminRole: "admin", PublishTimeout: 3 * time.Second, SoldOutTTL: 500 * time.Millisecond,
+	in := config.Ingress{JWT: jwtconfig.JWT{JWTSecret: stackSecret, JWTAudience: "flashsale", JWTMaxTTL: 24 * time.Hour, JWTUserClaim: "sub",
+		JWTRoleClaim: "role", JWTAdminRole: "admin"}, PublishTimeout: 3 * time.Second, SoldOutTTL: 500 * time.Millisecond,
 		IdempotencyTTL: time.Hour, Buckets: config.Buckets{Max: 64, Wait: time.Second, Poll: 25 * time.Millisecond},
 		TallyFlush: 100 * time.Millisecond}
 	w := queue.NewWriter(brokers, topic, in.PublishTimeout)

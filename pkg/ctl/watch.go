@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flashsale-dev/flashsale/pkg/audit"
+	"github.com/flashsale-dev/flashsale/pkg/api"
 	"github.com/flashsale-dev/flashsale/pkg/histquantile"
 )
 
@@ -19,7 +19,7 @@ import (
 type Live struct {
 	At              time.Time        `json:"at"`
 	Item            *Item            `json:"item"` // nil when MySQL could not be read
-	Audit           *audit.Report    `json:"audit"`
+	Audit           *api.AuditReport `json:"audit"`
 	Answers         map[string]int64 `json:"answers"`
 	AcceptedLatency struct {
 		Count   int64   `json:"count"`

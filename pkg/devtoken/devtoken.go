@@ -3,12 +3,11 @@ package devtoken
 import (
 	"cmp"
 	"errors"
-	"flag"
 	"fmt"
 	"time"
 
 	"github.com/flashsale-dev/flashsale/pkg/auth"
-	"github.com/flashsale-dev/flashsale/pkg/config"
+	"github.com/flashsale-dev/flashsale/pkg/config/jwtconfig"
 )
 
 // ErrJWKS is Mint's refusal when the set-up verifies tokens with an
@@ -20,15 +19,14 @@ var ErrJWKS = errors.New("FLASHSALE_JWT_JWKS_URL is set: this set-up verifies to
 // ErrNoSecret is Mint's refusal when no HS256 secret is configured.
 var ErrNoSecret = errors.New("FLASHSALE_JWT_SECRET is not set (the local stack's: eval \"$(deploy/local/stack.sh env)\")")
 
-// Settings reads the ingress's token settings (FLASHSALE_JWT_* and the rest
-// of config.Ingress) from lookup, the environment as the ingress would read
-// it, _FILE variants included. A JWK Set set-up is refused with ErrJWKS
-// before anything else is checked, so the refusal says why.
-func Settings(lookup func(string) (string, bool)) (config.Ingress, error) {
-	var in config.Ingress
-	fs := flag.NewFlagSet("devtoken", flag.ContinueOnError)
-	in.RegisterFlags(fs)
-	if err := config.ApplyEnv(fs, lookup); err != nil {
+// Settings reads the ingress's token settings (FLASHSALE_JWT_*,
+// pkg/config/jwtconfig) from lookup, the environment as the ingress would
+// read it, _FILE variants included, and validates them as the ingress does.
+// A JWK Set set-up is refused with ErrJWKS before anything else is checked,
+// so the refusal says why.
+func Settings(lookup func(string) (string, bool)) (jwtconfig.JWT, error) {
+	in, err := jwtconfig.FromEnv(lookup)
+	if err != nil {
 		return in, err
 	}
 	if in.JWTJWKSURL != "" {
@@ -38,14 +36,14 @@ func Settings(lookup func(string) (string, bool)) (config.Ingress, error) {
 		return in, ErrNoSecret
 	}
 	if err := in.Validate(); err != nil {
-		return in, fmt.Errorf("%w: %v", config.ErrInvalid, err)
+		return in, fmt.Errorf("%w: %v", jwtconfig.ErrInvalid, err)
 	}
 	return in, nil
 }
 
 // Mint signs a token of user sub, with the admin role when admin, valid for
 // ttl (at most FLASHSALE_JWT_MAX_TTL), with in's secret and claims.
-func Mint(in config.Ingress, sub int64, admin bool, ttl time.Duration) (string, error) {
+func Mint(in jwtconfig.JWT, sub int64, admin bool, ttl time.Duration) (string, error) {
 	if in.JWTJWKSURL != "" {
 		return "", ErrJWKS
 	}

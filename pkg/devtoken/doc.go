@@ -10,8 +10,9 @@
 // verifies tokens. With a JWK Set (FLASHSALE_JWT_JWKS_URL) tokens are the
 // identity provider's to issue, and Mint refuses.
 //
-// It owns no state: it reads the ingress's settings (pkg/config) and signs
-// with pkg/auth.
+// It owns no state: it reads the ingress's token settings
+// (pkg/config/jwtconfig, the part of pkg/config that links no store driver,
+// so flashsalectl does not link one through it) and signs with pkg/auth.
 //
 // Importers: pkg/ctl (flashsalectl token) and internal/fuzzprep. It is never
 // imported by pkg/httpapi or any package the ingress links, and must not be,

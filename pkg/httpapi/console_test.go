@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flashsale-dev/flashsale/pkg/config"
+	"github.com/flashsale-dev/flashsale/pkg/config/jwtconfig"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
@@ -21,7 +22,7 @@ import (
 func TestConsoleServed(t *testing.T) {
 	rdb := stock.NewClient([]string{"127.0.0.1:1"}, time.Second, 1)
 	defer rdb.Close()
-	srv, err := New(Config{Ingress: config.Ingress{JWTSecret: "0123456789abcdef0123", PublishTimeout: time.Second,
+	srv, err := New(Config{Ingress: config.Ingress{JWT: jwtconfig.JWT{JWTSecret: "0123456789abcdef0123"}, PublishTimeout: time.Second,
 		IdempotencyTTL: time.Hour, IPRateLimit: 100}, StoreTimeout: time.Second},
 		Deps{Stock: stock.New(rdb), Registry: prometheus.NewRegistry(), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {

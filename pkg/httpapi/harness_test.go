@@ -20,6 +20,7 @@ import (
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/auth"
 	"github.com/flashsale-dev/flashsale/pkg/config"
+	"github.com/flashsale-dev/flashsale/pkg/config/jwtconfig"
 	"github.com/flashsale-dev/flashsale/pkg/queue"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
@@ -57,7 +58,7 @@ type harnessOpts struct {
 
 func testIngress() config.Ingress {
 	return config.Ingress{
-		HTTPAddr: "127.0.0.1:0", JWTSecret: testSecret, PublishTimeout: 3 * time.Second,
+		HTTPAddr: "127.0.0.1:0", JWT: jwtconfig.JWT{JWTSecret: testSecret}, PublishTimeout: 3 * time.Second,
 		SoldOutTTL: 500 * time.Millisecond, IdempotencyTTL: time.Hour,
 		Buckets:       config.Buckets{Max: 64, Wait: time.Second, Poll: 25 * time.Millisecond},
 		StatusRecheck: 750 * time.Millisecond, // the flag's default

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flashsale-dev/flashsale/pkg/config"
+	"github.com/flashsale-dev/flashsale/pkg/config/jwtconfig"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
@@ -21,7 +22,7 @@ func TestUnsupportedMethodIs405(t *testing.T) {
 		// Nothing listens there: no request in this test reaches a store.
 		rdb := stock.NewClient([]string{"127.0.0.1:1"}, time.Second, 1)
 		defer rdb.Close()
-		srv, err := New(Config{Ingress: config.Ingress{JWTSecret: "0123456789abcdef0123", PublishTimeout: time.Second,
+		srv, err := New(Config{Ingress: config.Ingress{JWT: jwtconfig.JWT{JWTSecret: "0123456789abcdef0123"}, PublishTimeout: time.Second,
 			IdempotencyTTL: time.Hour, IPRateLimit: ipLimit}, StoreTimeout: time.Second},
 			Deps{Stock: stock.New(rdb), Registry: prometheus.NewRegistry(), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/flashsale-dev/flashsale/pkg/auth"
 	"github.com/flashsale-dev/flashsale/pkg/config"
+	"github.com/flashsale-dev/flashsale/pkg/config/jwtconfig"
 )
 
 // TestNewVerifierFromSettings: the ingress's settings choose the key source
@@ -47,9 +48,9 @@ func TestNewVerifierFromSettings(t *testing.T) {
 	defer srv.Close()
 
 	const secret = "0123456789abcdef0123"
-	in := config.Ingress{JWTJWKSURL: srv.URL, JWTJWKSAllowLoopbackHTTP: true, JWTAudience: "shop", JWTIssuer: "https://id.test",
+	in := config.Ingress{JWT: jwtconfig.JWT{JWTJWKSURL: srv.URL, JWTJWKSAllowLoopbackHTTP: true, JWTAudience: "shop", JWTIssuer: "https://id.test",
 		JWTMaxTTL: time.Hour, JWTJWKSRefresh: time.Hour, JWTJWKSMinRefresh: time.Minute, JWTJWKSTimeout: time.Second,
-		JWTUserClaim: "uid", JWTRoleClaim: "realm_access.roles", JWTAdminRole: "ops"}
+		JWTUserClaim: "uid", JWTRoleClaim: "realm_access.roles", JWTAdminRole: "ops"}}
 	now := time.Now()
 	tok := jwt.NewWithClaims(jwt.SigningMethodES256, jwt.MapClaims{"sub": "a-uuid", "uid": "3", "aud": "shop",
 		"iss": "https://id.test", "iat": now.Unix(), "exp": now.Add(time.Minute).Unix(),

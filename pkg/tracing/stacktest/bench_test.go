@@ -18,6 +18,7 @@ import (
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/auth"
 	"github.com/flashsale-dev/flashsale/pkg/config"
+	"github.com/flashsale-dev/flashsale/pkg/config/jwtconfig"
 	"github.com/flashsale-dev/flashsale/pkg/httpapi"
 	"github.com/flashsale-dev/flashsale/pkg/queue"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
@@ -49,8 +50,8 @@ func BenchmarkAdmissionTracing(b *testing.B) {
 	brokers := testenv.Kafka(b)
 	topic, dlq, group := testenv.Topics(b, 2)
 	st := stock.New(rdb).WithCoalescer(stock.NewCoalescer(rdb, stock.CoalesceConfig{MaxBatch: 128, Flushers: 4}))
-	in := config.Ingress{JWTSecret: secret, PublishTimeout: 3 * time.Second, SoldOutTTL: 500 * time.Millisecond,
-		IdempotencyTTL: time.Hour, Buckets: config.Buckets{Max: 64, Wait: time.Second, Poll: 25 * time.Millisecond}, JWTCacheSize: 1 << 16}
+	in := config.Ingress{JWT: jwtconfig.JWT{JWTSecret: secret, JWTCacheSize: 1 << 16}, PublishTimeout: 3 * time.Second, SoldOutTTL: 500 * time.Millisecond,
+		IdempotencyTTL: time.Hour, Buckets: config.Buckets{Max: 64, Wait: time.Second, Poll: 25 * time.Millisecond}}
 	pub := (*queue.Security)(nil).NewPublisher(brokers, topic, in.PublishTimeout, queue.DefaultBatching())
 	defer pub.Close()
 	log := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))

@@ -20,6 +20,7 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/admission"
 	"github.com/flashsale-dev/flashsale/pkg/auth"
 	"github.com/flashsale-dev/flashsale/pkg/config"
+	"github.com/flashsale-dev/flashsale/pkg/config/jwtconfig"
 	"github.com/flashsale-dev/flashsale/pkg/httpapi"
 	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
 	"github.com/flashsale-dev/flashsale/pkg/queue"
@@ -77,7 +78,7 @@ func TestOneTraceFromClickToRow(t *testing.T) {
 	topic, dlq, group := testenv.Topics(t, 2)
 	log := testenv.LogTail(t)
 	st := stock.New(rdb)
-	in := config.Ingress{JWTSecret: secret, PublishTimeout: 3 * time.Second, SoldOutTTL: 500 * time.Millisecond,
+	in := config.Ingress{JWT: jwtconfig.JWT{JWTSecret: secret}, PublishTimeout: 3 * time.Second, SoldOutTTL: 500 * time.Millisecond,
 		IdempotencyTTL: time.Hour, Buckets: config.Buckets{Max: 64, Wait: time.Second, Poll: 25 * time.Millisecond}}
 	// The ingress's own publish path (ingress/main.go): a Publisher over
 	// the durable writer.
