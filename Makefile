@@ -79,7 +79,7 @@ test-cluster-reduced: test-cluster
 ## reaper) and a demo sale with its audit over SASL_SSL, rediss and MySQL TLS
 test-tls: stack-up setup build
 	@$(STACK) check-tls
-	@$(TLS_ENV) $(GO) test $(GOTEST_FLAGS) -tags tls -run '^Test(TLS|MySQLOverTLS|Sentinel)' ./pkg/config/ ./pkg/queue/ ./pkg/stock/
+	@$(TLS_ENV) $(GO) test $(GOTEST_FLAGS) -tags tls -run '^Test(TLS|MySQLOverTLS|Sentinel)' ./pkg/config/ ./pkg/orderlog/ ./pkg/stock/
 	@$(TLS_ENV) $(GO) run ./setup >/dev/null
 	@rc=0; $(TLS_ENV) FLASHSALE_DEMO_ARGS='-buyers 5000 -units 200' deploy/local/run.sh || rc=$$?; deploy/local/run.sh stop >/dev/null; exit $$rc
 
@@ -126,9 +126,9 @@ cluster-up:
 ## test-cluster: bring the cluster up, run setup on it, then the tests of
 ## build tag cluster (stores and topics on the clusters) against it
 test-cluster: cluster-up
-	@$(GO) vet -tags cluster ./pkg/stock/ ./pkg/queue/ ./pkg/rebalance/
+	@$(GO) vet -tags cluster ./pkg/stock/ ./pkg/orderlog/ ./pkg/rebalance/
 	@$(CLUSTER_ENV) $(GO) run ./setup
-	@$(CLUSTER_ENV) $(GO) test $(GOTEST_FLAGS) -tags cluster -run Cluster ./pkg/stock/ ./pkg/queue/ ./pkg/rebalance/
+	@$(CLUSTER_ENV) $(GO) test $(GOTEST_FLAGS) -tags cluster -run Cluster ./pkg/stock/ ./pkg/orderlog/ ./pkg/rebalance/
 
 ## test-faults-cluster: bring the cluster up, run setup on it, then the
 ## cluster fault tests (a broker or a Redis primary killed, paused or
@@ -179,7 +179,7 @@ vet:
 	@$(GO) vet -tags faults ./faults/
 	@$(GO) vet -tags 'faults cluster' ./faults/
 	@$(GO) vet -tags 'faults galera' ./faults/
-	@$(GO) vet -tags tls ./pkg/config/ ./pkg/queue/ ./pkg/stock/
+	@$(GO) vet -tags tls ./pkg/config/ ./pkg/orderlog/ ./pkg/stock/
 
 fmt:
 	@gofmt -w $$(git ls-files '*.go'; git ls-files -o --exclude-standard '*.go')

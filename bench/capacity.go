@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/flashsale-dev/flashsale/pkg/config"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 )
 
@@ -207,7 +207,7 @@ func readComponents(comps []capacityComponent) map[string]float64 {
 // produces it (a typical request id, item, user): the bytes Kafka stores
 // per message before its per-record and per-batch framing.
 func orderRecordBytes() float64 {
-	m := queue.OrderMessage{RequestID: reqid.New(1_000_000_000_123, time.Now()), ItemID: 1_000_000_000_123, UserID: 12_345_678, Qty: 1, ReservedMs: time.Now().UnixMilli()}
+	m := orderlog.OrderMessage{RequestID: reqid.New(1_000_000_000_123, time.Now()), ItemID: 1_000_000_000_123, UserID: 12_345_678, Qty: 1, ReservedMs: time.Now().UnixMilli()}
 	v, err := m.Encode()
 	if err != nil {
 		return 0

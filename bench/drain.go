@@ -20,7 +20,7 @@ import (
 
 	"github.com/flashsale-dev/flashsale/pkg/config"
 	"github.com/flashsale-dev/flashsale/pkg/migrate"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 	"github.com/flashsale-dev/flashsale/schema"
@@ -126,7 +126,7 @@ func drain(ctx context.Context, c config.Common, cc config.Consumer, s Settings)
 
 	suffix := fmt.Sprintf("%d", time.Now().UnixNano())
 	topic, dlq, group := "flashsale.drain."+suffix, "flashsale.drain.dlq."+suffix, "flashsale-drain-"+suffix
-	if _, err := kafkaSec.EnsureTopics(ctx, c.Brokers(), queue.Topics(topic, dlq, partitions), queue.Durability{}); err != nil {
+	if _, err := kafkaSec.EnsureTopics(ctx, c.Brokers(), orderlog.Topics(topic, dlq, partitions), orderlog.Durability{}); err != nil {
 		return DrainResult{}, err
 	}
 	defer deleteTopics(c.Brokers(), topic, dlq)
@@ -228,7 +228,7 @@ func dropDrainDB(ctx context.Context, dsn, dbName string) error {
 // produceAll publishes vals keyed by item as the ingress does (one item, one
 // partition), acked by all in-sync replicas.
 func produceAll(ctx context.Context, brokers []string, topic string, vals [][]byte) error {
-	w := kafkaSec.NewBatchedWriter(brokers, topic, 30*time.Second, queue.Batching{Size: 5000, Bytes: 1 << 20, Timeout: 5 * time.Millisecond})
+	w := kafkaSec.NewBatchedWriter(brokers, topic, 30*time.Second, orderlog.Batching{Size: 5000, Bytes: 1 << 20, Timeout: 5 * time.Millisecond})
 	defer w.Close()
 	const chunk = 20_000
 	var wg sync.WaitGroup
@@ -237,7 +237,7 @@ func produceAll(ctx context.Context, brokers []string, topic string, vals [][]by
 	for off := 0; off < len(vals); off += chunk {
 		msgs := make([]kafka.Message, 0, chunk)
 		for _, v := range vals[off:min(off+chunk, len(vals))] {
-			m, err := queue.Decode(v)
+			m, err := orderlog.Decode(v)
 			if err != nil {
 				return err
 			}

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
@@ -113,7 +113,7 @@ func admitAll(ctx context.Context, st *stock.Store, buyers []drainBuyer, buckets
 					err = fmt.Errorf("admit item %d bucket %d user %d: %s", b.item, b.bucket, b.user, r.Code)
 				}
 				if err == nil {
-					vals[i], err = queue.OrderMessage{V: queue.MessageVersion, RequestID: rid, ItemID: b.item, UserID: b.user, Qty: 1, ReservedMs: now.UnixMilli()}.Encode()
+					vals[i], err = orderlog.OrderMessage{V: orderlog.MessageVersion, RequestID: rid, ItemID: b.item, UserID: b.user, Qty: 1, ReservedMs: now.UnixMilli()}.Encode()
 				}
 				if err != nil {
 					select {

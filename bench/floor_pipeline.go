@@ -13,7 +13,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/flashsale-dev/flashsale/pkg/config"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
@@ -25,7 +25,7 @@ const floorPartitions = 12
 // MeasurePipelineFloor is the order path without HTTP: concurrency workers,
 // each running the admission script (through the ingress's coalescer when
 // FLASHSALE_REDIS_BATCH_MAX > 0) and then the durable Kafka produce of the
-// same message (queue.OrderMessage, acks from all in-sync replicas, the
+// same message (orderlog.OrderMessage, acks from all in-sync replicas, the
 // ingress's Publisher and batching), for orders distinct buyers with an
 // Idempotency-Key each, as the sale's first attempts carry. Order i goes to
 // throwaway item i mod items (the sale's -items spread, itemOf), each item
@@ -68,15 +68,15 @@ func MeasurePipelineFloor(ctx context.Context, c config.Common, in config.Ingres
 
 	suffix := strconv.FormatInt(time.Now().UnixNano(), 10)
 	topic, dlq := "flashsale.floor."+suffix, "flashsale.floor.dlq."+suffix
-	if _, err := kafkaSec.EnsureTopics(ctx, c.Brokers(), queue.Topics(topic, dlq, floorPartitions), queue.Durability{}); err != nil {
+	if _, err := kafkaSec.EnsureTopics(ctx, c.Brokers(), orderlog.Topics(topic, dlq, floorPartitions), orderlog.Durability{}); err != nil {
 		return fig, fmt.Errorf("bench: pipeline floor topic: %w", err)
 	}
 	defer deleteTopics(c.Brokers(), topic, dlq)
-	codec, err := queue.ParseCompression(in.PublishCompression)
+	codec, err := orderlog.ParseCompression(in.PublishCompression)
 	if err != nil {
 		return fig, err
 	}
-	pub := kafkaSec.NewPublisher(c.Brokers(), topic, in.PublishTimeout, queue.Batching{
+	pub := kafkaSec.NewPublisher(c.Brokers(), topic, in.PublishTimeout, orderlog.Batching{
 		Size: in.PublishBatchSize, Bytes: int64(in.PublishBatchBytes), Timeout: in.PublishBatchTimeout, Compression: codec})
 	defer func() {
 		if err := pub.Close(); err != nil {
@@ -141,7 +141,7 @@ var errFloorVerdict = errors.New("bench: pipeline floor: not admitted")
 // floorOrder is one buyer's order as the ingress takes it (pkg/admission
 // reserve and publish): the script in the buyer's home bucket with the
 // ingress's deadline, limits and Idempotency-Key, then the produce.
-func floorOrder(ctx context.Context, st *stock.Store, pub *queue.Publisher, in config.Ingress, storeTimeout time.Duration, item int64, buckets, i int) error {
+func floorOrder(ctx context.Context, st *stock.Store, pub *orderlog.Publisher, in config.Ingress, storeTimeout time.Duration, item int64, buckets, i int) error {
 	user := UserID(i)
 	bucket := stock.HomeBucket(user, buckets)
 	now := time.Now()
@@ -158,7 +158,7 @@ func floorOrder(ctx context.Context, st *stock.Store, pub *queue.Publisher, in c
 	if ar.Code != stock.Admitted {
 		return fmt.Errorf("%w: verdict %q", errFloorVerdict, ar.Code)
 	}
-	msg := queue.OrderMessage{RequestID: rid, ItemID: item, UserID: user, Qty: 1, ReservedMs: now.UnixMilli()}
+	msg := orderlog.OrderMessage{RequestID: rid, ItemID: item, UserID: user, Qty: 1, ReservedMs: now.UnixMilli()}
 	val, err := msg.Encode()
 	if err != nil {
 		return fmt.Errorf("bench: pipeline floor encode: %w", err)

@@ -17,8 +17,8 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/config/jwtconfig"
 	"github.com/flashsale-dev/flashsale/pkg/gate"
 	"github.com/flashsale-dev/flashsale/pkg/httpapi"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
 	"github.com/flashsale-dev/flashsale/pkg/reap"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
@@ -51,7 +51,7 @@ func startPipeline(t *testing.T, paymentWindow time.Duration) pipeline {
 	in := config.Ingress{HTTPAddr: "127.0.0.1:0", JWT: jwtconfig.JWT{JWTSecret: testSecret}, PublishTimeout: 3 * time.Second,
 		SoldOutTTL: 500 * time.Millisecond, UserRateLimit: 5, IdempotencyTTL: time.Hour,
 		StatusWaitMax: 30 * time.Second, StatusWaiters: 10_000}
-	w := queue.NewWriter(brokers, topic, in.PublishTimeout)
+	w := orderlog.NewWriter(brokers, topic, in.PublishTimeout)
 	srv, err := httpapi.New(httpapi.Config{Ingress: in, StoreTimeout: 2 * time.Second, Brokers: brokers, Topic: topic, Group: group},
 		httpapi.Deps{DB: db, Stock: st, Publisher: w, Registry: reg, Log: log})
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 )
 
 // Scenario is one system under test: flashsale's ingress or a baseline
@@ -22,7 +22,7 @@ type Scenario struct {
 	// Brokers, when set, are sampled for the orders topic's consumer lag.
 	Brokers []string
 	// Group and Topic are the consumer group and orders topic whose lag is
-	// sampled (default queue.GroupID and queue.OrdersTopic).
+	// sampled (default orderlog.GroupID and orderlog.OrdersTopic).
 	Group, Topic string
 	// ReapWait bounds the wait for the reaper (flashsale only).
 	ReapWait time.Duration
@@ -98,7 +98,7 @@ func RunScenario(ctx context.Context, w Workload, sc Scenario) (Report, error) {
 	var lag *LagSampler
 	if len(sc.Brokers) > 0 {
 		var err error
-		if lag, err = NewLagSampler(ctx, sc.Brokers, cmp.Or(sc.Group, queue.GroupID), cmp.Or(sc.Topic, queue.OrdersTopic)); err != nil {
+		if lag, err = NewLagSampler(ctx, sc.Brokers, cmp.Or(sc.Group, orderlog.GroupID), cmp.Or(sc.Topic, orderlog.OrdersTopic)); err != nil {
 			rep.LagNote = "unavailable: " + err.Error()
 			lag = nil
 		} else {
@@ -106,7 +106,7 @@ func RunScenario(ctx context.Context, w Workload, sc Scenario) (Report, error) {
 			go func() { defer wg.Done(); lag.Run(bg, 250*time.Millisecond) }()
 		}
 	} else {
-		rep.LagNote = "not applicable (synchronous baseline, no queue)"
+		rep.LagNote = "not applicable (synchronous baseline, no order log)"
 	}
 	if !s.Quiet {
 		wg.Add(1)

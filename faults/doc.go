@@ -24,5 +24,5 @@
 //
 // It has no code outside its tests and nothing imports it. Its tests import
 // internal/testenv, internal/nemesis, internal/history and the packages whose
-// state they check (pkg/audit, pkg/store, pkg/stock, pkg/queue, ...).
+// state they check (pkg/audit, pkg/store, pkg/stock, pkg/orderlog, ...).
 package faults

@@ -11,7 +11,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 )
 
 // The publish stall and the durability of 202s, as the cluster faults
@@ -82,7 +82,7 @@ func (p *pipeline) checkDurable(ctx context.Context, w *workload) int {
 		if err != nil {
 			t.Fatalf("read %s at %d of %d: %v", p.orders, read, end, err)
 		}
-		if om, err := queue.Decode(m.Value); err == nil {
+		if om, err := orderlog.Decode(m.Value); err == nil {
 			inLog[om.RequestID] = true
 		}
 	}

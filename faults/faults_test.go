@@ -16,7 +16,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/reap"
 )
 
@@ -188,7 +188,7 @@ func waitKafka(t *testing.T, p *pipeline) {
 	testenv.Eventually(t, 2*time.Minute, 200*time.Millisecond, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		return queue.Ping(ctx, p.kafka) == nil
+		return orderlog.Ping(ctx, p.kafka) == nil
 	}, "kafka did not come back")
 }
 
@@ -262,7 +262,7 @@ func TestMySQLSessionKilled(t *testing.T) {
 }
 
 // TestRedisWiped: Redis restarted without persistence mid-sale. Admission
-// must stop safely (no 202 while Redis knows nothing), the queue drains into
+// must stop safely (no 202 while Redis knows nothing), the order log drains into
 // MySQL, the admin warm rebuilds Redis from MySQL, and the sale goes on.
 func TestRedisWiped(t *testing.T) {
 	start := time.Now()
@@ -274,12 +274,12 @@ func TestRedisWiped(t *testing.T) {
 	s.wipeRedis()
 	wiped := time.Now()
 	// Let the burst go on against the empty Redis for a while, then wait
-	// for the queue to drain before warming.
+	// for the order log to drain before warming.
 	hold(3 * time.Second)
 	testenv.Eventually(t, 2*time.Minute, 200*time.Millisecond, func() bool {
 		n, err := p.lag(context.Background())
 		return err == nil && n == 0
-	}, "queue did not drain after the wipe")
+	}, "the order log did not drain after the wipe")
 	blind := w.answersBetween(wiped, time.Now())
 	t.Logf("answers to requests sent between the wipe and the warm: %s", codes(blind))
 	for _, a := range blind {
@@ -522,7 +522,7 @@ func (p *pipeline) reinject(t *testing.T, maxCopies int) int {
 				r.Close()
 				t.Fatalf("read back partition %d offset %d: %v", pt.ID, off, err)
 			}
-			if _, err := queue.Decode(m.Value); err != nil {
+			if _, err := orderlog.Decode(m.Value); err != nil {
 				t.Fatalf("read back: %v", err)
 			}
 			for range 1 + rand.IntN(maxCopies) {

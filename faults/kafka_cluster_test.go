@@ -13,7 +13,7 @@ import (
 // stopped heartbeating after broker.session.timeout.ms (3 s in the
 // cluster's broker settings, stack.sh; Kafka's default is 9 s), then elects
 // an in-sync follower, and the writer learns of it at its next metadata
-// refresh (each second, pkg/queue; kafka-go's default 6 s made it 7.8-9.4 s
+// refresh (each second, pkg/orderlog; kafka-go's default 6 s made it 7.8-9.4 s
 // with the 3 s fencing, and 9 s fencing alone failed this bound too).
 const maxLeaderStall = 8 * time.Second
 

@@ -217,7 +217,7 @@ func slowLinks(t *testing.T, b *testbed, target string) {
 		// A 250 ms produce round trip must not cap a hot item's partition
 		// at one tiny batch per round trip (about 4/s against 30 arriving):
 		// the publisher gathers the partition's messages while a produce is
-		// in flight (pkg/queue/publisher.go), so most orders are served.
+		// in flight (pkg/orderlog/publisher.go), so most orders are served.
 		// Served: a 202 (a replay's too), or the 409 of a buyer who already
 		// holds one (the workload's repeat buyers, about 1 in 10). A
 		// published-202 count alone sat at 82% with nothing refused.

@@ -16,7 +16,7 @@ import (
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/audit"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 )
 
 // view is the buyer's GET /orders/{id} answer.
@@ -52,7 +52,7 @@ func (p *pipeline) status(ctx context.Context, user int64, rid string) (view, bo
 func (p *pipeline) lag(ctx context.Context) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	m, err := queue.Lag(ctx, p.kafka, p.group, p.orders)
+	m, err := orderlog.Lag(ctx, p.kafka, p.group, p.orders)
 	if err != nil {
 		return 0, err
 	}

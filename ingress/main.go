@@ -11,7 +11,7 @@ import (
 
 	"github.com/flashsale-dev/flashsale/pkg/config"
 	"github.com/flashsale-dev/flashsale/pkg/httpapi"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/service"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
@@ -39,13 +39,13 @@ func run(ctx context.Context, p *service.Process, c config.Common, in config.Ing
 		p.Defer(func() error { co.Close(); return nil }) // after the Kafka writer, before Redis
 		stk = stk.WithCoalescer(co)
 	}
-	codec, err := queue.ParseCompression(in.PublishCompression)
+	codec, err := orderlog.ParseCompression(in.PublishCompression)
 	if err != nil {
 		return err
 	}
-	// A Publisher: a partition's publishes gather while its produce is in flight (pkg/queue/publisher.go);
+	// A Publisher: a partition's publishes gather while its produce is in flight (pkg/orderlog/publisher.go);
 	// Warm learns the partitions. Closed once the API has drained: after every publish it started.
-	writer := st.Kafka.NewPublisher(c.Brokers(), c.OrdersTopic, in.PublishTimeout, queue.Batching{
+	writer := st.Kafka.NewPublisher(c.Brokers(), c.OrdersTopic, in.PublishTimeout, orderlog.Batching{
 		Size: in.PublishBatchSize, Bytes: int64(in.PublishBatchBytes), Timeout: in.PublishBatchTimeout, Compression: codec})
 	p.DeferClose("kafka writer", writer)
 	wctx, wcancel := context.WithTimeout(ctx, in.PublishTimeout)

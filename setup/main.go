@@ -19,7 +19,7 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/config"
 	"github.com/flashsale-dev/flashsale/pkg/migrate"
 	"github.com/flashsale-dev/flashsale/pkg/ops"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/startup"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 	"github.com/flashsale-dev/flashsale/schema"
@@ -80,14 +80,14 @@ func run(ctx context.Context, c config.Common, s config.Setup, log *slog.Logger)
 	}); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	var rep queue.TopicsReport
+	var rep orderlog.TopicsReport
 	// A topic below its durability is an operator's decision; too few
 	// brokers may be a cluster still starting.
 	// Settings the brokers refuse (config.ErrRefused) are not retried either.
 	retryableKafka := func(err error) bool {
-		return !errors.Is(err, queue.ErrUnderReplicated) && !errors.Is(err, config.ErrRefused)
+		return !errors.Is(err, orderlog.ErrUnderReplicated) && !errors.Is(err, config.ErrRefused)
 	}
-	kafkaSec, err := queue.NewSecurity(c.Kafka)
+	kafkaSec, err := orderlog.NewSecurity(c.Kafka)
 	if err != nil {
 		return err
 	}
@@ -96,8 +96,8 @@ func run(ctx context.Context, c config.Common, s config.Setup, log *slog.Logger)
 			return err
 		}
 		var err error
-		rep, err = kafkaSec.EnsureTopics(ctx, c.Brokers(), queue.Topics(c.OrdersTopic, c.DLQTopic, s.TopicPartitions),
-			queue.Durability{Replication: s.TopicReplication, MinInsync: s.TopicMinInsync})
+		rep, err = kafkaSec.EnsureTopics(ctx, c.Brokers(), orderlog.Topics(c.OrdersTopic, c.DLQTopic, s.TopicPartitions),
+			orderlog.Durability{Replication: s.TopicReplication, MinInsync: s.TopicMinInsync})
 		return err
 	}); err != nil {
 		return fmt.Errorf("topics: %w", err)

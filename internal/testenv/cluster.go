@@ -11,7 +11,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/flashsale-dev/flashsale/pkg/config"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
@@ -128,7 +128,7 @@ func KafkaCluster(t testing.TB) []string {
 // Durability returns the topic durability setup would use, from its
 // settings FLASHSALE_TOPIC_REPLICATION and FLASHSALE_TOPIC_MIN_INSYNC
 // (unset on the single-node stack: replication min(3, brokers) = 1).
-func Durability(t testing.TB) queue.Durability {
+func Durability(t testing.TB) orderlog.Durability {
 	t.Helper()
 	var s config.Setup
 	fs := flagSet()
@@ -139,5 +139,5 @@ func Durability(t testing.TB) queue.Durability {
 	if err := s.Validate(); err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
-	return queue.Durability{Replication: s.TopicReplication, MinInsync: s.TopicMinInsync}
+	return orderlog.Durability{Replication: s.TopicReplication, MinInsync: s.TopicMinInsync}
 }

@@ -16,6 +16,6 @@
 // Only tests import it (tests of the pkg/ packages, bench, deploy, faults and
 // scenarios); no non-test file may, since a deployable that linked it would
 // carry the testing package and the test defaults. It imports pkg/config, the
-// store clients (pkg/store, pkg/stock, pkg/queue), pkg/migrate and schema, to
+// store clients (pkg/store, pkg/stock, pkg/orderlog), pkg/migrate and schema, to
 // build the same clients the deployables build, and never a feature package.
 package testenv

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/flashsale-dev/flashsale/pkg/config"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 )
 
 // CommonFrom returns the shared settings parsed from env alone (not the
@@ -26,9 +26,9 @@ func CommonFrom(t testing.TB, env map[string]string) config.Common {
 
 // KafkaSecurity is the Security of the FLASHSALE_KAFKA_* settings (nil
 // fields, plaintext, on the default stack), as the deployables build it.
-func KafkaSecurity(t testing.TB) *queue.Security {
+func KafkaSecurity(t testing.TB) *orderlog.Security {
 	t.Helper()
-	sec, err := queue.NewSecurity(Common(t).Kafka)
+	sec, err := orderlog.NewSecurity(Common(t).Kafka)
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}

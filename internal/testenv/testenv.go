@@ -20,7 +20,7 @@ import (
 
 	"github.com/flashsale-dev/flashsale/pkg/config"
 	"github.com/flashsale-dev/flashsale/pkg/migrate"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 	"github.com/flashsale-dev/flashsale/schema"
@@ -143,7 +143,7 @@ func Topics(t testing.TB, partitions int) (orders, dlq, group string) {
 	orders, dlq, group = "test.orders."+s, "test.dlq."+s, "test-group-"+s
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err := KafkaSecurity(t).EnsureTopics(ctx, brokers, []queue.TopicSpec{{Name: orders, Partitions: partitions}, {Name: dlq, Partitions: 1}}, Durability(t))
+	_, err := KafkaSecurity(t).EnsureTopics(ctx, brokers, []orderlog.TopicSpec{{Name: orders, Partitions: partitions}, {Name: dlq, Partitions: 1}}, Durability(t))
 	if err != nil {
 		t.Fatalf("testenv: create topics: %v", err)
 	}

@@ -12,8 +12,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
 
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/orderstatus"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
@@ -30,7 +30,7 @@ const (
 )
 
 // Publisher is what admission publishes an admitted order through (and the
-// admin DLQ replay, pkg/httpapi). The ingress passes a *queue.Publisher,
+// admin DLQ replay, pkg/httpapi). The ingress passes a *orderlog.Publisher,
 // which gathers concurrent publishes per partition and adds each message's
 // trace context; a *kafka.Writer has the same method and also fits, and
 // tests pass fakes. A nil error must mean every message was acknowledged:
@@ -310,11 +310,11 @@ func (s *Service) answer(ctx context.Context, r Request, rid string, now time.Ti
 // in-sync replicas. The publish is detached from the buyer's connection: a
 // client hanging up must not turn a good order into an abort.
 func (s *Service) publish(ctx context.Context, r Request, rid string, now time.Time) Result {
-	msg := queue.OrderMessage{RequestID: rid, ItemID: r.ItemID, UserID: r.UserID, Qty: r.Qty, ReservedMs: now.UnixMilli()}
+	msg := orderlog.OrderMessage{RequestID: rid, ItemID: r.ItemID, UserID: r.UserID, Qty: r.Qty, ReservedMs: now.UnixMilli()}
 	val, err := msg.Encode()
 	if err == nil {
 		// The publish span's context is what the message carries
-		// (traceparent, injected by queue.Publisher): the consumer's batch
+		// (traceparent, injected by orderlog.Publisher): the consumer's batch
 		// links to it.
 		sctx, span := tracing.Start(ctx, SpanPublish, trace.SpanKindProducer)
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(sctx), s.cfg.PublishTimeout)

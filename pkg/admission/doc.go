@@ -11,7 +11,7 @@
 // flashsale_redis_wait_short_total, flashsale_bucket_wait_seconds). It owns no
 // stored state: the Redis keys and admit.lua are pkg/stock's, the arbiter row
 // a failed publish is decided by (request_outcomes, ABORTED) is written
-// through pkg/store, the message is pkg/queue's and the status it caches is
+// through pkg/store, the message is pkg/orderlog's and the status it caches is
 // pkg/orderstatus's.
 //
 // Only pkg/httpapi imports it, for the ingress's order route. It never imports

@@ -10,8 +10,8 @@ import (
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/audit"
 	"github.com/flashsale-dev/flashsale/pkg/catalog"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
@@ -47,7 +47,7 @@ func newSale(t *testing.T, ctx context.Context) *sale {
 
 // admit admits userID for qty in their home bucket and returns the message
 // the ingress would publish.
-func (s *sale) admit(t *testing.T, ctx context.Context, userID int64, qty int) queue.OrderMessage {
+func (s *sale) admit(t *testing.T, ctx context.Context, userID int64, qty int) orderlog.OrderMessage {
 	t.Helper()
 	b := stock.HomeBucket(userID, saleBuckets)
 	rid := reqid.NewIn(s.item, b, time.Now())
@@ -56,7 +56,7 @@ func (s *sale) admit(t *testing.T, ctx context.Context, userID int64, qty int) q
 		t.Fatalf("admit user %d in bucket %d: %+v %v", userID, b, r, err)
 	}
 	s.byBucket[b] = append(s.byBucket[b], rid)
-	return queue.OrderMessage{V: 1, RequestID: rid, ItemID: s.item, UserID: userID, Qty: qty}
+	return orderlog.OrderMessage{V: 1, RequestID: rid, ItemID: s.item, UserID: userID, Qty: qty}
 }
 
 // userIn returns the first user id from `from` on whose home bucket is b.
@@ -101,7 +101,7 @@ func running(t *testing.T, ctx context.Context) *sale {
 	t.Helper()
 	s := newSale(t, ctx)
 	w := &orderwriter.ItemWriter{DB: s.db, PaymentWindow: time.Hour, TxTimeout: 10 * time.Second}
-	write := func(w *orderwriter.ItemWriter, msgs ...queue.OrderMessage) {
+	write := func(w *orderwriter.ItemWriter, msgs ...orderlog.OrderMessage) {
 		t.Helper()
 		if res, err := w.WriteItem(ctx, s.item, msgs); err != nil || len(res.Ordered) != len(msgs) {
 			t.Fatalf("write %d requests: %+v %v", len(msgs), res, err)

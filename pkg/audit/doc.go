@@ -27,7 +27,7 @@
 // pkg/api (the report's types), the store clients (pkg/store, pkg/stock) and
 // pkg/stockchange, only for Spread, the rule that splits a change over the
 // buckets. It never imports the HTTP layer,
-// pkg/queue, or the workers whose results it checks (orderwriter, reap,
+// pkg/orderlog, or the workers whose results it checks (orderwriter, reap,
 // rebalance, gate): it judges what the stores hold, not what the code meant to
 // write.
 package audit

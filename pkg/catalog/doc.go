@@ -17,7 +17,7 @@
 //
 // Only pkg/httpapi imports it, for the admin routes that create, update, warm
 // and end items. It imports pkg/store and pkg/stock, and never the HTTP layer,
-// pkg/queue, or the workers (admission, orderwriter, reap, rebalance): it
+// pkg/orderlog, or the workers (admission, orderwriter, reap, rebalance): it
 // makes its changes safe by the locks and checks above, not by knowing their
 // code.
 package catalog

@@ -21,11 +21,11 @@
 //
 // Importers: the ingress, consumer, reaper, setup and bench commands,
 // pkg/service and pkg/startup, the store clients that are built from settings
-// (pkg/stock, pkg/queue), pkg/httpapi, and internal/testenv and
+// (pkg/stock, pkg/orderlog), pkg/httpapi, and internal/testenv and
 // internal/fuzzprep, which read the same FLASHSALE_* settings the deployables
 // do; pkg/devtoken imports only jwtconfig. It imports its
 // subpackages (jwtconfig imports pkg/auth, to check a JWKS URL) and
 // pkg/buildinfo (for -version), and no other package of the module: never a
 // store client or a feature package, which sit above it (pkg/stock and
-// pkg/queue import it).
+// pkg/orderlog import it).
 package config

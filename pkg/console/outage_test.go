@@ -15,7 +15,7 @@ import (
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/console"
 	"github.com/flashsale-dev/flashsale/pkg/httpapi"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 )
 
 // TestConsoleShowsWhatIsUnavailable: in an outage the console keeps
@@ -38,7 +38,7 @@ func TestConsoleShowsWhatIsUnavailable(t *testing.T) {
 	silent := testenv.Silent(t)
 	fd := testenv.NewFaultDialer()
 	db := testenv.FaultyMySQL(t, p.dsn, fd)
-	w := queue.NewWriter([]string{silent.Addr}, "test.unused", time.Second)
+	w := orderlog.NewWriter([]string{silent.Addr}, "test.unused", time.Second)
 	srv, err := httpapi.New(httpapi.Config{Ingress: p.ingress, StoreTimeout: 500 * time.Millisecond, Brokers: []string{silent.Addr},
 		Topic: "test.unused", DLQTopic: "test.unused.dlq", Group: "test-unused"},
 		httpapi.Deps{DB: db, Stock: p.st, Publisher: w, Registry: prometheus.NewRegistry(), Log: testenv.LogTail(t)})

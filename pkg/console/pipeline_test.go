@@ -21,8 +21,8 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/config"
 	"github.com/flashsale-dev/flashsale/pkg/config/jwtconfig"
 	"github.com/flashsale-dev/flashsale/pkg/httpapi"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
@@ -51,7 +51,7 @@ func startPipeline(t *testing.T) *pipeline {
 	in := config.Ingress{JWT: jwtconfig.JWT{JWTSecret: secret}, PublishTimeout: 3 * time.Second, SoldOutTTL: 500 * time.Millisecond,
 		IdempotencyTTL: time.Hour, Buckets: config.Buckets{Max: 64, Wait: time.Second, Poll: 25 * time.Millisecond},
 		TallyFlush: time.Second}
-	w := queue.NewWriter(brokers, topic, in.PublishTimeout)
+	w := orderlog.NewWriter(brokers, topic, in.PublishTimeout)
 	t.Cleanup(func() { _ = w.Close() })
 	st := stock.New(rdb)
 	srv, err := httpapi.New(httpapi.Config{Ingress: in, StoreTimeout: 2 * time.Second, Brokers: brokers, Topic: topic, DLQTopic: dlq, Group: group},

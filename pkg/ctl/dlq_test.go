@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
 )
 
 // startConsumer runs a real order writer on g's topics, giving up on a
@@ -121,7 +121,7 @@ func TestReplayTwiceOrdersOnce(t *testing.T) {
 	}
 	// Both replays consumed (the group's lag over the orders topic is 0).
 	testenv.Eventually(t, 30*time.Second, 200*time.Millisecond, func() bool {
-		lag, err := queue.Lag(context.Background(), g.brokers, g.group, g.topic)
+		lag, err := orderlog.Lag(context.Background(), g.brokers, g.group, g.topic)
 		if err != nil {
 			return false
 		}

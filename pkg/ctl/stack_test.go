@@ -16,7 +16,7 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/config/jwtconfig"
 	"github.com/flashsale-dev/flashsale/pkg/devtoken"
 	"github.com/flashsale-dev/flashsale/pkg/httpapi"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
@@ -45,7 +45,7 @@ func startIngress(t *testing.T) *ingress {
 		JWTRoleClaim: "role", JWTAdminRole: "admin"}, PublishTimeout: 3 * time.Second, SoldOutTTL: 500 * time.Millisecond,
 		IdempotencyTTL: time.Hour, Buckets: config.Buckets{Max: 64, Wait: time.Second, Poll: 25 * time.Millisecond},
 		TallyFlush: 100 * time.Millisecond}
-	w := queue.NewWriter(brokers, topic, in.PublishTimeout)
+	w := orderlog.NewWriter(brokers, topic, in.PublishTimeout)
 	t.Cleanup(func() { _ = w.Close() })
 	st := stock.New(rdb)
 	srv, err := httpapi.New(httpapi.Config{Ingress: in, StoreTimeout: 2 * time.Second, Brokers: brokers, Topic: topic, DLQTopic: dlq, Group: group},

@@ -12,7 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
@@ -93,7 +93,7 @@ type dlqReplay struct {
 	Decision *dlqDecision `json:"decision,omitempty"`
 }
 
-func toDLQLetter(l queue.DeadLetter) dlqLetter {
+func toDLQLetter(l orderlog.DeadLetter) dlqLetter {
 	failed := l.FailedAt
 	if failed.IsZero() {
 		failed = l.Time
@@ -174,23 +174,23 @@ func dlqOffset(c echo.Context) (int64, error) {
 
 // readLetter reads the letter of the path's offset: 404 when the topic does
 // not hold it (an offset at or past its end, or deleted by retention).
-func (s *Server) readLetter(c echo.Context) (queue.DeadLetter, error) {
+func (s *Server) readLetter(c echo.Context) (orderlog.DeadLetter, error) {
 	off, err := dlqOffset(c)
 	if err != nil {
-		return queue.DeadLetter{}, err
+		return orderlog.DeadLetter{}, err
 	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 5*s.cfg.StoreTimeout)
 	defer cancel()
 	b, err := s.cfg.Kafka.DeadLetterBounds(ctx, s.cfg.Brokers, s.cfg.DLQTopic)
 	if err != nil {
 		s.log.WarnContext(c.Request().Context(), "admin: dlq bounds", "err", err)
-		return queue.DeadLetter{}, unavailable("kafka unavailable")
+		return orderlog.DeadLetter{}, unavailable("kafka unavailable")
 	}
 	if off < b.First || off >= b.End {
-		return queue.DeadLetter{}, notFound("no dead letter at that offset")
+		return orderlog.DeadLetter{}, notFound("no dead letter at that offset")
 	}
 	l, err := s.cfg.Kafka.ReadDeadLetter(ctx, s.cfg.Brokers, s.cfg.DLQTopic, off)
-	if errors.Is(err, queue.ErrNoLetter) {
+	if errors.Is(err, orderlog.ErrNoLetter) {
 		return l, notFound("no dead letter at that offset")
 	}
 	if err != nil {
@@ -226,7 +226,7 @@ func (s *Server) getDLQ(c echo.Context) error {
 	for _, h := range l.Headers {
 		d.Headers = append(d.Headers, dlqHeader{Key: h.Key, Value: string(h.Value)})
 	}
-	m, err := queue.Decode(l.Value)
+	m, err := orderlog.Decode(l.Value)
 	d.Replayable = err == nil
 	if err != nil {
 		d.DecodeError = err.Error()
@@ -250,7 +250,7 @@ func (s *Server) replayDLQ(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	m, err := queue.Decode(l.Value)
+	m, err := orderlog.Decode(l.Value)
 	if err != nil {
 		return newErr(http.StatusConflict, "not_replayable", "the payload does not decode as an order message ("+err.Error()+
 			"): a replay would only be dead-lettered again")

@@ -13,7 +13,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 )
 
@@ -27,15 +27,15 @@ func (h *harness) withDLQ(letters ...kafka.Message) string {
 	if len(letters) == 0 {
 		return dlq
 	}
-	w := queue.NewWriter(h.brokers, dlq, 10*time.Second)
+	w := orderlog.NewWriter(h.brokers, dlq, 10*time.Second)
 	defer w.Close()
 	for i := range letters {
 		letters[i].Headers = append(letters[i].Headers,
-			kafka.Header{Key: queue.HeaderDLQError, Value: []byte(fmt.Sprintf("cause %d", i))},
-			kafka.Header{Key: queue.HeaderDLQTopic, Value: []byte(h.topic)},
-			kafka.Header{Key: queue.HeaderDLQPartition, Value: []byte("2")},
-			kafka.Header{Key: queue.HeaderDLQOffset, Value: []byte(strconv.Itoa(100 + i))},
-			kafka.Header{Key: queue.HeaderDLQFailedAt, Value: []byte("2026-12-02T08:00:00.5Z")})
+			kafka.Header{Key: orderlog.HeaderDLQError, Value: []byte(fmt.Sprintf("cause %d", i))},
+			kafka.Header{Key: orderlog.HeaderDLQTopic, Value: []byte(h.topic)},
+			kafka.Header{Key: orderlog.HeaderDLQPartition, Value: []byte("2")},
+			kafka.Header{Key: orderlog.HeaderDLQOffset, Value: []byte(strconv.Itoa(100 + i))},
+			kafka.Header{Key: orderlog.HeaderDLQFailedAt, Value: []byte("2026-12-02T08:00:00.5Z")})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -50,7 +50,7 @@ func (h *harness) withDLQ(letters ...kafka.Message) string {
 
 func orderLetter(t *testing.T, item, user int64) (kafka.Message, string) {
 	t.Helper()
-	m := queue.OrderMessage{RequestID: reqid.New(item, time.Now()), ItemID: item, UserID: user, Qty: 1, ReservedMs: time.Now().UnixMilli()}
+	m := orderlog.OrderMessage{RequestID: reqid.New(item, time.Now()), ItemID: item, UserID: user, Qty: 1, ReservedMs: time.Now().UnixMilli()}
 	b, err := m.Encode()
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
@@ -21,7 +21,7 @@ import (
 // pod has.
 func (h *harness) replica(t *testing.T) *harness {
 	t.Helper()
-	w := queue.NewWriter(h.brokers, h.topic, h.srv.cfg.Ingress.PublishTimeout)
+	w := orderlog.NewWriter(h.brokers, h.topic, h.srv.cfg.Ingress.PublishTimeout)
 	t.Cleanup(func() { _ = w.Close() })
 	co := stock.NewCoalescer(h.rdb, stock.CoalesceConfig{MaxBatch: 128, Flushers: 4})
 	t.Cleanup(co.Close)

@@ -21,7 +21,7 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/auth"
 	"github.com/flashsale-dev/flashsale/pkg/config"
 	"github.com/flashsale-dev/flashsale/pkg/config/jwtconfig"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
@@ -89,9 +89,9 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	}
 	var w *kafka.Writer
 	if o.transport != nil {
-		w = queue.NewWriterWithTransport(brokers, topic, in.PublishTimeout, o.transport)
+		w = orderlog.NewWriterWithTransport(brokers, topic, in.PublishTimeout, o.transport)
 	} else {
-		w = queue.NewWriter(brokers, topic, in.PublishTimeout)
+		w = orderlog.NewWriter(brokers, topic, in.PublishTimeout)
 	}
 	t.Cleanup(func() { _ = w.Close() })
 	reg := prometheus.NewRegistry()
@@ -209,7 +209,7 @@ func (h *harness) redisStock(item int64) int64 {
 }
 
 // readTopic returns every message of the harness's topic.
-func (h *harness) readTopic() []queue.OrderMessage {
+func (h *harness) readTopic() []orderlog.OrderMessage {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -218,7 +218,7 @@ func (h *harness) readTopic() []queue.OrderMessage {
 	if err != nil || len(meta.Topics) != 1 {
 		h.t.Fatalf("metadata: %v", err)
 	}
-	var out []queue.OrderMessage
+	var out []orderlog.OrderMessage
 	for _, p := range meta.Topics[0].Partitions {
 		// A partition of a topic created moments ago on a fresh broker may
 		// have no leader yet: its offsets come back with an error (and
@@ -245,7 +245,7 @@ func (h *harness) readTopic() []queue.OrderMessage {
 			if err != nil {
 				h.t.Fatalf("read partition %d: %v", p.ID, err)
 			}
-			om, err := queue.Decode(m.Value)
+			om, err := orderlog.Decode(m.Value)
 			if err != nil {
 				h.t.Fatalf("decode: %v", err)
 			}

@@ -17,7 +17,7 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/catalog"
 	"github.com/flashsale-dev/flashsale/pkg/config"
 	"github.com/flashsale-dev/flashsale/pkg/ops"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/stockchange"
 	"github.com/flashsale-dev/flashsale/pkg/tally"
@@ -31,15 +31,15 @@ type Config struct {
 	Brokers      []string
 	// Kafka is how the readiness check and the lag read reach Brokers
 	// (TLS, SASL); nil = plaintext.
-	Kafka *queue.Security
+	Kafka *orderlog.Security
 	// Topic is the orders topic; the writer must write to it. Default
-	// queue.OrdersTopic (tests use a topic of their own).
+	// orderlog.OrdersTopic (tests use a topic of their own).
 	Topic string
 	// DLQTopic is the consumers' dead-letter topic, which the admin API
-	// lists and replays from. Default queue.DLQTopic.
+	// lists and replays from. Default orderlog.DLQTopic.
 	DLQTopic string
 	// Group is the orders consumer group whose lag blocks a warm. Default
-	// queue.GroupID.
+	// orderlog.GroupID.
 	Group string
 	// MaxQty is the largest qty the API even looks at (the per-item limit is
 	// checked in Redis). Default 1000.
@@ -96,13 +96,13 @@ type Server struct {
 // New builds the server and its routes.
 func New(cfg Config, d Deps) (*Server, error) {
 	if cfg.Topic == "" {
-		cfg.Topic = queue.OrdersTopic
+		cfg.Topic = orderlog.OrdersTopic
 	}
 	if cfg.DLQTopic == "" {
-		cfg.DLQTopic = queue.DLQTopic
+		cfg.DLQTopic = orderlog.DLQTopic
 	}
 	if cfg.Group == "" {
-		cfg.Group = queue.GroupID
+		cfg.Group = orderlog.GroupID
 	}
 	if cfg.MaxQty <= 0 {
 		cfg.MaxQty = 1000

@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
@@ -31,8 +31,8 @@ type statusWaits struct {
 	subTO time.Duration // bounds one subscribe
 
 	mu     sync.Mutex
-	n      int                           // waiting polls
-	items  map[queue.StockKey]*itemWatch // one per bucket of an item
+	n      int                              // waiting polls
+	items  map[orderlog.StockKey]*itemWatch // one per bucket of an item
 	closed bool
 	done   chan struct{} // closed by stop: every waiter answers now
 }
@@ -49,7 +49,7 @@ type itemWatch struct {
 
 // waiter is one waiting poll.
 type waiter struct {
-	item queue.StockKey
+	item orderlog.StockKey
 	rid  string
 	w    *itemWatch
 	wake chan struct{} // buffered 1: a wake is never lost, never blocks
@@ -57,7 +57,7 @@ type waiter struct {
 
 func newStatusWaits(st *stock.Store, max int, subTimeout time.Duration, log *slog.Logger) *statusWaits {
 	return &statusWaits{st: st, max: max, log: log, subTO: subTimeout,
-		items: map[queue.StockKey]*itemWatch{}, done: make(chan struct{})}
+		items: map[orderlog.StockKey]*itemWatch{}, done: make(chan struct{})}
 }
 
 // acquire registers a waiter for rid of item, subscribing to item's channel
@@ -67,7 +67,7 @@ func newStatusWaits(st *stock.Store, max int, subTimeout time.Duration, log *slo
 func (s *statusWaits) acquire(itemID int64, rid string) *waiter {
 	// Statuses are announced on the channel of the bucket the request was
 	// admitted in (its own slot).
-	item := queue.StockKey{ItemID: itemID, Bucket: reqid.Bucket(rid)}
+	item := orderlog.StockKey{ItemID: itemID, Bucket: reqid.Bucket(rid)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed || s.n >= s.max {
@@ -114,7 +114,7 @@ func (s *statusWaits) release(wt *waiter) {
 }
 
 // follow subscribes to item and wakes its waiters until the last one left.
-func (s *statusWaits) follow(item queue.StockKey, w *itemWatch) {
+func (s *statusWaits) follow(item orderlog.StockKey, w *itemWatch) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.subTO)
 	sub, err := s.st.SubscribeStatuses(ctx, item.ItemID, item.Bucket)
 	cancel()

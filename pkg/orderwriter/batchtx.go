@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
@@ -42,7 +42,7 @@ type BatchWriter struct {
 // or are locked by another transaction. Errors are ItemWriter's: errRace
 // (retry now), store.IsTransient (retry with backoff), anything else
 // permanent.
-func (w *BatchWriter) WriteBatch(ctx context.Context, groups [][]queue.OrderMessage) (res []ItemResult, apart []int, err error) {
+func (w *BatchWriter) WriteBatch(ctx context.Context, groups [][]orderlog.OrderMessage) (res []ItemResult, apart []int, err error) {
 	for _, g := range groups {
 		for _, m := range g[1:] {
 			if m.StockKey() != g[0].StockKey() {
@@ -101,7 +101,7 @@ func groupsOf(rows [][2]int64, set map[[2]int64]bool) []int {
 
 // decide is WriteBatch's transaction: ItemWriter.decide for every group at
 // once.
-func (w *BatchWriter) decide(ctx context.Context, tx *sql.Tx, groups [][]queue.OrderMessage) ([]ItemResult, []store.StockTake, [][2]int64, error) {
+func (w *BatchWriter) decide(ctx context.Context, tx *sql.Tx, groups [][]orderlog.OrderMessage) ([]ItemResult, []store.StockTake, [][2]int64, error) {
 	var ids []string
 	var itemIDs []int64
 	seenItem := map[int64]bool{}

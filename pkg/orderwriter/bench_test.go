@@ -12,19 +12,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
 var benchUser atomic.Int64
 
-func benchMsgs(item int64, n int) []queue.OrderMessage {
-	out := make([]queue.OrderMessage, n)
+func benchMsgs(item int64, n int) []orderlog.OrderMessage {
+	out := make([]orderlog.OrderMessage, n)
 	now := time.Now()
 	for i := range out {
-		out[i] = queue.OrderMessage{V: 1, RequestID: reqid.New(item, now), ItemID: item, UserID: benchUser.Add(1), Qty: 1}
+		out[i] = orderlog.OrderMessage{V: 1, RequestID: reqid.New(item, now), ItemID: item, UserID: benchUser.Add(1), Qty: 1}
 	}
 	return out
 }
@@ -125,7 +125,7 @@ func BenchmarkHotItem(b *testing.B) {
 // forUpdateOrder is the pessimistic baseline: lock the item row, check,
 // decrement, insert the order and its outcome, commit; one order per
 // transaction.
-func forUpdateOrder(ctx context.Context, db *sql.DB, m queue.OrderMessage) error {
+func forUpdateOrder(ctx context.Context, db *sql.DB, m orderlog.OrderMessage) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err

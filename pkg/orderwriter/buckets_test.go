@@ -10,8 +10,8 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
@@ -52,9 +52,9 @@ func newBucketedEnv(t *testing.T, partitions int, units int64, buckets int) *env
 
 // produceKeyed publishes msgs as the ingress does: keyed by stock row, so
 // one bucket's requests share a partition and the buckets spread.
-func (e *env) produceKeyed(msgs []queue.OrderMessage) {
+func (e *env) produceKeyed(msgs []orderlog.OrderMessage) {
 	e.t.Helper()
-	w := &kafka.Writer{Addr: kafka.TCP(e.brokers...), Topic: e.topic, Balancer: &queue.StockBalancer{}, RequiredAcks: kafka.RequireAll,
+	w := &kafka.Writer{Addr: kafka.TCP(e.brokers...), Topic: e.topic, Balancer: &orderlog.StockBalancer{}, RequiredAcks: kafka.RequireAll,
 		BatchSize: 1000, BatchTimeout: 5 * time.Millisecond}
 	defer w.Close()
 	km := make([]kafka.Message, len(msgs))
@@ -155,8 +155,8 @@ func TestRequestOfARetiredBucket(t *testing.T) {
 	w := &orderwriter.ItemWriter{DB: db, PaymentWindow: time.Hour, TxTimeout: 10 * time.Second}
 	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	msg := queue.OrderMessage{V: queue.MessageVersion, RequestID: reqid.NewIn(id, 5, now), ItemID: id, UserID: 77, Qty: 1}
-	res, err := w.WriteItem(wctx, id, []queue.OrderMessage{msg})
+	msg := orderlog.OrderMessage{V: orderlog.MessageVersion, RequestID: reqid.NewIn(id, 5, now), ItemID: id, UserID: 77, Qty: 1}
+	res, err := w.WriteItem(wctx, id, []orderlog.OrderMessage{msg})
 	if err != nil || len(res.Ordered) != 1 {
 		t.Fatalf("write a request of retired bucket 5: %+v, %v", res, err)
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 )
 
 // Config is one consumer's settings. Zero values take the defaults noted per
@@ -14,11 +14,11 @@ import (
 type Config struct {
 	// Brokers are the Kafka bootstrap brokers.
 	Brokers []string
-	// Topic is the orders topic; default queue.OrdersTopic.
+	// Topic is the orders topic; default orderlog.OrdersTopic.
 	Topic string
-	// DLQTopic receives poison messages; default queue.DLQTopic.
+	// DLQTopic receives poison messages; default orderlog.DLQTopic.
 	DLQTopic string
-	// GroupID is the consumer group; default queue.GroupID.
+	// GroupID is the consumer group; default orderlog.GroupID.
 	GroupID string
 	// BatchSize is the most messages of one round; default 500.
 	BatchSize int
@@ -55,7 +55,7 @@ type Config struct {
 	// LagInterval is how often the group's committed lag is polled from the
 	// broker, and the bound of one poll; default 5s.
 	LagInterval time.Duration
-	// Dialer is the Kafka dialer (queue.Security.Dialer: TLS and SASL; tests
+	// Dialer is the Kafka dialer (orderlog.Security.Dialer: TLS and SASL; tests
 	// inject faults); the reader, the DLQ writer and the lag watch all use
 	// it. nil = kafka-go default, plaintext.
 	Dialer *kafka.Dialer
@@ -82,13 +82,13 @@ func (c *Config) withDefaults() (Config, error) {
 		}
 	}
 	if out.Topic == "" {
-		out.Topic = queue.OrdersTopic
+		out.Topic = orderlog.OrdersTopic
 	}
 	if out.DLQTopic == "" {
-		out.DLQTopic = queue.DLQTopic
+		out.DLQTopic = orderlog.DLQTopic
 	}
 	if out.GroupID == "" {
-		out.GroupID = queue.GroupID
+		out.GroupID = orderlog.GroupID
 	}
 	defInt(&out.BatchSize, 500)
 	def(&out.BatchWait, 20*time.Millisecond)

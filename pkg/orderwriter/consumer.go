@@ -12,7 +12,7 @@ import (
 	"github.com/segmentio/kafka-go"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 	"github.com/flashsale-dev/flashsale/pkg/tracing"
@@ -114,7 +114,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	lagDone := make(chan struct{})
 	go func() {
 		defer close(lagDone)
-		sec := queue.SecurityOf(c.cfg.Dialer) // one transport for every poll
+		sec := orderlog.SecurityOf(c.cfg.Dialer) // one transport for every poll
 		w := &lagWatch{interval: c.cfg.LagInterval, m: c.m, log: c.log,
 			poll: func(ctx context.Context) (map[int]int64, error) {
 				return sec.Lag(ctx, c.cfg.Brokers, c.cfg.GroupID, c.cfg.Topic)
@@ -214,11 +214,11 @@ func (c *Consumer) round(ctx context.Context, batch []*entry) {
 	// bucket), in offset order.
 	var poison []deadLetter
 	var poisonEntries []*entry
-	groups := map[queue.StockKey][]*entry{}
-	var order []queue.StockKey
-	decoded := make(map[*entry]queue.OrderMessage, len(batch))
+	groups := map[orderlog.StockKey][]*entry{}
+	var order []orderlog.StockKey
+	decoded := make(map[*entry]orderlog.OrderMessage, len(batch))
 	for _, e := range batch {
-		om, err := queue.Decode(e.msg.Value)
+		om, err := orderlog.Decode(e.msg.Value)
 		if err != nil {
 			poison = append(poison, deadLetter{msg: e.msg, cause: err})
 			poisonEntries = append(poisonEntries, e)
@@ -259,7 +259,7 @@ func (c *Consumer) round(ctx context.Context, batch []*entry) {
 // GiveUpAfter; then its messages are written one by one, so one bad message
 // cannot take its neighbours down, and one that still fails alone is given
 // up (giveUp).
-func (c *Consumer) writeGroup(ctx context.Context, item int64, es []*entry, decoded map[*entry]queue.OrderMessage) {
+func (c *Consumer) writeGroup(ctx context.Context, item int64, es []*entry, decoded map[*entry]orderlog.OrderMessage) {
 	c.writeGroupSince(ctx, item, es, decoded, time.Time{})
 }
 
@@ -267,8 +267,8 @@ func (c *Consumer) writeGroup(ctx context.Context, item int64, es []*entry, deco
 // at failingSince (zero: none yet). The messages of a split group inherit
 // it: the group has already failed for GiveUpAfter, so a message that fails
 // permanently alone is given up at once.
-func (c *Consumer) writeGroupSince(ctx context.Context, item int64, es []*entry, decoded map[*entry]queue.OrderMessage, failingSince time.Time) {
-	msgs := make([]queue.OrderMessage, len(es))
+func (c *Consumer) writeGroupSince(ctx context.Context, item int64, es []*entry, decoded map[*entry]orderlog.OrderMessage, failingSince time.Time) {
+	msgs := make([]orderlog.OrderMessage, len(es))
 	for i, e := range es {
 		msgs[i] = decoded[e]
 	}
@@ -374,7 +374,7 @@ func (c *Consumer) deadLetter(ctx context.Context, letters []deadLetter) error {
 		// The line carries the order's trace id (its message's
 		// traceparent), so the letter leads to the POST that admitted it.
 		lctx := ctx
-		if sc := queue.TraceOf(l.msg); sc.IsValid() {
+		if sc := orderlog.TraceOf(l.msg); sc.IsValid() {
 			lctx = trace.ContextWithRemoteSpanContext(ctx, sc)
 		}
 		c.log.ErrorContext(lctx, "dead-lettered message", "partition", l.msg.Partition, "offset", l.msg.Offset, "cause", l.cause)

@@ -11,9 +11,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/orderstatus"
 	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
@@ -120,7 +120,7 @@ func TestDuplicateBuyer(t *testing.T) {
 	}
 	second := e.admit([]int64{7, 8})
 	// user 7: both requests in one batch; user 8: the second comes later.
-	e.produce(encode(t, []queue.OrderMessage{first[0], second[0], first[1]}), true)
+	e.produce(encode(t, []orderlog.OrderMessage{first[0], second[0], first[1]}), true)
 	r := e.start(e.config(), nil, nil)
 	e.waitDecided(3, 60*time.Second)
 	e.produce(encode(t, second[1:]), true)

@@ -8,18 +8,18 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 )
 
 // Headers a dead-lettered message carries besides its original key, value and
 // headers, so an operator can see why and replay it where it came from. They
-// are pkg/queue's, which the admin API reads them with.
+// are pkg/orderlog's, which the admin API reads them with.
 const (
-	HeaderError     = queue.HeaderDLQError
-	HeaderTopic     = queue.HeaderDLQTopic
-	HeaderPartition = queue.HeaderDLQPartition
-	HeaderOffset    = queue.HeaderDLQOffset
-	HeaderFailedAt  = queue.HeaderDLQFailedAt
+	HeaderError     = orderlog.HeaderDLQError
+	HeaderTopic     = orderlog.HeaderDLQTopic
+	HeaderPartition = orderlog.HeaderDLQPartition
+	HeaderOffset    = orderlog.HeaderDLQOffset
+	HeaderFailedAt  = orderlog.HeaderDLQFailedAt
 )
 
 // dlqWriter publishes messages that can never be processed. The original

@@ -1,5 +1,5 @@
 // Package orderwriter is the consumer's work: a kafka-go consumer-group
-// member that turns admitted requests (queue.OrderMessage) into orders in
+// member that turns admitted requests (orderlog.OrderMessage) into orders in
 // MySQL, in batches, exactly once in effect.
 //
 // # Delivery
@@ -47,7 +47,7 @@
 // the group, so the number of useful replicas is bounded by the partition
 // count (FLASHSALE_TOPIC_PARTITIONS, 12 by default): replicas beyond it sit
 // idle as hot standbys. Messages are keyed "<item>.<bucket>" and
-// queue.StockBalancer puts bucket b of an item b partitions past the item's
+// orderlog.StockBalancer puts bucket b of an item b partitions past the item's
 // own, so one bucket's requests share one partition and are written by one
 // replica at a time, while an item of n buckets spreads over up to n
 // partitions and so n replicas (docs/design.md "Stock buckets"); an item of
@@ -64,7 +64,7 @@
 // pkg/stock's and the status it caches pkg/orderstatus's.
 //
 // Importers: the consumer's main and the bench tool, which runs in-process
-// replicas to measure a drain (bench/drain_replicas.go). It imports pkg/queue,
+// replicas to measure a drain (bench/drain_replicas.go). It imports pkg/orderlog,
 // pkg/store, pkg/stock, pkg/orderstatus and pkg/tracing, never the HTTP layer,
 // pkg/admission or the reaper's packages: it meets them only through the topic
 // and the stores.

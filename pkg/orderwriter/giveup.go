@@ -3,7 +3,7 @@ package orderwriter
 import (
 	"context"
 
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
@@ -25,7 +25,7 @@ import (
 // arbiter decides it once). If the arbiter itself refuses the decision
 // permanently, the message stays dead-lettered and the reaper voids its
 // reservation after the grace.
-func (c *Consumer) giveUp(ctx context.Context, e *entry, m queue.OrderMessage, cause error) {
+func (c *Consumer) giveUp(ctx context.Context, e *entry, m orderlog.OrderMessage, cause error) {
 	if c.deadLetter(ctx, []deadLetter{{msg: e.msg, cause: cause}}) != nil {
 		return
 	}
@@ -46,7 +46,7 @@ func (c *Consumer) giveUp(ctx context.Context, e *entry, m queue.OrderMessage, c
 // winning decision for the after-commit step: this one, or a REJECTED one
 // made before (whose Redis step is replayed, idempotently). A request found
 // ORDERED, ABORTED or VOIDED is left to its decider.
-func (c *Consumer) rejectUnprocessable(ctx context.Context, m queue.OrderMessage) (ItemResult, error) {
+func (c *Consumer) rejectUnprocessable(ctx context.Context, m orderlog.OrderMessage) (ItemResult, error) {
 	d := store.Decision{RequestID: m.RequestID, ItemID: m.ItemID, UserID: m.UserID, Qty: m.Qty,
 		Outcome: store.Rejected, Reason: store.ReasonUnprocessable}
 	bo := backoff{min: c.cfg.MinBackoff, max: c.cfg.MaxBackoff}

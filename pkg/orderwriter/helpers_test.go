@@ -14,8 +14,8 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
@@ -64,9 +64,9 @@ func (e *env) createItem(id, stk int64) {
 
 // admit reserves one unit for each user through the real admission script,
 // as the ingress does, and returns the messages it would publish.
-func (e *env) admit(users []int64) []queue.OrderMessage {
+func (e *env) admit(users []int64) []orderlog.OrderMessage {
 	e.t.Helper()
-	out := make([]queue.OrderMessage, len(users))
+	out := make([]orderlog.OrderMessage, len(users))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 32)
 	errs := make(chan error, len(users))
@@ -88,7 +88,7 @@ func (e *env) admit(users []int64) []queue.OrderMessage {
 				errs <- err
 				return
 			}
-			out[i] = queue.OrderMessage{V: queue.MessageVersion, RequestID: rid, ItemID: e.item, UserID: u, Qty: 1, ReservedMs: now.UnixMilli()}
+			out[i] = orderlog.OrderMessage{V: orderlog.MessageVersion, RequestID: rid, ItemID: e.item, UserID: u, Qty: 1, ReservedMs: now.UnixMilli()}
 		}()
 	}
 	wg.Wait()
@@ -138,7 +138,7 @@ func (e *env) produce(values [][]byte, onePartition bool) {
 	}
 }
 
-func encode(t testing.TB, ms []queue.OrderMessage) [][]byte {
+func encode(t testing.TB, ms []orderlog.OrderMessage) [][]byte {
 	out := make([][]byte, len(ms))
 	for i, m := range ms {
 		b, err := m.Encode()
@@ -234,7 +234,7 @@ func (e *env) waitDecided(n int64, timeout time.Duration) {
 func (e *env) waitDrained(timeout time.Duration) {
 	e.t.Helper()
 	testenv.Eventually(e.t, timeout, 100*time.Millisecond, func() bool {
-		lag, err := queue.Lag(context.Background(), e.brokers, e.group, e.topic)
+		lag, err := orderlog.Lag(context.Background(), e.brokers, e.group, e.topic)
 		if err != nil {
 			return false
 		}

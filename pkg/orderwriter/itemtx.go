@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
@@ -40,7 +40,7 @@ type ItemResult struct {
 
 // ItemWriter writes one item's requests in one transaction. The requests of
 // a bucketed item come grouped by bucket (the consumer groups by
-// queue.OrderMessage.StockKey), and the transaction takes stock from that
+// orderlog.OrderMessage.StockKey), and the transaction takes stock from that
 // bucket's row only, so writers of different buckets never wait on each
 // other.
 type ItemWriter struct {
@@ -67,7 +67,7 @@ type ItemWriter struct {
 //
 // Errors: errRace (retry now), store.IsTransient errors (retry with
 // backoff), anything else (retried until the consumer gives up).
-func (w *ItemWriter) WriteItem(ctx context.Context, itemID int64, msgs []queue.OrderMessage) (ItemResult, error) {
+func (w *ItemWriter) WriteItem(ctx context.Context, itemID int64, msgs []orderlog.OrderMessage) (ItemResult, error) {
 	for _, m := range msgs[1:] {
 		if m.Bucket() != msgs[0].Bucket() {
 			return ItemResult{}, fmt.Errorf("orderwriter: item %d: requests of buckets %d and %d in one group", itemID, msgs[0].Bucket(), m.Bucket())
@@ -80,7 +80,7 @@ func (w *ItemWriter) WriteItem(ctx context.Context, itemID int64, msgs []queue.O
 	return res, err
 }
 
-func (w *ItemWriter) attempt(ctx context.Context, itemID int64, msgs []queue.OrderMessage, fallback bool) (ItemResult, error) {
+func (w *ItemWriter) attempt(ctx context.Context, itemID int64, msgs []orderlog.OrderMessage, fallback bool) (ItemResult, error) {
 	if w.TxTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, w.TxTimeout)
@@ -96,7 +96,7 @@ func (w *ItemWriter) attempt(ctx context.Context, itemID int64, msgs []queue.Ord
 
 // decide reads what the pure steps need (plan.go), runs them and writes
 // what they decided, in tx.
-func (w *ItemWriter) decide(ctx context.Context, tx *sql.Tx, itemID int64, msgs []queue.OrderMessage, fallback bool, res *ItemResult) error {
+func (w *ItemWriter) decide(ctx context.Context, tx *sql.Tx, itemID int64, msgs []orderlog.OrderMessage, fallback bool, res *ItemResult) error {
 	decided, err := store.DecisionsAmong(ctx, tx, uniqueIDs(msgs))
 	if err != nil {
 		return err
@@ -174,7 +174,7 @@ func (w *ItemWriter) decide(ctx context.Context, tx *sql.Tx, itemID int64, msgs 
 // rejectAll decides every fresh request REJECTED for reason (the item is not
 // in MySQL) and reads back the orders of replayed ORDERED requests, so the
 // after-commit step still settles them.
-func rejectAll(ctx context.Context, tx *sql.Tx, itemID int64, fresh []queue.OrderMessage, replayOrdered []string, reason string, res *ItemResult) error {
+func rejectAll(ctx context.Context, tx *sql.Tx, itemID int64, fresh []orderlog.OrderMessage, replayOrdered []string, reason string, res *ItemResult) error {
 	decisions := make([]store.Decision, 0, len(fresh))
 	for _, m := range fresh {
 		d := store.Decision{RequestID: m.RequestID, ItemID: itemID, UserID: m.UserID, Qty: m.Qty, Outcome: store.Rejected, Reason: reason}

@@ -72,7 +72,7 @@ func TestLagMovesWhileRoundIsStuck(t *testing.T) {
 	e.waitDrained(90 * time.Second)
 	testenv.Eventually(t, 15*time.Second, 100*time.Millisecond, func() bool {
 		return sumSeries(t, reg, lagMetric) == 0
-	}, "%s did not come back to 0 after the queue drained", lagMetric)
+	}, "%s did not come back to 0 after the order log drained", lagMetric)
 	r.stop(t)
 	if got := e.count("SELECT COUNT(*) FROM orders"); got != before+during {
 		t.Errorf("orders = %d, want %d", got, before+during)

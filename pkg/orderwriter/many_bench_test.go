@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
 )
 
 // BenchmarkManyItemBatch measures orders/s written for a batch of 500
@@ -26,8 +26,8 @@ func BenchmarkManyItemBatch(b *testing.B) {
 		ids[i] = testenv.ItemID()
 		e.createItem(ids[i], 1_000_000)
 	}
-	batch := func() [][]queue.OrderMessage {
-		g := make([][]queue.OrderMessage, items)
+	batch := func() [][]orderlog.OrderMessage {
+		g := make([][]orderlog.OrderMessage, items)
 		for i, id := range ids {
 			g[i] = benchMsgs(id, 1)
 		}

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
@@ -49,8 +49,8 @@ func (m *manyEnv) of(item int64) *env {
 
 // admitAll admits users for every item and returns the messages grouped by
 // item (groups[i] are items[i]'s, in admission order).
-func (m *manyEnv) admitAll(us []int64) [][]queue.OrderMessage {
-	groups := make([][]queue.OrderMessage, len(m.items))
+func (m *manyEnv) admitAll(us []int64) [][]orderlog.OrderMessage {
+	groups := make([][]orderlog.OrderMessage, len(m.items))
 	for i, id := range m.items {
 		groups[i] = m.of(id).admit(us)
 	}
@@ -77,8 +77,8 @@ func (m *manyEnv) awaitRows(ctx context.Context) error {
 	return rows.Close()
 }
 
-func flat(groups [][]queue.OrderMessage) []queue.OrderMessage {
-	var out []queue.OrderMessage
+func flat(groups [][]orderlog.OrderMessage) []orderlog.OrderMessage {
+	var out []orderlog.OrderMessage
 	for _, g := range groups {
 		out = append(out, g...)
 	}
@@ -177,7 +177,7 @@ func TestReplicasRaceRedeliveredManyItemBatch(t *testing.T) {
 		mysql[i] = 10 + int64(i%3)*10 // 10, 20 or 30: some items sell out in Redis
 	}
 	m := newManyEnv(t, 4, mysql, mysql)
-	var msgs []queue.OrderMessage
+	var msgs []orderlog.OrderMessage
 	for i, id := range m.items {
 		n := int(min(mysql[i], buyers))
 		msgs = append(msgs, m.of(id).admit(users(1, n))...)
@@ -262,7 +262,7 @@ func TestLockedItemIsDecidedApart(t *testing.T) {
 	if got := m.decided(); got != 0 {
 		t.Fatalf("a batch with a locked item committed %d decisions", got)
 	}
-	res, apart, err := w.WriteBatch(ctx, [][]queue.OrderMessage{groups[0], groups[2]})
+	res, apart, err := w.WriteBatch(ctx, [][]orderlog.OrderMessage{groups[0], groups[2]})
 	if err != nil || apart != nil || len(res) != 2 || len(res[0].Ordered) != 4 || len(res[1].Ordered) != 4 {
 		t.Fatalf("WriteBatch of the free items: %+v apart %v, %v", res, apart, err)
 	}
@@ -281,11 +281,11 @@ func TestUnknownItemsInAManyItemBatch(t *testing.T) {
 	m := newManyEnv(t, 1, []int64{5}, []int64{5})
 	ghost := testenv.ItemID()
 	known := m.of(m.items[0]).admit(users(1, 3))
-	unknown := make([]queue.OrderMessage, 2)
+	unknown := make([]orderlog.OrderMessage, 2)
 	for i := range unknown {
-		unknown[i] = queue.OrderMessage{V: queue.MessageVersion, RequestID: known[i].RequestID + "g", ItemID: ghost, UserID: int64(i + 1), Qty: 1}
+		unknown[i] = orderlog.OrderMessage{V: orderlog.MessageVersion, RequestID: known[i].RequestID + "g", ItemID: ghost, UserID: int64(i + 1), Qty: 1}
 	}
-	res, short, err := m.writer().WriteBatch(context.Background(), [][]queue.OrderMessage{unknown, known})
+	res, short, err := m.writer().WriteBatch(context.Background(), [][]orderlog.OrderMessage{unknown, known})
 	if err != nil || short != nil {
 		t.Fatalf("WriteBatch: short %v, %v", short, err)
 	}
@@ -308,7 +308,7 @@ func TestUnknownItemsInAManyItemBatch(t *testing.T) {
 func TestPermanentErrorInOneItemOfABatch(t *testing.T) {
 	t.Parallel()
 	m := newManyEnv(t, 1, []int64{10, 10, 10}, []int64{10, 10, 10})
-	groups := [][]queue.OrderMessage{
+	groups := [][]orderlog.OrderMessage{
 		m.of(m.items[0]).admit(users(1, 5)),
 		m.of(m.items[1]).admit(users(101, 5)),
 		m.of(m.items[2]).admit(users(201, 5)),

@@ -10,8 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
@@ -95,7 +95,7 @@ func (e *env) committed() int64 {
 	return 0
 }
 
-func ids(ms []queue.OrderMessage) []string {
+func ids(ms []orderlog.OrderMessage) []string {
 	out := make([]string, len(ms))
 	for i, m := range ms {
 		out[i] = m.RequestID

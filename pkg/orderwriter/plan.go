@@ -1,7 +1,7 @@
 package orderwriter
 
 import (
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
@@ -16,7 +16,7 @@ import (
 // once, in offset order.
 type batchSplit struct {
 	// Fresh are the requests no delivery has decided yet.
-	Fresh []queue.OrderMessage
+	Fresh []orderlog.OrderMessage
 	// ReplayOrdered are the ids of requests decided ORDERED before: their
 	// orders are read back so the after-commit step settles them again.
 	ReplayOrdered []string
@@ -28,7 +28,7 @@ type batchSplit struct {
 }
 
 // uniqueIDs returns the request ids of msgs, each once, in offset order.
-func uniqueIDs(msgs []queue.OrderMessage) []string {
+func uniqueIDs(msgs []orderlog.OrderMessage) []string {
 	ids := make([]string, 0, len(msgs))
 	seen := make(map[string]bool, len(msgs))
 	for _, m := range msgs {
@@ -42,7 +42,7 @@ func uniqueIDs(msgs []queue.OrderMessage) []string {
 
 // splitBatch sorts msgs by decided (the decisions MySQL has for their ids).
 // A request delivered twice in one batch counts once, at its first offset.
-func splitBatch(msgs []queue.OrderMessage, decided map[string]store.Decision) batchSplit {
+func splitBatch(msgs []orderlog.OrderMessage, decided map[string]store.Decision) batchSplit {
 	var s batchSplit
 	seen := make(map[string]bool, len(msgs))
 	for _, m := range msgs {
@@ -87,7 +87,7 @@ type freshPlan struct {
 // and later smaller ones may still fit. Without it every other request is
 // ORDERED and the caller's stock CAS decides whether the batch fits at all.
 // holders is not changed.
-func planFresh(itemID int64, fresh []queue.OrderMessage, holders map[int64]string, avail int64, checkStock bool) freshPlan {
+func planFresh(itemID int64, fresh []orderlog.OrderMessage, holders map[int64]string, avail int64, checkStock bool) freshPlan {
 	p := freshPlan{
 		Orders:    make([]store.NewOrder, 0, len(fresh)),
 		Decisions: make([]store.Decision, 0, len(fresh)),

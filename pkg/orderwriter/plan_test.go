@@ -4,12 +4,12 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
-func msg(id string, user int64, qty int) queue.OrderMessage {
-	return queue.OrderMessage{V: 1, RequestID: id, ItemID: 7, UserID: user, Qty: qty}
+func msg(id string, user int64, qty int) orderlog.OrderMessage {
+	return orderlog.OrderMessage{V: 1, RequestID: id, ItemID: 7, UserID: user, Qty: qty}
 }
 
 // TestSplitBatch: each request once, at its first offset, sorted by what
@@ -21,11 +21,11 @@ func TestSplitBatch(t *testing.T) {
 		"a": {RequestID: "a", Outcome: store.Aborted},
 		"v": {RequestID: "v", Outcome: store.Voided},
 	}
-	msgs := []queue.OrderMessage{msg("f1", 1, 1), msg("o", 2, 1), msg("f1", 1, 1), msg("r", 3, 1),
+	msgs := []orderlog.OrderMessage{msg("f1", 1, 1), msg("o", 2, 1), msg("f1", 1, 1), msg("r", 3, 1),
 		msg("a", 4, 1), msg("v", 5, 1), msg("f2", 6, 2), msg("o", 2, 1)}
 	got := splitBatch(msgs, decided)
 	want := batchSplit{
-		Fresh:          []queue.OrderMessage{msg("f1", 1, 1), msg("f2", 6, 2)},
+		Fresh:          []orderlog.OrderMessage{msg("f1", 1, 1), msg("f2", 6, 2)},
 		ReplayOrdered:  []string{"o"},
 		ReplayRejected: []store.Decision{decided["r"]},
 		Dropped:        2,
@@ -45,7 +45,7 @@ func TestPlanFresh(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name       string
-		fresh      []queue.OrderMessage
+		fresh      []orderlog.OrderMessage
 		holders    map[int64]string
 		avail      int64
 		checkStock bool
@@ -53,22 +53,22 @@ func TestPlanFresh(t *testing.T) {
 		take       int64
 		heldBy     map[string]string
 	}{
-		{name: "all fit, no stock check", fresh: []queue.OrderMessage{msg("a", 1, 1), msg("b", 2, 3)},
+		{name: "all fit, no stock check", fresh: []orderlog.OrderMessage{msg("a", 1, 1), msg("b", 2, 3)},
 			avail: 0, want: []dec{{"a", "ORDERED", ""}, {"b", "ORDERED", ""}}, take: 4},
-		{name: "buyer with a live order", fresh: []queue.OrderMessage{msg("a", 1, 1), msg("b", 2, 1)},
+		{name: "buyer with a live order", fresh: []orderlog.OrderMessage{msg("a", 1, 1), msg("b", 2, 1)},
 			holders: map[int64]string{2: "old"}, avail: 5, checkStock: true,
 			want: []dec{{"a", "ORDERED", ""}, {"b", "REJECTED", store.ReasonDuplicateBuyer}}, take: 1,
 			heldBy: map[string]string{"b": "old"}},
-		{name: "two fresh requests of one buyer: the first wins", fresh: []queue.OrderMessage{msg("a", 1, 1), msg("b", 1, 1)},
+		{name: "two fresh requests of one buyer: the first wins", fresh: []orderlog.OrderMessage{msg("a", 1, 1), msg("b", 1, 1)},
 			avail: 5, want: []dec{{"a", "ORDERED", ""}, {"b", "REJECTED", store.ReasonDuplicateBuyer}}, take: 1,
 			heldBy: map[string]string{"b": "a"}},
-		{name: "fallback: a big one does not fit, a later small one does", fresh: []queue.OrderMessage{msg("a", 1, 2), msg("b", 2, 3), msg("c", 3, 1)},
+		{name: "fallback: a big one does not fit, a later small one does", fresh: []orderlog.OrderMessage{msg("a", 1, 2), msg("b", 2, 3), msg("c", 3, 1)},
 			avail: 3, checkStock: true,
 			want: []dec{{"a", "ORDERED", ""}, {"b", "REJECTED", store.ReasonSoldOut}, {"c", "ORDERED", ""}}, take: 3},
 		{name: "fallback: a sold-out buyer's second request is judged on stock, not as a duplicate",
-			fresh: []queue.OrderMessage{msg("a", 1, 2), msg("b", 1, 1)}, avail: 1, checkStock: true,
+			fresh: []orderlog.OrderMessage{msg("a", 1, 2), msg("b", 1, 1)}, avail: 1, checkStock: true,
 			want: []dec{{"a", "REJECTED", store.ReasonSoldOut}, {"b", "ORDERED", ""}}, take: 1},
-		{name: "fallback: nothing left", fresh: []queue.OrderMessage{msg("a", 1, 1)}, avail: 0, checkStock: true,
+		{name: "fallback: nothing left", fresh: []orderlog.OrderMessage{msg("a", 1, 1)}, avail: 0, checkStock: true,
 			want: []dec{{"a", "REJECTED", store.ReasonSoldOut}}},
 		{name: "empty batch", want: nil},
 	} {

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
@@ -20,11 +20,11 @@ import (
 // per item as it always has: one bad message still cannot take its
 // neighbours down, and a deadlock or an outage holds up the round's items
 // at most until the batch transaction times out (TxTimeout).
-func (c *Consumer) writeSetBased(ctx context.Context, order []queue.StockKey, groups map[queue.StockKey][]*entry, decoded map[*entry]queue.OrderMessage) {
+func (c *Consumer) writeSetBased(ctx context.Context, order []orderlog.StockKey, groups map[orderlog.StockKey][]*entry, decoded map[*entry]orderlog.OrderMessage) {
 	var aside sync.WaitGroup // groups set apart, written one item each
 	defer aside.Wait()
 	for len(order) > 1 {
-		msgs := make([][]queue.OrderMessage, len(order))
+		msgs := make([][]orderlog.OrderMessage, len(order))
 		n := 0
 		for i, k := range order {
 			for _, e := range groups[k] {
@@ -46,7 +46,7 @@ func (c *Consumer) writeSetBased(ctx context.Context, order []queue.StockKey, gr
 		case err == nil:
 			c.log.DebugContext(ctx, "stock short or row locked in a set-based batch; deciding those items one by one", "items", len(apart), "of", len(order))
 			isApart := make(map[int]bool, len(apart))
-			keys := make([]queue.StockKey, 0, len(apart))
+			keys := make([]orderlog.StockKey, 0, len(apart))
 			for _, i := range apart {
 				isApart[i] = true
 				keys = append(keys, order[i])
@@ -56,7 +56,7 @@ func (c *Consumer) writeSetBased(ctx context.Context, order []queue.StockKey, gr
 				defer aside.Done()
 				c.writeGroups(ctx, keys, groups, decoded)
 			}()
-			rest := make([]queue.StockKey, 0, len(order)-len(apart))
+			rest := make([]orderlog.StockKey, 0, len(order)-len(apart))
 			for i, k := range order {
 				if !isApart[i] {
 					rest = append(rest, k)
@@ -84,13 +84,13 @@ func (c *Consumer) writeSetBased(ctx context.Context, order []queue.StockKey, gr
 // writeGroups writes each of keys' groups through writeGroup (its own
 // transaction), at most ItemParallelism item writes at a time across all
 // rounds in flight (items are independent rows and transactions).
-func (c *Consumer) writeGroups(ctx context.Context, keys []queue.StockKey, groups map[queue.StockKey][]*entry, decoded map[*entry]queue.OrderMessage) {
-	c.each(ctx, keys, func(k queue.StockKey) { c.writeGroup(ctx, k.ItemID, groups[k], decoded) })
+func (c *Consumer) writeGroups(ctx context.Context, keys []orderlog.StockKey, groups map[orderlog.StockKey][]*entry, decoded map[*entry]orderlog.OrderMessage) {
+	c.each(ctx, keys, func(k orderlog.StockKey) { c.writeGroup(ctx, k.ItemID, groups[k], decoded) })
 }
 
 // settleAll settles every group of a committed batch (res[i] is order[i]'s)
 // in one Redis step.
-func (c *Consumer) settleAll(ctx context.Context, order []queue.StockKey, groups map[queue.StockKey][]*entry, res []ItemResult) {
+func (c *Consumer) settleAll(ctx context.Context, order []orderlog.StockKey, groups map[orderlog.StockKey][]*entry, res []ItemResult) {
 	var es []*entry
 	for _, k := range order {
 		es = append(es, groups[k]...)
@@ -100,7 +100,7 @@ func (c *Consumer) settleAll(ctx context.Context, order []queue.StockKey, groups
 
 // each runs f for every key, each in its own goroutine holding one of
 // itemSlots, and waits for them.
-func (c *Consumer) each(ctx context.Context, keys []queue.StockKey, f func(queue.StockKey)) {
+func (c *Consumer) each(ctx context.Context, keys []orderlog.StockKey, f func(orderlog.StockKey)) {
 	var wg sync.WaitGroup
 	for _, k := range keys {
 		if !acquire(ctx, c.itemSlots) {

@@ -6,7 +6,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/tracing"
 )
 
@@ -32,7 +32,7 @@ func (c *Consumer) startBatch(ctx context.Context, batch []*entry) (context.Cont
 	}
 	links := make([]trace.Link, 0, len(batch))
 	for _, e := range batch {
-		if sc := queue.TraceOf(e.msg); sc.IsValid() {
+		if sc := orderlog.TraceOf(e.msg); sc.IsValid() {
 			links = append(links, trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{
 				attribute.Int("messaging.destination.partition.id", e.msg.Partition), attribute.Int64("messaging.kafka.offset", e.msg.Offset)}})
 		}

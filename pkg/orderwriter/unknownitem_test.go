@@ -9,9 +9,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/orderstatus"
 	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
@@ -36,7 +36,7 @@ func TestUnknownItemIsRejected(t *testing.T) {
 	if res, err := e.st.Admit(ctx, stock.AdmitRequest{ItemID: ghost, UserID: 7, Qty: 1, RequestID: rid, Now: now}); err != nil || res.Code != stock.Admitted {
 		t.Fatalf("admit on the Redis-only item: %+v %v", res, err)
 	}
-	ghostMsg := encode(t, []queue.OrderMessage{{V: queue.MessageVersion, RequestID: rid, ItemID: ghost, UserID: 7, Qty: 1, ReservedMs: now.UnixMilli()}})[0]
+	ghostMsg := encode(t, []orderlog.OrderMessage{{V: orderlog.MessageVersion, RequestID: rid, ItemID: ghost, UserID: 7, Qty: 1, ReservedMs: now.UnixMilli()}})[0]
 	gb := encode(t, good)
 	e.produce([][]byte{gb[0], ghostMsg, gb[1], gb[2]}, true)
 

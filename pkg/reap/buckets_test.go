@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
 	"github.com/flashsale-dev/flashsale/pkg/reap"
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
@@ -41,7 +41,7 @@ func TestBucketedPaymentWindow(t *testing.T) {
 
 	// Admit and write 24 orders (6 per bucket on average) with a payment
 	// window that is over at once.
-	byBucket := map[int][]queue.OrderMessage{}
+	byBucket := map[int][]orderlog.OrderMessage{}
 	for u := int64(1); u <= 24; u++ {
 		b := stock.HomeBucket(u, buckets)
 		rid := reqid.NewIn(id, b, time.Now())
@@ -49,7 +49,7 @@ func TestBucketedPaymentWindow(t *testing.T) {
 		if err != nil || res.Code != stock.Admitted {
 			t.Fatalf("admit %d: %+v %v", u, res, err)
 		}
-		byBucket[b] = append(byBucket[b], queue.OrderMessage{V: queue.MessageVersion, RequestID: rid, ItemID: id, UserID: u, Qty: 1})
+		byBucket[b] = append(byBucket[b], orderlog.OrderMessage{V: orderlog.MessageVersion, RequestID: rid, ItemID: id, UserID: u, Qty: 1})
 	}
 	w := &orderwriter.ItemWriter{DB: e.db, PaymentWindow: time.Millisecond, TxTimeout: 30 * time.Second}
 	sold := map[int]int64{}

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/orderstatus"
 	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
 	"github.com/flashsale-dev/flashsale/pkg/reap"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
@@ -101,7 +101,7 @@ func TestOrphanVoidedAfterGrace(t *testing.T) {
 		t.Fatalf("DecidedAmong = %v, %v; want VOIDED", decided, err)
 	}
 	w := &orderwriter.ItemWriter{DB: e.db, PaymentWindow: time.Minute, TxTimeout: 10 * time.Second}
-	res, err := w.WriteItem(ctx, it.ID, []queue.OrderMessage{{RequestID: old, ItemID: it.ID, UserID: 1, Qty: 3}})
+	res, err := w.WriteItem(ctx, it.ID, []orderlog.OrderMessage{{RequestID: old, ItemID: it.ID, UserID: 1, Qty: 3}})
 	if err != nil || res.Dropped != 1 || len(res.Ordered) != 0 {
 		t.Errorf("late message: %+v, %v; want dropped", res, err)
 	}
@@ -212,11 +212,11 @@ func TestOrphanSweepRacesConsumer(t *testing.T) {
 	it := e.newItem(200, nil)
 	r, _ := e.newReaper(reap.Config{OrphanGrace: time.Second, Interval: time.Millisecond})
 	past := time.Now().Add(-time.Minute)
-	msgs := make([]queue.OrderMessage, n)
+	msgs := make([]orderlog.OrderMessage, n)
 	for i := range msgs {
 		user := int64(i + 1)
 		qty := 1 + i%3
-		msgs[i] = queue.OrderMessage{RequestID: e.admit(ctx, it.ID, user, qty, past), ItemID: it.ID, UserID: user, Qty: qty}
+		msgs[i] = orderlog.OrderMessage{RequestID: e.admit(ctx, it.ID, user, qty, past), ItemID: it.ID, UserID: user, Qty: qty}
 	}
 
 	// The consumer: one message at a time, as late as the sweep, with its
@@ -241,7 +241,7 @@ func TestOrphanSweepRacesConsumer(t *testing.T) {
 			// over the sweep's passes, so both sides win some requests.
 			time.Sleep(time.Duration(rand.IntN(120)) * time.Millisecond)
 			for attempt := 0; ; attempt++ {
-				res, err := w.WriteItem(ctx, it.ID, []queue.OrderMessage{m})
+				res, err := w.WriteItem(ctx, it.ID, []orderlog.OrderMessage{m})
 				if err != nil {
 					if attempt < 20 {
 						continue

@@ -10,7 +10,7 @@
 // what they were before buckets existed.
 //
 // It owns the id's format and no state. Importers: everything that names a
-// request (pkg/stock, pkg/queue, pkg/admission, pkg/audit, pkg/httpapi,
+// request (pkg/stock, pkg/orderlog, pkg/admission, pkg/audit, pkg/httpapi,
 // internal/history, the bench tool). It imports nothing but the standard
 // library, so any of them can.
 package reqid

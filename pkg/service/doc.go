@@ -14,7 +14,7 @@
 // as the list of what that process runs. Only the commands' mains import this
 // package. It imports the plumbing every deployable shares (config, ops,
 // startup, tracing, schema for the migration check, and the store clients of
-// store, stock and queue) and never a feature package (httpapi, admission,
+// store, stock and orderlog) and never a feature package (httpapi, admission,
 // orderwriter, reap, gate, rebalance, auditor, ...): those are what the mains
 // hand it. The one-shot setup command does not use it: it serves nothing, runs
 // no workers and is bounded by FLASHSALE_WAIT, not by a shutdown.

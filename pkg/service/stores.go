@@ -9,7 +9,7 @@ import (
 
 	"github.com/flashsale-dev/flashsale/pkg/config"
 	"github.com/flashsale-dev/flashsale/pkg/ops"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/startup"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
@@ -20,7 +20,7 @@ import (
 type Needs struct {
 	// MySQLConns and RedisConns size the two pools.
 	MySQLConns, RedisConns int
-	// Kafka builds the brokers' TLS and SASL (queue.Security) and checks
+	// Kafka builds the brokers' TLS and SASL (orderlog.Security) and checks
 	// them; Scripts preloads pkg/stock's Lua scripts (an optimisation: a
 	// failure is a warning, each script loads on its first use).
 	Kafka, Scripts bool
@@ -31,7 +31,7 @@ type Needs struct {
 type Stores struct {
 	DB    *sql.DB
 	Redis redis.UniversalClient
-	Kafka *queue.Security // nil unless Needs.Kafka
+	Kafka *orderlog.Security // nil unless Needs.Kafka
 
 	c   config.Common
 	log *slog.Logger
@@ -58,7 +58,7 @@ func (p *Process) Open(ctx context.Context, n Needs) (*Stores, error) {
 	}
 	s := &Stores{DB: db, Redis: rdb, c: c, log: p.Log}
 	if n.Kafka {
-		if s.Kafka, err = queue.NewSecurity(c.Kafka); err != nil {
+		if s.Kafka, err = orderlog.NewSecurity(c.Kafka); err != nil {
 			return nil, err
 		}
 		if err := s.Kafka.StartupCheck(ctx, c.Brokers(), c.StoreTimeout); err != nil {

@@ -24,6 +24,6 @@
 // pkg/httpapi, pkg/service, pkg/startup, internal/testenv and the ingress,
 // consumer, reaper and bench commands. It imports only pkg/config (the Redis
 // settings) and pkg/reqid (the bucket in a request id), never pkg/store,
-// pkg/queue or the HTTP layer: it is handed a Redis client and knows nothing
+// pkg/orderlog or the HTTP layer: it is handed a Redis client and knows nothing
 // of MySQL or Kafka.
 package stock

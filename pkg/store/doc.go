@@ -18,7 +18,7 @@
 // pkg/catalog, pkg/stockchange, pkg/audit, pkg/auditor, pkg/httpapi,
 // pkg/service, pkg/startup, internal/testenv, internal/fuzzprep and the setup
 // and bench commands. It imports only pkg/waitroom (the waiting room's seed),
-// never pkg/config, pkg/stock, pkg/queue or the HTTP layer: it opens its pool
+// never pkg/config, pkg/stock, pkg/orderlog or the HTTP layer: it opens its pool
 // from a DSN (Pool) or is handed a *sql.DB, and knows nothing of the other
 // stores.
 package store

@@ -13,7 +13,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/tracing"
 )
 
@@ -22,7 +22,7 @@ import (
 // stores' noise): the request span continued from a traceparent, the
 // reserve and publish spans with their attributes, the traceparent
 // injected into the message, as pkg/httpapi, pkg/admission and
-// queue.Publisher do them; on, through Setup's real pipeline (batch
+// orderlog.Publisher do them; on, through Setup's real pipeline (batch
 // processor, OTLP/HTTP to a local sink that drops). The caller is
 // unsampled (flag 00) at 1%, as 99 in 100 would be. Compare with
 // BenchmarkAdmissionTracing (pkg/tracing/stacktest), the whole order path.
@@ -66,9 +66,9 @@ func BenchmarkOrderSpans(b *testing.B) {
 				}
 				rs.End()
 				pctx, ps := tracing.Start(ctx, "admission.publish", trace.SpanKindProducer)
-				if trace.SpanContextFromContext(pctx).IsValid() { // as queue.Publisher: off, the message is not touched
+				if trace.SpanContextFromContext(pctx).IsValid() { // as orderlog.Publisher: off, the message is not touched
 					m := kafka.Message{Key: key, Value: val}
-					queue.InjectTrace(pctx, &m)
+					orderlog.InjectTrace(pctx, &m)
 				}
 				if ps.IsRecording() {
 					ps.SetAttributes(attribute.String("messaging.system", "kafka"), attribute.String("messaging.operation.type", "send"),

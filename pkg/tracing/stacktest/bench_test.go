@@ -20,7 +20,7 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/config"
 	"github.com/flashsale-dev/flashsale/pkg/config/jwtconfig"
 	"github.com/flashsale-dev/flashsale/pkg/httpapi"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/tracing"
 )
@@ -52,7 +52,7 @@ func BenchmarkAdmissionTracing(b *testing.B) {
 	st := stock.New(rdb).WithCoalescer(stock.NewCoalescer(rdb, stock.CoalesceConfig{MaxBatch: 128, Flushers: 4}))
 	in := config.Ingress{JWT: jwtconfig.JWT{JWTSecret: secret, JWTCacheSize: 1 << 16}, PublishTimeout: 3 * time.Second, SoldOutTTL: 500 * time.Millisecond,
 		IdempotencyTTL: time.Hour, Buckets: config.Buckets{Max: 64, Wait: time.Second, Poll: 25 * time.Millisecond}}
-	pub := (*queue.Security)(nil).NewPublisher(brokers, topic, in.PublishTimeout, queue.DefaultBatching())
+	pub := (*orderlog.Security)(nil).NewPublisher(brokers, topic, in.PublishTimeout, orderlog.DefaultBatching())
 	defer pub.Close()
 	log := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	srv, err := httpapi.New(httpapi.Config{Ingress: in, StoreTimeout: 2 * time.Second, Brokers: brokers, Topic: topic, DLQTopic: dlq, Group: group},

@@ -4,5 +4,5 @@
 //
 // It has no code of its own and nothing imports it; its tests import
 // internal/testenv and the packages they run (pkg/httpapi, pkg/admission,
-// pkg/orderwriter, pkg/reap, pkg/stock, pkg/queue).
+// pkg/orderwriter, pkg/reap, pkg/stock, pkg/orderlog).
 package stacktest

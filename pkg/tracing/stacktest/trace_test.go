@@ -22,8 +22,8 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/config"
 	"github.com/flashsale-dev/flashsale/pkg/config/jwtconfig"
 	"github.com/flashsale-dev/flashsale/pkg/httpapi"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
 	"github.com/flashsale-dev/flashsale/pkg/reap"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/tracing"
@@ -58,7 +58,7 @@ func attr(s sdktrace.ReadOnlySpan, key string) string {
 }
 
 // One trace from click to row, on the real stack with the deployables'
-// code (pkg/httpapi behind a real listener, the ingress's queue.Publisher,
+// code (pkg/httpapi behind a real listener, the ingress's orderlog.Publisher,
 // a real orderwriter consumer, a real reaper): one POST /api/v1/orders
 // with a traceparent is a server span that is the caller's child; the
 // Redis admission and the Kafka publish are its children; the consumer's
@@ -82,7 +82,7 @@ func TestOneTraceFromClickToRow(t *testing.T) {
 		IdempotencyTTL: time.Hour, Buckets: config.Buckets{Max: 64, Wait: time.Second, Poll: 25 * time.Millisecond}}
 	// The ingress's own publish path (ingress/main.go): a Publisher over
 	// the durable writer.
-	pub := (*queue.Security)(nil).NewPublisher(brokers, topic, in.PublishTimeout, queue.DefaultBatching())
+	pub := (*orderlog.Security)(nil).NewPublisher(brokers, topic, in.PublishTimeout, orderlog.DefaultBatching())
 	t.Cleanup(func() { _ = pub.Close() })
 	srv, err := httpapi.New(httpapi.Config{Ingress: in, StoreTimeout: 2 * time.Second, Brokers: brokers, Topic: topic, DLQTopic: dlq, Group: group},
 		httpapi.Deps{DB: db, Stock: st, Publisher: pub, Registry: prometheus.NewRegistry(), Log: log, OpenAPI: []byte("openapi: 3.0.3\n")})

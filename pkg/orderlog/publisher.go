@@ -1,4 +1,4 @@
-package queue
+package orderlog
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // kafka-go, so it is not written, now or later. A publish whose context ended
 // after the hand-over returns the bare context error: its message may or may
 // not be written.
-var ErrNotSent = errors.New("queue: publish not sent")
+var ErrNotSent = errors.New("orderlog: publish not sent")
 
 // MessageWriter is the part of *kafka.Writer a Publisher drives.
 type MessageWriter interface {

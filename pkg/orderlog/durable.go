@@ -1,4 +1,4 @@
-package queue
+package orderlog
 
 import (
 	"context"
@@ -46,11 +46,11 @@ type TopicsReport struct {
 
 // ErrUnderReplicated is returned for an existing topic with fewer replicas
 // than configured, and for a configuration that contradicts itself.
-var ErrUnderReplicated = errors.New("queue: topic replication below the configured durability")
+var ErrUnderReplicated = errors.New("orderlog: topic replication below the configured durability")
 
 // ErrTooFewBrokers is returned while the cluster has fewer brokers than the
 // configured replication: brokers may still be joining, so callers retry.
-var ErrTooFewBrokers = errors.New("queue: fewer brokers than the configured replication")
+var ErrTooFewBrokers = errors.New("orderlog: fewer brokers than the configured replication")
 
 // resolve fills the zero fields of d for a cluster of n brokers and checks
 // the cluster can hold it.
@@ -86,7 +86,7 @@ func (s *Security) EnsureTopics(ctx context.Context, brokers []string, specs []T
 	client := s.Client(brokers)
 	meta, err := client.Metadata(ctx, &kafka.MetadataRequest{})
 	if err != nil {
-		return TopicsReport{}, fmt.Errorf("queue: metadata: %w", err)
+		return TopicsReport{}, fmt.Errorf("orderlog: metadata: %w", err)
 	}
 	rep := TopicsReport{Brokers: len(meta.Brokers)}
 	d, err := dur.resolve(len(meta.Brokers))
@@ -137,7 +137,7 @@ func (s *Security) EnsureTopics(ctx context.Context, brokers []string, specs []T
 	if len(create) > 0 {
 		resp, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: create})
 		if err != nil {
-			return rep, fmt.Errorf("queue: create topics: %w", err)
+			return rep, fmt.Errorf("orderlog: create topics: %w", err)
 		}
 		for _, c := range create {
 			switch terr := resp.Errors[c.Topic]; {
@@ -146,18 +146,18 @@ func (s *Security) EnsureTopics(ctx context.Context, brokers []string, specs []T
 			case errors.Is(terr, kafka.TopicAlreadyExists):
 				// Another setup won the race; its topic has the same settings.
 			default:
-				return rep, fmt.Errorf("queue: create topic %s: %w", c.Topic, terr)
+				return rep, fmt.Errorf("orderlog: create topic %s: %w", c.Topic, terr)
 			}
 		}
 	}
 	if len(alter) > 0 {
 		resp, err := client.IncrementalAlterConfigs(ctx, &kafka.IncrementalAlterConfigsRequest{Resources: alter})
 		if err != nil {
-			return rep, fmt.Errorf("queue: set topic configs: %w", err)
+			return rep, fmt.Errorf("orderlog: set topic configs: %w", err)
 		}
 		for _, r := range resp.Resources {
 			if r.Error != nil {
-				return rep, fmt.Errorf("queue: set configs of %s: %w", r.ResourceName, r.Error)
+				return rep, fmt.Errorf("orderlog: set configs of %s: %w", r.ResourceName, r.Error)
 			}
 		}
 	}
@@ -182,12 +182,12 @@ func (s *Security) topicConfigsOnce(ctx context.Context, brokers []string, topic
 		ResourceType: kafka.ResourceTypeTopic, ResourceName: topic, ConfigNames: []string{configMinInsync, configUnclean},
 	}}})
 	if err != nil {
-		return nil, fmt.Errorf("queue: describe configs of %s: %w", topic, err)
+		return nil, fmt.Errorf("orderlog: describe configs of %s: %w", topic, err)
 	}
 	out := map[string]string{}
 	for _, r := range resp.Resources {
 		if r.Error != nil {
-			return nil, fmt.Errorf("queue: describe configs of %s: %w", topic, r.Error)
+			return nil, fmt.Errorf("orderlog: describe configs of %s: %w", topic, r.Error)
 		}
 		for _, e := range r.ConfigEntries {
 			out[e.ConfigName] = e.ConfigValue

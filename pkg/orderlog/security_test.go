@@ -1,4 +1,4 @@
-package queue_test
+package orderlog_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/config"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 )
 
 // pingFails pings brokers over sec and returns the error, failing the test
@@ -20,7 +20,7 @@ import (
 // default store timeout, is a hang guard: a broker that refuses the
 // settings answers at once, and a Ping that waited for the context instead
 // fails with its error, not with the refusal.
-func pingFails(t *testing.T, sec *queue.Security, brokers ...string) string {
+func pingFails(t *testing.T, sec *orderlog.Security, brokers ...string) string {
 	t.Helper()
 	const storeTimeout = 2 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 10*storeTimeout)
@@ -45,7 +45,7 @@ func pingFails(t *testing.T, sec *queue.Security, brokers ...string) string {
 // start-up with one line naming FLASHSALE_KAFKA_TLS_CA_FILE and the broker.
 func TestPingUntrustedCA(t *testing.T) {
 	addr := testenv.NewTestCA(t).TLSListener(t)
-	sec, err := queue.NewSecurity(config.Kafka{TLSCAFile: testenv.NewTestCA(t).CAFile})
+	sec, err := orderlog.NewSecurity(config.Kafka{TLSCAFile: testenv.NewTestCA(t).CAFile})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestPingUntrustedCA(t *testing.T) {
 // listener is one line naming FLASHSALE_KAFKA_TLS and the broker, in time.
 func TestPingPlaintextWhereTLSExpected(t *testing.T) {
 	brokers := testenv.Kafka(t)
-	sec, err := queue.NewSecurity(config.Kafka{TLS: true})
+	sec, err := orderlog.NewSecurity(config.Kafka{TLS: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestPingPlaintextWhereTLSExpected(t *testing.T) {
 // TestSecurityReachesEveryClient: the dialer, transport, admin client and
 // writer built from one Security all carry its TLS and SASL.
 func TestSecurityReachesEveryClient(t *testing.T) {
-	sec, err := queue.NewSecurity(config.Kafka{TLS: true, SASLMechanism: "scram-sha-256", SASLUsername: "u", SASLPassword: "p"})
+	sec, err := orderlog.NewSecurity(config.Kafka{TLS: true, SASLMechanism: "scram-sha-256", SASLUsername: "u", SASLPassword: "p"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestSecurityReachesEveryClient(t *testing.T) {
 	d := sec.Dialer()
 	tr := sec.Transport()
 	cl := sec.Client([]string{"127.0.0.1:1"}).Transport.(*kafka.Transport)
-	w := sec.NewBatchedWriter([]string{"127.0.0.1:1"}, "t", time.Second, queue.DefaultBatching()).Transport.(*kafka.Transport)
+	w := sec.NewBatchedWriter([]string{"127.0.0.1:1"}, "t", time.Second, orderlog.DefaultBatching()).Transport.(*kafka.Transport)
 	for name, got := range map[string][2]any{"dialer": {d.TLS, d.SASLMechanism}, "transport": {tr.TLS, tr.SASL},
 		"client": {cl.TLS, cl.SASL}, "writer": {w.TLS, w.SASL}} {
 		if got[0] != any(sec.TLS) || got[1] != sec.SASL {
@@ -92,16 +92,16 @@ func TestSecurityReachesEveryClient(t *testing.T) {
 	if sec.Client(nil).Transport != sec.Client(nil).Transport {
 		t.Errorf("two admin clients of one Security do not share its transport")
 	}
-	if (*queue.Security)(nil).Client(nil).Transport != nil {
+	if (*orderlog.Security)(nil).Client(nil).Transport != nil {
 		t.Errorf("a plaintext admin client is not on kafka-go's DefaultTransport")
 	}
-	if back := queue.SecurityOf(d); back.TLS != sec.TLS || back.SASL != sec.SASL {
+	if back := orderlog.SecurityOf(d); back.TLS != sec.TLS || back.SASL != sec.SASL {
 		t.Errorf("SecurityOf(Dialer()) lost TLS or SASL")
 	}
-	if queue.SecurityOf(nil) != nil || queue.SecurityOf(&kafka.Dialer{}) != nil {
+	if orderlog.SecurityOf(nil) != nil || orderlog.SecurityOf(&kafka.Dialer{}) != nil {
 		t.Errorf("SecurityOf a plain dialer is not nil")
 	}
-	plain, err := queue.NewSecurity(config.Kafka{SASLMechanism: "PLAIN", SASLUsername: "u", SASLPassword: "p"})
+	plain, err := orderlog.NewSecurity(config.Kafka{SASLMechanism: "PLAIN", SASLUsername: "u", SASLPassword: "p"})
 	if err != nil || plain.TLS != nil || plain.SASL.Name() != "PLAIN" {
 		t.Fatalf("PLAIN without TLS: %+v %v", plain, err)
 	}

@@ -1,4 +1,4 @@
-package queue
+package orderlog
 
 import (
 	"context"
@@ -109,7 +109,7 @@ func (b Batching) apply(w *kafka.Writer) {
 func ParseCompression(name string) (kafka.Compression, error) {
 	var c kafka.Compression
 	if err := c.UnmarshalText([]byte(name)); err != nil {
-		return 0, fmt.Errorf("queue: compression %q: %w", name, err)
+		return 0, fmt.Errorf("orderlog: compression %q: %w", name, err)
 	}
 	return c, nil
 }
@@ -133,7 +133,7 @@ func Warm(ctx context.Context, w *kafka.Writer) error {
 func warm(ctx context.Context, w *kafka.Writer) ([]int, error) {
 	parts, err := partitionsOf(ctx, w)
 	if err != nil {
-		return nil, fmt.Errorf("queue: warm writer for %s: %w", w.Topic, err)
+		return nil, fmt.Errorf("orderlog: warm writer for %s: %w", w.Topic, err)
 	}
 	reqs := make([]kafka.OffsetRequest, 0, len(parts))
 	for _, id := range parts {
@@ -141,7 +141,7 @@ func warm(ctx context.Context, w *kafka.Writer) ([]int, error) {
 	}
 	c := &kafka.Client{Addr: w.Addr, Transport: w.Transport}
 	if _, err := c.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{w.Topic: reqs}}); err != nil {
-		return parts, fmt.Errorf("queue: warm writer for %s: %w", w.Topic, err)
+		return parts, fmt.Errorf("orderlog: warm writer for %s: %w", w.Topic, err)
 	}
 	return parts, nil
 }

@@ -1,4 +1,4 @@
-package queue_test
+package orderlog_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 )
 
 // Setup's topics carry their durability as topic settings of their own
@@ -27,8 +27,8 @@ func TestEnsureTopicsDurability(t *testing.T) {
 	if _, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{Topic: old, NumPartitions: 1, ReplicationFactor: 1}}}); err != nil {
 		t.Fatal(err)
 	}
-	specs := []queue.TopicSpec{{Name: fresh, Partitions: 3}, {Name: old, Partitions: 4}}
-	rep, err := queue.EnsureTopics(ctx, brokers, specs, queue.Durability{})
+	specs := []orderlog.TopicSpec{{Name: fresh, Partitions: 3}, {Name: old, Partitions: 4}}
+	rep, err := orderlog.EnsureTopics(ctx, brokers, specs, orderlog.Durability{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestEnsureTopicsDurability(t *testing.T) {
 		t.Errorf("warnings %q, want one about %s's partitions", rep.Warnings, old)
 	}
 	for _, topic := range []string{fresh, old} {
-		cfg, err := queue.TopicConfigs(ctx, brokers, topic)
+		cfg, err := orderlog.TopicConfigs(ctx, brokers, topic)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,7 +54,7 @@ func TestEnsureTopicsDurability(t *testing.T) {
 		}
 	}
 	// Idempotent: a second run creates nothing and fails nothing.
-	if rep, err := queue.EnsureTopics(ctx, brokers, specs, queue.Durability{}); err != nil || len(rep.Created) != 0 {
+	if rep, err := orderlog.EnsureTopics(ctx, brokers, specs, orderlog.Durability{}); err != nil || len(rep.Created) != 0 {
 		t.Fatalf("second run: %+v %v", rep, err)
 	}
 }
@@ -66,12 +66,12 @@ func TestEnsureTopicsRefusesImpossibleDurability(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	topic := "durable-no-" + testenv.Suffix()
-	specs := []queue.TopicSpec{{Name: topic, Partitions: 1}}
-	_, err := queue.EnsureTopics(ctx, brokers, specs, queue.Durability{Replication: 99})
-	if !errors.Is(err, queue.ErrTooFewBrokers) {
+	specs := []orderlog.TopicSpec{{Name: topic, Partitions: 1}}
+	_, err := orderlog.EnsureTopics(ctx, brokers, specs, orderlog.Durability{Replication: 99})
+	if !errors.Is(err, orderlog.ErrTooFewBrokers) {
 		t.Fatalf("replication 99: %v, want ErrTooFewBrokers", err)
 	}
-	if _, err := queue.EnsureTopics(ctx, brokers, specs, queue.Durability{Replication: 1, MinInsync: 2}); !errors.Is(err, queue.ErrUnderReplicated) {
+	if _, err := orderlog.EnsureTopics(ctx, brokers, specs, orderlog.Durability{Replication: 1, MinInsync: 2}); !errors.Is(err, orderlog.ErrUnderReplicated) {
 		t.Fatalf("min.insync 2 of 1: %v, want ErrUnderReplicated", err)
 	}
 	meta, err := (&kafka.Client{Addr: kafka.TCP(brokers...)}).Metadata(ctx, &kafka.MetadataRequest{})

@@ -1,4 +1,4 @@
-package queue
+package orderlog
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ const MessageVersion = 1
 
 // ErrPoison marks a message that can never be processed (bad JSON, unknown
 // version, invalid fields). The consumer sends it to the DLQ.
-var ErrPoison = errors.New("queue: poison message")
+var ErrPoison = errors.New("orderlog: poison message")
 
 // OrderMessage is one admitted request, published by the ingress after the
 // Redis reservation and consumed by the order writers. Key = item id.

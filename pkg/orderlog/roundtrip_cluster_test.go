@@ -1,6 +1,6 @@
 //go:build cluster
 
-package queue_test
+package orderlog_test
 
 import (
 	"context"

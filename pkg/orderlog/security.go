@@ -1,4 +1,4 @@
-package queue
+package orderlog
 
 import (
 	"context"
@@ -165,7 +165,7 @@ func (s *Security) Ping(ctx context.Context, brokers []string) error {
 	for i, err := range errs {
 		msgs[i] = err.Error()
 	}
-	return fmt.Errorf("queue: no broker answered: %s (%w)", strings.Join(msgs, "; "), errs[len(errs)-1])
+	return fmt.Errorf("orderlog: no broker answered: %s (%w)", strings.Join(msgs, "; "), errs[len(errs)-1])
 }
 
 // StartupCheck is Ping within timeout as a deployable's start-up runs it:

@@ -1,4 +1,4 @@
-package queue
+package orderlog
 
 import (
 	"context"
@@ -77,10 +77,10 @@ func (s *Security) lagOnce(ctx context.Context, brokers []string, group, topic s
 	client := s.Client(brokers)
 	meta, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
 	if err != nil {
-		return nil, fmt.Errorf("queue: metadata: %w", err)
+		return nil, fmt.Errorf("orderlog: metadata: %w", err)
 	}
 	if len(meta.Topics) != 1 || meta.Topics[0].Error != nil {
-		return nil, fmt.Errorf("queue: topic %s: %v", topic, meta.Topics)
+		return nil, fmt.Errorf("orderlog: topic %s: %v", topic, meta.Topics)
 	}
 	var parts []int
 	var offReq []kafka.OffsetRequest
@@ -90,26 +90,26 @@ func (s *Security) lagOnce(ctx context.Context, brokers []string, group, topic s
 	}
 	ends, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: offReq}})
 	if err != nil {
-		return nil, fmt.Errorf("queue: list offsets: %w", err)
+		return nil, fmt.Errorf("orderlog: list offsets: %w", err)
 	}
 	committed, err := client.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: parts}})
 	if err != nil {
-		return nil, fmt.Errorf("queue: offset fetch: %w", err)
+		return nil, fmt.Errorf("orderlog: offset fetch: %w", err)
 	}
 	if committed.Error != nil {
-		return nil, fmt.Errorf("queue: offset fetch: %w", committed.Error)
+		return nil, fmt.Errorf("orderlog: offset fetch: %w", committed.Error)
 	}
 	done := map[int]int64{}
 	for _, p := range committed.Topics[topic] {
 		if p.Error != nil {
-			return nil, fmt.Errorf("queue: offset fetch partition %d: %w", p.Partition, p.Error)
+			return nil, fmt.Errorf("orderlog: offset fetch partition %d: %w", p.Partition, p.Error)
 		}
 		done[p.Partition] = p.CommittedOffset
 	}
 	lag := map[int]int64{}
 	for _, p := range ends.Topics[topic] {
 		if p.Error != nil {
-			return nil, fmt.Errorf("queue: list offsets partition %d: %w", p.Partition, p.Error)
+			return nil, fmt.Errorf("orderlog: list offsets partition %d: %w", p.Partition, p.Error)
 		}
 		c := done[p.Partition]
 		if c < 0 { // no commit yet: the group starts at the first offset

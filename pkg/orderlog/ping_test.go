@@ -1,4 +1,4 @@
-package queue_test
+package orderlog_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 )
 
 // TestPingBoundedBySilentBroker: a broker that accepts the connection and
@@ -30,7 +30,7 @@ func TestPingBoundedBySilentBroker(t *testing.T) {
 			time.AfterFunc(200*time.Millisecond, cancel)
 		}
 		done := make(chan error, 1)
-		go func() { done <- queue.Ping(ctx, []string{broker.Addr}) }()
+		go func() { done <- orderlog.Ping(ctx, []string{broker.Addr}) }()
 		select {
 		case err := <-done:
 			// Ended by its context (the silent broker never answers): the

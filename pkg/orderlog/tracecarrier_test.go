@@ -1,4 +1,4 @@
-package queue_test
+package orderlog_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"github.com/segmentio/kafka-go"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 )
 
 func spanContext(t *testing.T, tid, sid string, state string) trace.SpanContext {
@@ -33,9 +33,9 @@ func spanContext(t *testing.T, tid, sid string, state string) trace.SpanContext 
 func TestTraceContextRoundTripsThroughHeaders(t *testing.T) {
 	sc := spanContext(t, "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7", "vendor=v1")
 	m := kafka.Message{Key: []byte("7"), Headers: []kafka.Header{{Key: "other", Value: []byte("kept")}}}
-	queue.InjectTrace(trace.ContextWithSpanContext(context.Background(), sc), &m)
+	orderlog.InjectTrace(trace.ContextWithSpanContext(context.Background(), sc), &m)
 
-	c := queue.HeaderCarrier{Headers: &m.Headers}
+	c := orderlog.HeaderCarrier{Headers: &m.Headers}
 	if got := c.Get("traceparent"); got != "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" {
 		t.Fatalf("traceparent = %q", got)
 	}
@@ -45,7 +45,7 @@ func TestTraceContextRoundTripsThroughHeaders(t *testing.T) {
 	if got := c.Get("other"); got != "kept" {
 		t.Fatalf("a header the message had = %q, want kept", got)
 	}
-	got := queue.TraceOf(m)
+	got := orderlog.TraceOf(m)
 	if got.TraceID() != sc.TraceID() || got.SpanID() != sc.SpanID() || !got.IsSampled() || got.TraceState().Get("vendor") != "v1" {
 		t.Fatalf("extracted %v, want %v", got, sc)
 	}
@@ -58,8 +58,8 @@ func TestInjectReplacesTraceparent(t *testing.T) {
 	old := spanContext(t, "11111111111111111111111111111111", "2222222222222222", "")
 	cur := spanContext(t, "33333333333333333333333333333333", "4444444444444444", "")
 	var m kafka.Message
-	queue.InjectTrace(trace.ContextWithSpanContext(context.Background(), old), &m)
-	queue.InjectTrace(trace.ContextWithSpanContext(context.Background(), cur), &m)
+	orderlog.InjectTrace(trace.ContextWithSpanContext(context.Background(), old), &m)
+	orderlog.InjectTrace(trace.ContextWithSpanContext(context.Background(), cur), &m)
 	n := 0
 	for _, h := range m.Headers {
 		if h.Key == "traceparent" {
@@ -69,7 +69,7 @@ func TestInjectReplacesTraceparent(t *testing.T) {
 	if n != 1 {
 		t.Fatalf("%d traceparent headers, want 1: %v", n, m.Headers)
 	}
-	if got := queue.TraceOf(m); got.TraceID() != cur.TraceID() {
+	if got := orderlog.TraceOf(m); got.TraceID() != cur.TraceID() {
 		t.Fatalf("consumer would continue trace %s, want %s", got.TraceID(), cur.TraceID())
 	}
 }
@@ -78,14 +78,14 @@ func TestInjectReplacesTraceparent(t *testing.T) {
 // and a message without one yields no span context.
 func TestNoSpanNoHeaders(t *testing.T) {
 	var m kafka.Message
-	queue.InjectTrace(context.Background(), &m)
+	orderlog.InjectTrace(context.Background(), &m)
 	if len(m.Headers) != 0 {
 		t.Fatalf("headers %v on an untraced message", m.Headers)
 	}
-	if queue.TraceOf(m).IsValid() {
+	if orderlog.TraceOf(m).IsValid() {
 		t.Fatal("span context from no headers")
 	}
-	if keys := (queue.HeaderCarrier{Headers: &m.Headers}).Keys(); len(keys) != 0 {
+	if keys := (orderlog.HeaderCarrier{Headers: &m.Headers}).Keys(); len(keys) != 0 {
 		t.Fatalf("keys %v", keys)
 	}
 }

@@ -1,4 +1,4 @@
-package queue
+package orderlog
 
 import (
 	"context"
@@ -50,7 +50,7 @@ func (g *gate) snapshot() [][]string {
 
 // waitFor polls cond every millisecond (no timing assertion: only a bound
 // on a hang). It is testenv.Eventually's loop, which this package's own
-// tests cannot import: testenv imports pkg/queue.
+// tests cannot import: testenv imports pkg/orderlog.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	tick := time.NewTicker(time.Millisecond)

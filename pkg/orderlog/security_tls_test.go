@@ -1,6 +1,6 @@
 //go:build tls
 
-package queue_test
+package orderlog_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/config"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 )
 
 // tlsKafka returns the settings of `deploy/local/stack.sh env --tls` (the
@@ -31,7 +31,7 @@ func tlsKafka(t *testing.T) config.Common {
 // writer and the consumer's reader work with one Security.
 func TestTLSRoundTrip(t *testing.T) {
 	c := tlsKafka(t)
-	sec, err := queue.NewSecurity(c.Kafka)
+	sec, err := orderlog.NewSecurity(c.Kafka)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,12 +41,12 @@ func TestTLSRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	topic := "tls.orders." + testenv.Suffix()
-	if _, err := sec.EnsureTopics(ctx, c.Brokers(), queue.Topics(topic, topic+".dlq", 1), queue.Durability{}); err != nil {
+	if _, err := sec.EnsureTopics(ctx, c.Brokers(), orderlog.Topics(topic, topic+".dlq", 1), orderlog.Durability{}); err != nil {
 		t.Fatal(err)
 	}
-	w := sec.NewBatchedWriter(c.Brokers(), topic, 10*time.Second, queue.DefaultBatching())
+	w := sec.NewBatchedWriter(c.Brokers(), topic, 10*time.Second, orderlog.DefaultBatching())
 	defer w.Close()
-	if err := queue.Warm(ctx, w); err != nil {
+	if err := orderlog.Warm(ctx, w); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.WriteMessages(ctx, kafka.Message{Key: []byte("1"), Value: []byte("over tls")}); err != nil {
@@ -73,7 +73,7 @@ func TestTLSWrongSCRAMPassword(t *testing.T) {
 	c := tlsKafka(t)
 	k := c.Kafka
 	k.SASLPassword += "-wrong"
-	sec, err := queue.NewSecurity(k)
+	sec, err := orderlog.NewSecurity(k)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestTLSPlaintextClientOnTLSPort(t *testing.T) {
 	c := tlsKafka(t)
 	k := c.Kafka
 	k.TLS, k.TLSCAFile = false, ""
-	sec, err := queue.NewSecurity(k)
+	sec, err := orderlog.NewSecurity(k)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestTLSUntrustedCAOnStack(t *testing.T) {
 	c := tlsKafka(t)
 	k := c.Kafka
 	k.TLSCAFile = testenv.NewTestCA(t).CAFile
-	sec, err := queue.NewSecurity(k)
+	sec, err := orderlog.NewSecurity(k)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package queue
+package orderlog
 
 import (
 	"bytes"
@@ -31,7 +31,7 @@ const DLQPartition = 0
 
 // ErrNoLetter is the answer for an offset the dead-letter topic does not
 // hold (never written, or deleted by retention).
-var ErrNoLetter = errors.New("queue: no dead letter at that offset")
+var ErrNoLetter = errors.New("orderlog: no dead letter at that offset")
 
 // DeadLetter is one message of the dead-letter topic, its headers read.
 type DeadLetter struct {
@@ -117,7 +117,7 @@ func readBytes(b kafka.Bytes) ([]byte, error) {
 	defer b.Close()
 	out, err := io.ReadAll(b)
 	if err != nil {
-		return nil, fmt.Errorf("queue: read record: %w", err)
+		return nil, fmt.Errorf("orderlog: read record: %w", err)
 	}
 	return out, nil
 }
@@ -134,18 +134,18 @@ func (s *Security) DeadLetterBounds(ctx context.Context, brokers []string, topic
 		res, err := s.Client(brokers).ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{
 			topic: {kafka.FirstOffsetOf(DLQPartition), kafka.LastOffsetOf(DLQPartition)}}})
 		if err != nil {
-			return DLQBounds{}, fmt.Errorf("queue: dlq offsets: %w", err)
+			return DLQBounds{}, fmt.Errorf("orderlog: dlq offsets: %w", err)
 		}
 		for _, p := range res.Topics[topic] {
 			if p.Partition != DLQPartition {
 				continue
 			}
 			if p.Error != nil {
-				return DLQBounds{}, fmt.Errorf("queue: dlq offsets: %w", p.Error)
+				return DLQBounds{}, fmt.Errorf("orderlog: dlq offsets: %w", p.Error)
 			}
 			return DLQBounds{First: p.FirstOffset, End: p.LastOffset}, nil
 		}
-		return DLQBounds{}, fmt.Errorf("queue: dlq offsets: topic %s has no partition %d", topic, DLQPartition)
+		return DLQBounds{}, fmt.Errorf("orderlog: dlq offsets: topic %s has no partition %d", topic, DLQPartition)
 	})
 }
 
@@ -174,7 +174,7 @@ func (s *Security) ReadDeadLetters(ctx context.Context, brokers []string, topic 
 			break // past the end (or before the start) of the log
 		}
 		if err != nil {
-			return out, fmt.Errorf("queue: fetch dead letters from %d: %w", from, err)
+			return out, fmt.Errorf("orderlog: fetch dead letters from %d: %w", from, err)
 		}
 		next := from
 		for {
@@ -183,7 +183,7 @@ func (s *Security) ReadDeadLetters(ctx context.Context, brokers []string, topic 
 				break
 			}
 			if err != nil {
-				return out, fmt.Errorf("queue: read dead letters: %w", err)
+				return out, fmt.Errorf("orderlog: read dead letters: %w", err)
 			}
 			if r.Offset < from || r.Offset >= to {
 				continue // a batch may start before the offset asked for

@@ -1,4 +1,4 @@
-package queue_test
+package orderlog_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 )
 
 // BenchmarkHotKeyPublish: synchronous acks=all publishes of one hot item
@@ -27,14 +27,14 @@ func BenchmarkHotKeyPublish(b *testing.B) {
 	sec := testenv.KafkaSecurity(b)
 	for _, tc := range []struct {
 		name string
-		open func() (queue.MessageWriter, *kafka.Writer, func() error)
+		open func() (orderlog.MessageWriter, *kafka.Writer, func() error)
 	}{
-		{"writer", func() (queue.MessageWriter, *kafka.Writer, func() error) {
-			w := sec.NewBatchedWriter(brokers, topic, 3*time.Second, queue.DefaultBatching())
+		{"writer", func() (orderlog.MessageWriter, *kafka.Writer, func() error) {
+			w := sec.NewBatchedWriter(brokers, topic, 3*time.Second, orderlog.DefaultBatching())
 			return w, w, w.Close
 		}},
-		{"publisher", func() (queue.MessageWriter, *kafka.Writer, func() error) {
-			p := sec.NewPublisher(brokers, topic, 3*time.Second, queue.DefaultBatching())
+		{"publisher", func() (orderlog.MessageWriter, *kafka.Writer, func() error) {
+			p := sec.NewPublisher(brokers, topic, 3*time.Second, orderlog.DefaultBatching())
 			return p, p.Writer(), p.Close
 		}},
 	} {
@@ -42,7 +42,7 @@ func BenchmarkHotKeyPublish(b *testing.B) {
 			w, kw, closeW := tc.open()
 			defer closeW()
 			ctx := context.Background()
-			if err := queue.Warm(ctx, kw); err != nil {
+			if err := orderlog.Warm(ctx, kw); err != nil {
 				b.Fatal(err)
 			}
 			b.SetParallelism(16) // handlers mostly wait on acks
@@ -63,7 +63,7 @@ func BenchmarkManyKeyPublish(b *testing.B) {
 	sec := testenv.KafkaSecurity(b)
 	for _, keys := range []int{1, 1000} {
 		b.Run(strconv.Itoa(keys)+"keys", func(b *testing.B) {
-			p := sec.NewPublisher(brokers, topic, 3*time.Second, queue.DefaultBatching())
+			p := sec.NewPublisher(brokers, topic, 3*time.Second, orderlog.DefaultBatching())
 			defer p.Close()
 			ctx := context.Background()
 			if err := p.Warm(ctx); err != nil {
@@ -82,7 +82,7 @@ func BenchmarkManyKeyPublish(b *testing.B) {
 // publishParallel times b.N synchronous publishes of one order message,
 // keyed by key(), from b's parallel goroutines, and reports each publish's
 // p50 and p99 next to ns/op.
-func publishParallel(b *testing.B, w queue.MessageWriter, key func() string) {
+func publishParallel(b *testing.B, w orderlog.MessageWriter, key func() string) {
 	ctx := context.Background()
 	val := []byte(`{"request_id":"bench","item_id":42,"user_id":1,"qty":1}`)
 	var mu sync.Mutex

@@ -1,4 +1,4 @@
-package queue
+package orderlog
 
 import (
 	"context"
@@ -20,14 +20,14 @@ type refresher struct {
 	done   chan struct{}
 }
 
-// Warm opens the connections the first publishes will use (queue.Warm),
+// Warm opens the connections the first publishes will use (orderlog.Warm),
 // makes p's lanes the topic's partitions, and keeps them fresh every
 // PartitionRefresh until Close, even when this first try failed (the lanes
 // stay keys until the brokers answer). Only a Publisher that made its
 // kafka.Writer (Security.NewPublisher) can warm.
 func (p *Publisher) Warm(ctx context.Context) error {
 	if p.kw == nil {
-		return errors.New("queue: warm of a Publisher over a writer it did not make")
+		return errors.New("orderlog: warm of a Publisher over a writer it did not make")
 	}
 	parts, err := warm(ctx, p.kw)
 	if len(parts) > 0 {

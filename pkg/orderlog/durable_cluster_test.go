@@ -1,6 +1,6 @@
 //go:build cluster
 
-package queue_test
+package orderlog_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 )
 
 // On three brokers setup's topics get three replicas, all in sync, and
@@ -24,11 +24,11 @@ func TestClusterEnsureTopicsReplicatesThrice(t *testing.T) {
 	brokers := testenv.KafkaCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for name, dur := range map[string]queue.Durability{"setup-settings": testenv.Durability(t), "default": {}} {
+	for name, dur := range map[string]orderlog.Durability{"setup-settings": testenv.Durability(t), "default": {}} {
 		t.Run(fmt.Sprintf("%s/replication=%d", name, dur.Replication), func(t *testing.T) {
 			orders, dlq := "cluster.orders."+testenv.Suffix(), "cluster.dlq."+testenv.Suffix()
-			specs := queue.Topics(orders, dlq, 12)
-			rep, err := queue.EnsureTopics(ctx, brokers, specs, dur)
+			specs := orderlog.Topics(orders, dlq, 12)
+			rep, err := orderlog.EnsureTopics(ctx, brokers, specs, dur)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -37,7 +37,7 @@ func TestClusterEnsureTopicsReplicatesThrice(t *testing.T) {
 			}
 			for _, s := range specs {
 				expectReplicated(ctx, t, brokers, s.Name, s.Partitions)
-				cfg, err := queue.TopicConfigs(ctx, brokers, s.Name)
+				cfg, err := orderlog.TopicConfigs(ctx, brokers, s.Name)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -45,7 +45,7 @@ func TestClusterEnsureTopicsReplicatesThrice(t *testing.T) {
 					t.Errorf("%s: configs %v, want min.insync.replicas 2 and no unclean leader election", s.Name, cfg)
 				}
 			}
-			if rep, err := queue.EnsureTopics(ctx, brokers, specs, dur); err != nil || len(rep.Created) != 0 {
+			if rep, err := orderlog.EnsureTopics(ctx, brokers, specs, dur); err != nil || len(rep.Created) != 0 {
 				t.Fatalf("second run: %+v %v", rep, err)
 			}
 		})
@@ -57,7 +57,7 @@ func TestClusterEnsureTopicsReplicatesThrice(t *testing.T) {
 	if _, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{Topic: old, NumPartitions: 1, ReplicationFactor: 1}}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := queue.EnsureTopics(ctx, brokers, queue.Topics(old, "cluster.dlq."+testenv.Suffix(), 1), testenv.Durability(t)); !errors.Is(err, queue.ErrUnderReplicated) {
+	if _, err := orderlog.EnsureTopics(ctx, brokers, orderlog.Topics(old, "cluster.dlq."+testenv.Suffix(), 1), testenv.Durability(t)); !errors.Is(err, orderlog.ErrUnderReplicated) {
 		t.Fatalf("topic with 1 replica on 3 brokers: %v, want ErrUnderReplicated", err)
 	}
 }

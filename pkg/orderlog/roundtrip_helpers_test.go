@@ -1,4 +1,4 @@
-package queue_test
+package orderlog_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
-	"github.com/flashsale-dev/flashsale/pkg/queue"
+	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 )
 
@@ -23,12 +23,12 @@ func groupRoundTrip(t *testing.T, brokers []string, topic, group string, n, keys
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	w := queue.NewWriter(brokers, topic, 10*time.Second)
+	w := orderlog.NewWriter(brokers, topic, 10*time.Second)
 	defer w.Close()
 	msgs := make([]kafka.Message, n)
 	for i := range msgs {
 		item := int64(i%keys + 1)
-		m := queue.OrderMessage{RequestID: reqid.New(item, time.Now()), ItemID: item, UserID: int64(i + 1), Qty: 1}
+		m := orderlog.OrderMessage{RequestID: reqid.New(item, time.Now()), ItemID: item, UserID: int64(i + 1), Qty: 1}
 		b, err := m.Encode()
 		if err != nil {
 			t.Fatal(err)
@@ -57,7 +57,7 @@ func groupRoundTrip(t *testing.T, brokers []string, topic, group string, n, keys
 					}
 					return
 				}
-				om, err := queue.Decode(m.Value)
+				om, err := orderlog.Decode(m.Value)
 				if err != nil {
 					t.Errorf("decode: %v", err)
 				}
@@ -77,7 +77,7 @@ func groupRoundTrip(t *testing.T, brokers []string, topic, group string, n, keys
 		return len(seen) == n
 	}, "consumers saw fewer than %d distinct messages", n)
 	testenv.Eventually(t, 30*time.Second, 200*time.Millisecond, func() bool {
-		lag, err := queue.Lag(ctx, brokers, group, topic)
+		lag, err := orderlog.Lag(ctx, brokers, group, topic)
 		if err != nil {
 			return false
 		}
