@@ -5,8 +5,8 @@
 #
 # Why: every script here runs under `set -o pipefail`. When the reader leaves
 # early, the writer's next write dies of SIGPIPE, the pipeline's status is
-# 141, and a true answer reads false: `cluster_nodes | grep -qx kafka-3`
-# called kafka-3 "unknown" 227 times in 300, and `kcat -L | grep -q` could
+# 141, and a true answer reads false: cluster_nodes piped into grep -qx kafka-3
+# called kafka-3 "unknown" 227 times in 300, and kcat -L piped into grep -q could
 # call a healthy broker down. Test membership with a loop (stack.sh's
 # is_one_of), or read the output whole first (out=$(cmd); [[ $out == *x* ]]).
 #

@@ -111,7 +111,7 @@ declare -A PORT_BASE=([MYSQL_PORT]=13306 [REDIS_PORT]=16379 [REDIS_TLS_PORT]=163
 say() { printf '%s\n' "$*"; }
 
 # is_one_of NAME WORD...: NAME is one of the words. Membership is tested
-# without a pipe: under pipefail, `list | grep -q` lost the race it always
+# without a pipe: under pipefail, a list piped into grep -q lost the race it always
 # runs (grep -q exits at the first match, the list's next echo dies of
 # SIGPIPE, the pipeline's status is 141) and a listed node read "unknown"
 # 227 times in 300. deploy/local/lint-scripts.sh refuses that shape.
@@ -800,7 +800,7 @@ EOF
   ((rc == 0)) && grep -q "SCRAM credential configs for user-principal '$KAFKA_SASL_USER'" <<<"$out"
 }
 # kafka_plain_metadata: the broker lists itself in its metadata. The output
-# is read whole before it is matched: a `kcat | grep -q` under pipefail
+# is read whole before it is matched: kcat piped into grep -q under pipefail
 # reported a healthy broker as down whenever grep left first.
 kafka_plain_metadata() {
   local out
