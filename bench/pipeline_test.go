@@ -15,12 +15,12 @@ import (
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/config"
 	"github.com/flashsale-dev/flashsale/pkg/config/jwtconfig"
-	"github.com/flashsale-dev/flashsale/pkg/gate"
 	"github.com/flashsale-dev/flashsale/pkg/httpapi"
 	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
 	"github.com/flashsale-dev/flashsale/pkg/reap"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 )
 
 const testSecret = "bench-test-secret-0123456789"
@@ -86,7 +86,7 @@ func startPipeline(t *testing.T, paymentWindow time.Duration) pipeline {
 	}()
 	// The waiting room's gate, as the reaper runs it (its default pace),
 	// under a lease of this test's own on the shared Redis.
-	g := gate.New(gate.Config{LeaseKey: "fs:test:gate:" + testenv.Suffix() + t.Name(), StoreTimeout: 2 * time.Second}, db, rdb, gate.NewMetrics(reg), log)
+	g := waitroom.NewGate(waitroom.GateConfig{LeaseKey: "fs:test:gate:" + testenv.Suffix() + t.Name(), StoreTimeout: 2 * time.Second}, db, rdb, waitroom.NewGateMetrics(reg), log)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()

@@ -13,12 +13,12 @@ import (
 
 	"github.com/flashsale-dev/flashsale/pkg/admission"
 	"github.com/flashsale-dev/flashsale/pkg/auditor"
-	"github.com/flashsale-dev/flashsale/pkg/gate"
 	"github.com/flashsale-dev/flashsale/pkg/httpapi"
 	"github.com/flashsale-dev/flashsale/pkg/ops"
 	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
 	"github.com/flashsale-dev/flashsale/pkg/reap"
 	"github.com/flashsale-dev/flashsale/pkg/rebalance"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 )
 
 // descRecorder is a Registerer that only remembers the metric names of what
@@ -83,7 +83,7 @@ func exportedLabels(t *testing.T) map[string]map[string]bool {
 	reap.NewMetrics(r)
 	auditor.NewMetrics(r)
 	rebalance.NewMetrics(r)
-	gate.NewMetrics(r)
+	waitroom.NewGateMetrics(r)
 	ops.NewDependencyGauge(r)
 	// Go runtime and process collectors, as every main registers them.
 	for _, mf := range must(ops.NewRegistry("ingress").Gather()) {

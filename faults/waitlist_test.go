@@ -17,9 +17,9 @@ import (
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/audit"
-	"github.com/flashsale-dev/flashsale/pkg/gate"
 	"github.com/flashsale-dev/flashsale/pkg/lease"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 )
 
 // TestWaitlistHandOffKilled: a queued item of 30 units, 90 buyers with
@@ -75,8 +75,8 @@ func TestWaitlistHandOffKilled(t *testing.T) {
 
 	// The first unit released to the waitlist: a non-payer's order
 	// cancelled after the payment window, the item sold out.
-	readWL := func() stock.Waitlist {
-		w, _ := p.st.ReadWaitlist(ctx, p.itemID)
+	readWL := func() waitroom.Waitlist {
+		w, _ := waitroom.NewStore(p.st).ReadWaitlist(ctx, p.itemID)
 		return w
 	}
 	testenv.Eventually(t, 30*time.Second, 20*time.Millisecond, func() bool { return readWL().In > 0 },
@@ -618,7 +618,7 @@ func (r *wlRun) sample(ctx context.Context, stop <-chan struct{}) {
 		if err != nil {
 			continue
 		}
-		wl, err := r.p.st.ReadWaitlist(ctx, r.p.itemID)
+		wl, err := waitroom.NewStore(r.p.st).ReadWaitlist(ctx, r.p.itemID)
 		r.mu.Lock()
 		for u, v := range offers {
 			k := u + "|" + v
@@ -643,7 +643,7 @@ func (r *wlRun) sample(ctx context.Context, stop <-chan struct{}) {
 // gateHolder is the reaper of this test holding the gate's lease, its
 // index, and the lease's holder as read (nil, -1 when none of ours holds it).
 func (r *wlRun) gateHolder(ctx context.Context) (*proc, int, string) {
-	h, err := lease.Current(ctx, r.p.rdb, gate.LeaseKey)
+	h, err := lease.Current(ctx, r.p.rdb, waitroom.GateLeaseKey)
 	if err != nil {
 		return nil, -1, err.Error()
 	}
@@ -714,7 +714,7 @@ func (r *wlRun) retried(orders map[string]wlOrder) int {
 	return n
 }
 
-func wlString(w stock.Waitlist) string {
+func wlString(w waitroom.Waitlist) string {
 	return fmt.Sprintf("in %d, pool %d, offers %d, offered %d, claimed %d, lapsed %d, returned %d", w.In, w.Pool, w.Offers, w.Offered, w.Claimed, w.Lapsed, w.Returned)
 }
 

@@ -9,11 +9,11 @@ import (
 
 	"github.com/flashsale-dev/flashsale/pkg/auditor"
 	"github.com/flashsale-dev/flashsale/pkg/config"
-	"github.com/flashsale-dev/flashsale/pkg/gate"
 	"github.com/flashsale-dev/flashsale/pkg/reap"
 	"github.com/flashsale-dev/flashsale/pkg/rebalance"
 	"github.com/flashsale-dev/flashsale/pkg/service"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 )
 
 func main() {
@@ -54,10 +54,10 @@ func run(ctx context.Context, p *service.Process, c config.Common, rc config.Rea
 			rebalance.Deps{DB: st.DB, Redis: st.Redis}, rebalance.NewMetrics(p.Registry), p.Log.With("component", "rebalancer")).Run)
 	}
 	// The waiting room's gate admits queued items' tickets at their rates
-	// (pkg/gate); one replica at a time, by its own lease.
+	// (pkg/waitroom); one replica at a time, by its own lease.
 	if gc := rc.Gate; gc.Interval > 0 {
-		p.Go(gate.New(gate.Config{Interval: gc.Interval, Lease: gc.Lease, ClaimWindow: gc.ClaimWindow, MaxInFlight: gc.MaxInFlight, StoreTimeout: c.StoreTimeout},
-			st.DB, st.Redis, gate.NewMetrics(p.Registry), p.Log.With("component", "gate")).Run)
+		p.Go(waitroom.NewGate(waitroom.GateConfig{Interval: gc.Interval, Lease: gc.Lease, ClaimWindow: gc.ClaimWindow, MaxInFlight: gc.MaxInFlight, StoreTimeout: c.StoreTimeout},
+			st.DB, st.Redis, waitroom.NewGateMetrics(p.Registry), p.Log.With("component", "gate")).Run)
 	}
 	p.Go(func(ctx context.Context) error {
 		p.Log.Info("reaper running", "interval", rc.Interval.String(), "batch", rc.BatchSize,

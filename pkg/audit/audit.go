@@ -9,6 +9,7 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 )
 
 // Report is one item's audit: api.AuditReport, the JSON of the admin audit
@@ -34,7 +35,7 @@ type numbers struct {
 	changes      changeView
 	changesQuiet bool
 	buckets      bucketNumbers
-	waitlist     stock.Waitlist // zero for an item without a queue
+	waitlist     waitroom.Waitlist // zero for an item without a queue
 }
 
 // Waitlist is what an item's waitlist holds and did, in units: api.Waitlist
@@ -42,7 +43,7 @@ type numbers struct {
 type Waitlist = api.Waitlist
 
 // WaitlistOf is w as the reports show it.
-func WaitlistOf(w stock.Waitlist) Waitlist {
+func WaitlistOf(w waitroom.Waitlist) Waitlist {
 	return Waitlist{In: w.In, Pool: w.Pool, Offers: w.Offers, Offered: w.Offered, Claimed: w.Claimed,
 		Lapsed: w.Lapsed, Returned: w.Returned, Cursor: w.Cursor}
 }
@@ -101,7 +102,7 @@ func readItem(ctx context.Context, db *sql.DB, st *stock.Store, itemID int64, n 
 		return err
 	}
 	if n.item.Queue {
-		if n.waitlist, err = st.ReadWaitlist(ctx, itemID); err != nil {
+		if n.waitlist, err = waitroom.NewStore(st).ReadWaitlist(ctx, itemID); err != nil {
 			return err
 		}
 	}

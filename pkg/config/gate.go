@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Gate holds the settings of the reaper's waiting-room gate (pkg/gate),
+// Gate holds the settings of the reaper's waiting-room gate (pkg/waitroom),
 // which moves each queued item's serving position on at the item's
 // queue_rate once its sale starts.
 type Gate struct {
@@ -20,7 +20,7 @@ type Gate struct {
 	// Redis' clock): the lease keeps one actor and one set of gauges.
 	Lease time.Duration
 	// ClaimWindow is how long a waitlist offer holds a released unit for
-	// its buyer (pkg/stock waitlist.go) before it passes to the next ticket
+	// its buyer (pkg/waitroom waitlist.go) before it passes to the next ticket
 	// in line.
 	ClaimWindow time.Duration
 	// MaxInFlight, above 0, derives the pace from the pipeline's headroom:

@@ -59,7 +59,7 @@ type Ingress struct {
 	// waits are cut to it); 0 switches waiting off (every poll answers at
 	// once). The HTTP write timeout grows by it.
 	StatusWaitMax time.Duration
-	// QueueGrantTTL is how long an admission grant (pkg/grant) stays good:
+	// QueueGrantTTL is how long an admission grant (pkg/waitroom) stays good:
 	// every read of an admitted ticket hands out a fresh one, so it only
 	// needs to outlast the buyer's next request, and a copied grant dies
 	// with it.

@@ -15,7 +15,7 @@
 //
 // Only flashsalectl's main imports it (and pkg/console's tests, which check
 // the console's figures against Compute). It imports pkg/api for the audit
-// report and waitlist types it prints, pkg/waitroom to verify a transcript,
+// report and waitlist types it prints, pkg/waitroom/draw to verify a transcript,
 // pkg/histquantile and pkg/devtoken. It never imports a store client
 // (pkg/store, pkg/stock, pkg/orderlog), pkg/audit or pkg/config, nor anything
 // that links one: flashsalectl's test fails if the binary links go-redis or

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 	"io"
 	"net/http"
 	"regexp"
@@ -154,9 +155,9 @@ func TestQueueShowOnTheStack(t *testing.T) {
 		}
 	}
 	// The gate's move 50 ms after starts_at, by a clock the test sets
-	// rather than Redis' (stock.Store.WithClock): at 1000 a second, 50
+	// rather than Redis' (waitroom.Store.WithClock): at 1000 a second, 50
 	// positions' worth for 3 tickets.
-	moved := g.stock.WithClock(func() time.Time { return starts.Add(50 * time.Millisecond) })
+	moved := waitroom.NewStore(g.stock).WithClock(func() time.Time { return starts.Add(50 * time.Millisecond) })
 	if _, err := moved.AdvanceGate(t.Context(), id, 1000); err != nil {
 		t.Fatal(err)
 	}

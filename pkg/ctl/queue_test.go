@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flashsale-dev/flashsale/pkg/waitroom"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom/draw"
 )
 
 // fakeAPI answers one path with status and body and records the requests it
@@ -88,20 +88,20 @@ func TestQueueShow(t *testing.T) {
 
 // transcriptOf is a real transcript of item 7: five tickets, the first
 // three taken before starts_at (shuffled), and the ids they hash from.
-func transcriptOf(t *testing.T) (waitroom.Transcript, []string) {
+func transcriptOf(t *testing.T) (draw.Transcript, []string) {
 	t.Helper()
-	seed, err := waitroom.ParseSeed(strings.Repeat("ab", 32))
+	seed, err := draw.ParseSeed(strings.Repeat("ab", 32))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ids []string
-	var es []waitroom.Entry
+	var es []draw.Entry
 	for i := 1; i <= 5; i++ {
 		id := fmt.Sprintf("%032x", i*7919)
 		ids = append(ids, id)
-		es = append(es, waitroom.Entry{Ticket: waitroom.Hash(id), Arrival: int64(i)})
+		es = append(es, draw.Entry{Ticket: draw.Hash(id), Arrival: int64(i)})
 	}
-	return waitroom.NewTranscript(7, seed, es, 3), ids
+	return draw.NewTranscript(7, seed, es, 3), ids
 }
 
 func jsonOf(t *testing.T, v any) string {
@@ -158,7 +158,7 @@ func TestQueueTranscript(t *testing.T) {
 	for i, id := range ids {
 		want := 0
 		for p, e := range tr.Tickets {
-			if e.Ticket == waitroom.Hash(id) {
+			if e.Ticket == draw.Hash(id) {
 				want = p + 1
 			}
 		}
@@ -182,7 +182,7 @@ func TestQueueTranscript(t *testing.T) {
 
 	// Two served tickets swapped: the order no longer follows from the seed.
 	bad := tr
-	bad.Tickets = append([]waitroom.Entry(nil), tr.Tickets...)
+	bad.Tickets = append([]draw.Entry(nil), tr.Tickets...)
 	bad.Tickets[0], bad.Tickets[1] = bad.Tickets[1], bad.Tickets[0]
 	api.body = jsonOf(t, bad)
 	if code, out, errs := run(t, env, "queue", "transcript", "7", "--verify"); code != ExitAuditFailed || !strings.Contains(errs, "order does not follow from the seed") || strings.Contains(out, "verified:") {

@@ -7,12 +7,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flashsale-dev/flashsale/pkg/waitroom"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom/draw"
 )
 
 // queueTranscript is `queue transcript ITEM [--verify] [--ticket ID
 // --arrival N]` over the public GET /api/v1/items/{id}/transcript. The
-// checks are pkg/waitroom's, run here on what the server sent, so they
+// checks are pkg/waitroom/draw's, run here on what the server sent, so they
 // trust nothing but the transcript itself: an operator can show a buyer,
 // and a buyer can run it without an admin token.
 func queueTranscript(o *options) *cobra.Command {
@@ -47,7 +47,7 @@ Exit code 3 when a check fails.`,
 			if arrival < 0 {
 				return usageErr("--arrival %d: expected the ticket's arrival number, 1 or more", arrival)
 			}
-			var tr waitroom.Transcript
+			var tr draw.Transcript
 			raw, err := o.getPublic(cmd, "/api/v1/items/"+strconv.FormatInt(id, 10)+"/transcript", &tr)
 			if err != nil {
 				return err
@@ -79,16 +79,16 @@ Exit code 3 when a check fails.`,
 
 // checkTranscript runs the checks the flags ask for and writes their
 // result to w; a failed one is exit code 3.
-func checkTranscript(w io.Writer, tr waitroom.Transcript, verify bool, ticket string, arrival int64) error {
+func checkTranscript(w io.Writer, tr draw.Transcript, verify bool, ticket string, arrival int64) error {
 	if !verify && ticket == "" {
 		return nil
 	}
 	var pos int
 	var err error
 	if ticket != "" {
-		pos, err = waitroom.OwnPosition(tr, ticket, arrival) // verifies first
+		pos, err = draw.OwnPosition(tr, ticket, arrival) // verifies first
 	} else {
-		err = waitroom.Verify(tr)
+		err = draw.Verify(tr)
 	}
 	if err != nil {
 		return &exitError{code: ExitAuditFailed, err: fmt.Errorf("transcript of item %d: %w", tr.ItemID, err)}
@@ -102,7 +102,7 @@ func checkTranscript(w io.Writer, tr waitroom.Transcript, verify bool, ticket st
 
 // printTranscript writes the transcript's summary and, with rows, every
 // ticket in serving order.
-func printTranscript(cmd *cobra.Command, tr waitroom.Transcript, rows bool) error {
+func printTranscript(cmd *cobra.Command, tr draw.Transcript, rows bool) error {
 	out := cmd.OutOrStdout()
 	if err := fields(out, [][2]string{{"item", strconv.FormatInt(tr.ItemID, 10)}, {"commitment", tr.Commitment}, {"seed", tr.Seed.String()},
 		{"tickets", fmt.Sprintf("%d, the first %d taken before starts_at (shuffled)", len(tr.Tickets), tr.Shuffled)}}); err != nil {

@@ -8,8 +8,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/flashsale-dev/flashsale/pkg/audit"
-	"github.com/flashsale-dev/flashsale/pkg/gate"
 	"github.com/flashsale-dev/flashsale/pkg/lease"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 )
 
 // adminQueue is GET /api/v1/admin/items/{id}/queue's answer (AdminQueue in
@@ -28,7 +28,7 @@ type adminQueue struct {
 	// GateHolder is the reaper replica holding the gate now, nil when none
 	// does (no reaper runs the gate: nobody is being admitted).
 	GateHolder *string `json:"gate_holder"`
-	// Waitlist is the hand-off of released units (pkg/stock waitlist.go):
+	// Waitlist is the hand-off of released units (pkg/waitroom waitlist.go):
 	// what it holds now and what it did, in units.
 	Waitlist audit.Waitlist `json:"waitlist"`
 }
@@ -41,15 +41,15 @@ func (s *Server) getAdminQueue(c echo.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), s.cfg.StoreTimeout)
 	defer cancel()
-	g, err := s.st.ReadGate(ctx, it.ID)
+	g, err := s.wr.ReadGate(ctx, it.ID)
 	if err != nil {
 		return unavailable("redis unavailable")
 	}
-	holder, err := lease.Current(ctx, s.st.Client(), gate.LeaseKey)
+	holder, err := lease.Current(ctx, s.st.Client(), waitroom.GateLeaseKey)
 	if err != nil {
 		return unavailable("redis unavailable")
 	}
-	w, err := s.st.ReadWaitlist(ctx, it.ID)
+	w, err := s.wr.ReadWaitlist(ctx, it.ID)
 	if err != nil {
 		return unavailable("redis unavailable")
 	}

@@ -12,8 +12,8 @@ import (
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/config"
-	"github.com/flashsale-dev/flashsale/pkg/grant"
 	"github.com/flashsale-dev/flashsale/pkg/store"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 )
 
 // benchOrder serves one POST /api/v1/orders in-process and returns its code.
@@ -67,7 +67,7 @@ func BenchmarkAdmissionQueued(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			user := next.Add(1)
-			g := grant.Sign(key, item, user, time.Now().Add(time.Minute))
+			g := waitroom.SignGrant(key, item, user, time.Now().Add(time.Minute))
 			body := `{"item_id":` + strconv.FormatInt(item, 10) + `,"qty":1,"admission_grant":"` + g + `"}`
 			if c := benchOrder(h, body, h.token(user, "")); c != http.StatusAccepted {
 				b.Errorf("status %d", c)

@@ -3,8 +3,8 @@
 // behind the routes lives in admission (orders), catalog (admin) and audit.
 //
 // The work behind them is also in pkg/stockchange (restock and withdraw),
-// pkg/orderstatus (order status), pkg/tally (the live counts), pkg/grant
-// (admission grants), pkg/console (the console page) and pkg/ops (the
+// pkg/orderstatus (order status), pkg/tally (the live counts), pkg/waitroom
+// (the waiting room's grants and gate), pkg/console (the console page) and pkg/ops (the
 // readiness checks and the ops routes).
 //
 // It owns what is the HTTP layer's own: the routes and middleware, the per-IP
@@ -21,9 +21,9 @@
 //
 // Only the ingress's main imports it (other packages' tests run a Server too).
 // It is the top of the ingress and may import any package the ingress needs;
-// it imports pkg/gate and pkg/lease only to show the gate's lease holder in
-// the admin queue view (gate.LeaseKey, lease.Current), which links the gate's
-// package into the ingress. It never imports pkg/service (the main hands it to
+// it imports pkg/waitroom for the grants it signs and checks, and with
+// pkg/lease to show the gate's lease holder in the admin queue view
+// (waitroom.GateLeaseKey, lease.Current). It never imports pkg/service (the main hands it to
 // the runner) nor the workers of the consumer and the reaper (orderwriter,
 // reap, rebalance, auditor).
 package httpapi

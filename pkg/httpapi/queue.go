@@ -8,9 +8,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 	"github.com/flashsale-dev/flashsale/pkg/waitroom"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom/draw"
 )
 
 // ticketView is a buyer's ticket as POST .../queue answers it (Ticket in
@@ -52,7 +52,7 @@ func (s *Server) takeTicket(c echo.Context) error {
 		return err
 	}
 	id := it.ID
-	fresh, err := waitroom.NewTicketID(nil)
+	fresh, err := draw.NewTicketID(nil)
 	if err != nil {
 		s.log.ErrorContext(ctx, "queue: ticket id", "err", err)
 		return unavailable("ticket temporarily unavailable")
@@ -63,15 +63,15 @@ func (s *Server) takeTicket(c echo.Context) error {
 	if err != nil {
 		return unavailable("ticket temporarily unavailable")
 	}
-	t, created, err := s.st.TakeTicket(rctx, id, principal(c).UserID, fresh, it.QueueOpensAt, warmed && left <= 0)
+	t, created, err := s.wr.TakeTicket(rctx, id, principal(c).UserID, fresh, it.QueueOpensAt, warmed && left <= 0)
 	switch {
-	case errors.Is(err, stock.ErrQueueNotOpen):
+	case errors.Is(err, waitroom.ErrNotOpen):
 		return newErr(http.StatusConflict, "queue_not_open", "the waiting room opens at "+it.QueueOpensAt.UTC().Format(time.RFC3339Nano))
-	case errors.Is(err, stock.ErrQueueEnded):
+	case errors.Is(err, waitroom.ErrEnded):
 		return newErr(http.StatusGone, "sale_ended", "the sale has ended")
-	case errors.Is(err, stock.ErrQueueSoldOut):
+	case errors.Is(err, waitroom.ErrSoldOut):
 		return newErr(http.StatusGone, "sold_out", "the item is sold out")
-	case errors.Is(err, stock.ErrQueueNotWarmed):
+	case errors.Is(err, waitroom.ErrNotWarmed):
 		return notFound("no such item")
 	case err != nil:
 		s.log.WarnContext(ctx, "queue: take ticket", "item_id", id, "err", err)

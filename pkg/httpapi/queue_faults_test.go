@@ -11,6 +11,7 @@ import (
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/config"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 )
 
 // TestQueueRedisStalled: with Redis SIGSTOPped mid-sale, every waiting-room
@@ -81,7 +82,7 @@ func TestQueueRedisStalled(t *testing.T) {
 		t.Fatalf("order after the stall: %d %s", o.Code, o.Body)
 	}
 	st := stock.New(h.rdb)
-	if g, err := st.ReadGate(t.Context(), item); err != nil || g.Tickets != 2 || g.Serving != 2 {
+	if g, err := waitroom.NewStore(st).ReadGate(t.Context(), item); err != nil || g.Tickets != 2 || g.Serving != 2 {
 		t.Errorf("gate after the stall: %+v %v, want 2 tickets both admitted", g, err)
 	}
 	if left := h.redisStock(item); left != 9 {

@@ -14,21 +14,20 @@ import (
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/config"
-	"github.com/flashsale-dev/flashsale/pkg/gate"
-	"github.com/flashsale-dev/flashsale/pkg/grant"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 )
 
 // runGate runs a waiting-room gate on the harness' stores, as the reaper
 // does, under a lease of the test's own, until the test ends; it returns
 // the gate's metrics.
-func (h *harness) runGate() *gate.Metrics { return h.runGateWith(0) }
+func (h *harness) runGate() *waitroom.GateMetrics { return h.runGateWith(0) }
 
 // runGateWith is runGate with the waitlist's claim window (0: the default).
-func (h *harness) runGateWith(claimWindow time.Duration) *gate.Metrics {
+func (h *harness) runGateWith(claimWindow time.Duration) *waitroom.GateMetrics {
 	h.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	m := gate.NewMetrics(prometheus.NewRegistry())
-	g := gate.New(gate.Config{Interval: 20 * time.Millisecond, LeaseKey: "fs:test:gate:" + testenv.Suffix() + h.t.Name(), ClaimWindow: claimWindow},
+	m := waitroom.NewGateMetrics(prometheus.NewRegistry())
+	g := waitroom.NewGate(waitroom.GateConfig{Interval: 20 * time.Millisecond, LeaseKey: "fs:test:gate:" + testenv.Suffix() + h.t.Name(), ClaimWindow: claimWindow},
 		h.db, h.rdb, m, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	done := make(chan struct{})
 	go func() { defer close(done); _ = g.Run(ctx) }()
@@ -101,7 +100,7 @@ func TestQueuedItemRequiresAGrant(t *testing.T) {
 		{"empty", fmt.Sprintf(`{"item_id":%d,"qty":1,"admission_grant":""}`, item), "admission_invalid"},
 		{"another buyer's", fmt.Sprintf(`{"item_id":%d,"qty":1,"admission_grant":%q}`, item, theirs.AdmissionGrant), "admission_invalid"},
 		{"another item's", fmt.Sprintf(`{"item_id":%d,"qty":1,"admission_grant":%q}`, item, otherItem.AdmissionGrant), "admission_invalid"},
-		{"too long", fmt.Sprintf(`{"item_id":%d,"qty":1,"admission_grant":%q}`, item, strings.Repeat("g", grant.MaxLen+1)), "admission_invalid"},
+		{"too long", fmt.Sprintf(`{"item_id":%d,"qty":1,"admission_grant":%q}`, item, strings.Repeat("g", waitroom.GrantMaxLen+1)), "admission_invalid"},
 	}
 	for _, c := range refused {
 		r := h.do(http.MethodPost, "/api/v1/orders", c.body, h.as(11))
@@ -193,7 +192,7 @@ func TestGateAdmitsAtTheRate(t *testing.T) {
 	// Meanwhile the gate goes through the serving positions, at the rate.
 	seen := map[int64]bool{*last.ServingPosition: true}
 	testenv.Eventually(t, 20*time.Second, 10*time.Millisecond, func() bool {
-		g, err := h.st.ReadGate(context.Background(), item)
+		g, err := waitroom.NewStore(h.st).ReadGate(context.Background(), item)
 		if err != nil {
 			t.Fatalf("read gate: %v", err)
 		}

@@ -10,8 +10,8 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
-	"github.com/flashsale-dev/flashsale/pkg/grant"
 	"github.com/flashsale-dev/flashsale/pkg/store"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 )
 
 // Answers to an order of a queued item whose grant does not do.
@@ -94,7 +94,7 @@ func (s *Server) grantFor(ctx context.Context, item, user int64) (string, time.T
 		return "", time.Time{}, unavailable("ticket temporarily unavailable")
 	}
 	exp := s.grantNow().Add(s.cfg.Ingress.QueueGrantTTL).Truncate(time.Millisecond)
-	return grant.Sign(k, item, user, exp), exp, nil
+	return waitroom.SignGrant(k, item, user, exp), exp, nil
 }
 
 // offerGrantFor signs the grant of user's waitlist offer of item, good
@@ -105,7 +105,7 @@ func (s *Server) offerGrantFor(ctx context.Context, item, user int64, expires ti
 		s.log.WarnContext(ctx, "queue: grant key", "item_id", item, "err", err)
 		return "", unavailable("ticket temporarily unavailable")
 	}
-	return grant.SignOffer(k, item, user, expires), nil
+	return waitroom.SignOfferGrant(k, item, user, expires), nil
 }
 
 // grantKind is what an order's checked grant lets it do.
@@ -130,18 +130,18 @@ func (s *Server) checkGrant(ctx context.Context, item, user int64, g string) (gr
 	if k == nil {
 		return noGrant, nil
 	}
-	_, err = grant.Verify(k, g, item, user, s.grantNow())
+	_, err = waitroom.VerifyGrant(k, g, item, user, s.grantNow())
 	switch {
-	case errors.Is(err, grant.ErrExpired) && grant.IsOffer(g):
+	case errors.Is(err, waitroom.ErrGrantExpired) && waitroom.IsOfferGrant(g):
 		s.m.grantsRefused.WithLabelValues("offer_gone").Inc()
 		return noGrant, errOfferGone
-	case errors.Is(err, grant.ErrExpired):
+	case errors.Is(err, waitroom.ErrGrantExpired):
 		s.m.grantsRefused.WithLabelValues("expired").Inc()
 		return noGrant, errGrantExpired
 	case err != nil:
 		s.m.grantsRefused.WithLabelValues("invalid").Inc()
 		return noGrant, errGrantInvalid
-	case grant.IsOffer(g):
+	case waitroom.IsOfferGrant(g):
 		return offerGrant, nil
 	}
 	return admitGrant, nil

@@ -6,10 +6,11 @@ import (
 	"time"
 
 	"github.com/flashsale-dev/flashsale/pkg/stock"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 )
 
 // offerWatch tells the polls of sold-out tickets what they wait for: a
-// waitlist offer for their buyer (pkg/stock waitlist.go), or stock again
+// waitlist offer for their buyer (pkg/waitroom waitlist.go), or stock again
 // (a restock, or the waitlist giving its units back). One reader per item
 // that has such polls, on this replica, reads the waitlist's version and
 // the stock every interval, and the offers (a hash no larger than the units
@@ -18,7 +19,8 @@ import (
 // its own offer in the reader's map: no Redis read per waiter, however many
 // wait (the sell-out leaves every ticket of the item waiting here).
 type offerWatch struct {
-	st      *stock.Store
+	st      *stock.Store    // the item's stock
+	wr      *waitroom.Store // its waiting room
 	every   time.Duration
 	timeout time.Duration
 
@@ -34,13 +36,13 @@ type offerItem struct {
 	mu      sync.Mutex
 	read    bool // read at least once
 	ver     int64
-	offers  map[int64]stock.Offer
+	offers  map[int64]waitroom.Offer
 	left    int64 // the item's Redis stock, as last read
 	changed chan struct{}
 }
 
 func newOfferWatch(st *stock.Store, every, timeout time.Duration) *offerWatch {
-	return &offerWatch{st: st, every: every, timeout: timeout, items: map[int64]*offerItem{}}
+	return &offerWatch{st: st, wr: waitroom.NewStore(st), every: every, timeout: timeout, items: map[int64]*offerItem{}}
 }
 
 // acquire registers a waiter of item id; release it when done waiting.
@@ -71,7 +73,7 @@ func (w *offerWatch) release(id int64, oi *offerItem) {
 // now is user's offer as last read (found false without one), the stock
 // as last read (ok false before the first read), and the channel closed at
 // the next change of either.
-func (oi *offerItem) now(user int64) (o stock.Offer, found bool, left int64, ok bool, changed <-chan struct{}) {
+func (oi *offerItem) now(user int64) (o waitroom.Offer, found bool, left int64, ok bool, changed <-chan struct{}) {
 	oi.mu.Lock()
 	defer oi.mu.Unlock()
 	o, found = oi.offers[user]
@@ -97,7 +99,7 @@ func (w *offerWatch) watch(id int64, oi *offerItem) {
 func (w *offerWatch) read(id int64, oi *offerItem) {
 	ctx, cancel := context.WithTimeout(context.Background(), w.timeout)
 	defer cancel()
-	wl, err := w.st.ReadWaitlist(ctx, id)
+	wl, err := w.wr.ReadWaitlist(ctx, id)
 	if err != nil {
 		return
 	}
@@ -108,9 +110,9 @@ func (w *offerWatch) read(id int64, oi *offerItem) {
 	oi.mu.Lock()
 	same := oi.read && wl.Version == oi.ver
 	oi.mu.Unlock()
-	var offers map[int64]stock.Offer
+	var offers map[int64]waitroom.Offer
 	if !same {
-		if offers, err = w.st.Offers(ctx, id); err != nil {
+		if offers, err = w.wr.Offers(ctx, id); err != nil {
 			return
 		}
 	}

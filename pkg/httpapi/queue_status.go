@@ -10,9 +10,9 @@ import (
 	"github.com/labstack/echo/v4"
 	"golang.org/x/sync/singleflight"
 
-	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 	"github.com/flashsale-dev/flashsale/pkg/waitroom"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom/draw"
 )
 
 // The states of a ticket (TicketStatus in ingress/openapi.yaml).
@@ -49,7 +49,7 @@ type ticketStatus struct {
 	StockLeft       int64     `json:"stock_left"`
 	ShuffleAt       time.Time `json:"shuffle_at"`
 	// AdmissionGrant, with GrantExpiresAt, is what an admitted ticket's
-	// order sends (pkg/grant); every read hands out a fresh one.
+	// order sends (pkg/waitroom); every read hands out a fresh one.
 	AdmissionGrant string     `json:"admission_grant,omitempty"`
 	GrantExpiresAt *time.Time `json:"grant_expires_at,omitempty"`
 }
@@ -79,7 +79,7 @@ func (s *Server) getTicket(c echo.Context) error {
 		return err
 	}
 	rctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
-	t, found, err := s.tickets.ticket(rctx, s.st, id, tid)
+	t, found, err := s.tickets.ticket(rctx, s.wr, id, tid)
 	cancel()
 	if err != nil {
 		return unavailable("ticket temporarily unavailable")
@@ -115,7 +115,7 @@ func validTicketID(v string) bool {
 
 // ticketView is ticket t's state now: admitted once starts_at has passed
 // and the gate's serving position has reached the ticket's position.
-func (s *Server) ticketView(ctx context.Context, it store.Item, t stock.Ticket) (ticketStatus, error) {
+func (s *Server) ticketView(ctx context.Context, it store.Item, t waitroom.Ticket) (ticketStatus, error) {
 	rctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
 	defer cancel()
 	// What this replica's reader of the item read in the last interval
@@ -146,7 +146,7 @@ func (s *Server) ticketView(ctx context.Context, it store.Item, t stock.Ticket) 
 		return ticketStatus{}, err
 	}
 	if !cached {
-		g, err := s.st.ReadGate(rctx, it.ID)
+		g, err := s.wr.ReadGate(rctx, it.ID)
 		if err != nil {
 			return ticketStatus{}, unavailable("ticket temporarily unavailable")
 		}
@@ -193,8 +193,8 @@ func (s *Server) ticketView(ctx context.Context, it store.Item, t stock.Ticket) 
 // offeredView is sold-out view v of ticket t, or its offer when the
 // waitlist holds a unit for its buyer: one more Redis read, made only for a
 // ticket of a sold-out item.
-func (s *Server) offeredView(ctx context.Context, it store.Item, t stock.Ticket, v ticketStatus) (ticketStatus, error) {
-	o, ok, err := s.st.OfferOf(ctx, it.ID, t.UserID)
+func (s *Server) offeredView(ctx context.Context, it store.Item, t waitroom.Ticket, v ticketStatus) (ticketStatus, error) {
+	o, ok, err := s.wr.OfferOf(ctx, it.ID, t.UserID)
 	if err != nil {
 		return ticketStatus{}, unavailable("ticket temporarily unavailable")
 	}
@@ -236,7 +236,7 @@ func admitIn(n int64, rate int) time.Duration {
 // Redis read per waiter, so thousands of polls waking at once cost nothing
 // more (the sell-out reached 8,540 waiters in up to 1.59 s when each read
 // again).
-func (s *Server) awaitTicket(ctx context.Context, it store.Item, t stock.Ticket, v ticketStatus, wait time.Duration) ticketStatus {
+func (s *Server) awaitTicket(ctx context.Context, it store.Item, t waitroom.Ticket, v ticketStatus, wait time.Duration) ticketStatus {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	wi := s.queueWatch.acquire(it.ID)
@@ -289,7 +289,7 @@ func (s *Server) awaitTicket(ctx context.Context, it store.Item, t stock.Ticket,
 // stock again (a restock, or the waitlist giving its units back: the
 // ticket is read again), ends_at, or the wait's end. Both are answered
 // from offerWatch's reads, not a Redis read per waiter.
-func (s *Server) awaitOffer(ctx context.Context, it store.Item, t stock.Ticket, v ticketStatus, wait time.Duration) ticketStatus {
+func (s *Server) awaitOffer(ctx context.Context, it store.Item, t waitroom.Ticket, v ticketStatus, wait time.Duration) ticketStatus {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	end := time.NewTimer(time.Until(it.EndsAt))
@@ -357,7 +357,7 @@ func waitingView(v ticketStatus, wi *watchedItem, rate int) ticketStatus {
 // read of the stock may predate the sell-out by an interval (ticketView
 // says why admitted must not be answered on it). On a failed read the poll
 // answers v, as one that saw nothing change.
-func (s *Server) admittedView(ctx context.Context, it store.Item, t stock.Ticket, v ticketStatus, wi *watchedItem) ticketStatus {
+func (s *Server) admittedView(ctx context.Context, it store.Item, t waitroom.Ticket, v ticketStatus, wi *watchedItem) ticketStatus {
 	rctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
 	left, warmed, err := s.st.Stock(rctx, it.ID)
 	cancel()
@@ -401,7 +401,7 @@ func newQueueOrders() *queueOrders { return &queueOrders{m: map[int64]drawnOrder
 // shuffled tickets, or its arrival number for a ticket taken after
 // starts_at (every shuffled ticket is ahead of it, and the late ones in
 // arrival order).
-func (q *queueOrders) position(ctx context.Context, s *Server, it store.Item, t stock.Ticket) (int64, error) {
+func (q *queueOrders) position(ctx context.Context, s *Server, it store.Item, t waitroom.Ticket) (int64, error) {
 	if !t.TakenAt.Before(it.StartsAt) {
 		return t.Arrival, nil
 	}
@@ -430,7 +430,7 @@ func (q *queueOrders) position(ctx context.Context, s *Server, it store.Item, t 
 	return 0, unavailable("ticket temporarily unavailable")
 }
 
-// draw reads the seed and the tickets and orders them (waitroom.Order).
+// draw reads the seed and the tickets and orders them (draw.Order).
 func (q *queueOrders) draw(ctx context.Context, s *Server, it store.Item) (drawnOrder, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
 	defer cancel()
@@ -438,12 +438,12 @@ func (q *queueOrders) draw(ctx context.Context, s *Server, it store.Item) (drawn
 	if err != nil {
 		return drawnOrder{}, err
 	}
-	tickets, err := s.st.Tickets(ctx, it.ID)
+	tickets, err := s.wr.Tickets(ctx, it.ID)
 	if err != nil {
 		return drawnOrder{}, err
 	}
 	d := drawnOrder{expires: time.Now().Add(time.Second), pos: make(map[string]int64, len(tickets))}
-	for i, h := range waitroom.Line(seed, heldTickets(tickets, it.StartsAt)) {
+	for i, h := range draw.Line(seed, heldTickets(tickets, it.StartsAt)) {
 		if !h.Early {
 			break // the late ones follow in arrival order: position = arrival
 		}
@@ -456,12 +456,12 @@ func (q *queueOrders) draw(ctx context.Context, s *Server, it store.Item) (drawn
 	return d, nil
 }
 
-// heldTickets are tickets as waitroom.Line takes them: early when taken
+// heldTickets are tickets as draw.Line takes them: early when taken
 // before starts.
-func heldTickets(tickets []stock.Ticket, starts time.Time) []waitroom.Held {
-	out := make([]waitroom.Held, len(tickets))
+func heldTickets(tickets []waitroom.Ticket, starts time.Time) []draw.Held {
+	out := make([]draw.Held, len(tickets))
 	for i, t := range tickets {
-		out[i] = waitroom.Held{ID: t.ID, Arrival: t.Arrival, Early: t.TakenAt.Before(starts)}
+		out[i] = draw.Held{ID: t.ID, Arrival: t.Arrival, Early: t.TakenAt.Before(starts)}
 	}
 	return out
 }

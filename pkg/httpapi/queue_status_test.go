@@ -11,7 +11,7 @@ import (
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/store"
-	"github.com/flashsale-dev/flashsale/pkg/waitroom"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom/draw"
 )
 
 // ticketStatusOf is GET .../queue/{ticket} as user, with ?wait= when wait
@@ -94,11 +94,11 @@ func TestTicketPositionsFollowTheShuffle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var entries []waitroom.Entry
+	var entries []draw.Entry
 	for _, tk := range tickets {
-		entries = append(entries, waitroom.Entry{Ticket: waitroom.Hash(tk.Ticket), Arrival: tk.Arrival})
+		entries = append(entries, draw.Entry{Ticket: draw.Hash(tk.Ticket), Arrival: tk.Arrival})
 	}
-	tr := waitroom.NewTranscript(item, seed, entries, early)
+	tr := draw.NewTranscript(item, seed, entries, early)
 	if tr.Commitment != tickets[0].QueueCommitment {
 		t.Fatalf("the seed's commitment %s is not the one the tickets were taken under (%s)", tr.Commitment, tickets[0].QueueCommitment)
 	}
@@ -108,7 +108,7 @@ func TestTicketPositionsFollowTheShuffle(t *testing.T) {
 		if r.Code != http.StatusOK || v.Position == nil || *v.Ahead != *v.Position-1 {
 			t.Fatalf("ticket %d: %d %s", i, r.Code, r.Body)
 		}
-		want, err := waitroom.OwnPosition(tr, tk.Ticket, tk.Arrival)
+		want, err := draw.OwnPosition(tr, tk.Ticket, tk.Arrival)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/flashsale-dev/flashsale/pkg/stock"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 )
 
 // ticketCache keeps the tickets this replica has read. A ticket never
@@ -16,7 +16,7 @@ import (
 // per ticket again, never a wrong answer.
 type ticketCache struct {
 	mu sync.Mutex
-	m  map[ticketKey]stock.Ticket
+	m  map[ticketKey]waitroom.Ticket
 }
 
 type ticketKey struct {
@@ -26,12 +26,12 @@ type ticketKey struct {
 
 const maxTickets = 200_000
 
-func newTicketCache() *ticketCache { return &ticketCache{m: map[ticketKey]stock.Ticket{}} }
+func newTicketCache() *ticketCache { return &ticketCache{m: map[ticketKey]waitroom.Ticket{}} }
 
 // ticket reads ticket id of item, from memory when this replica read it
 // before; found false for no such ticket (not remembered: a made-up id is
 // a client's to send, and remembering misses would let it fill memory).
-func (c *ticketCache) ticket(ctx context.Context, st *stock.Store, item int64, id string) (stock.Ticket, bool, error) {
+func (c *ticketCache) ticket(ctx context.Context, wr *waitroom.Store, item int64, id string) (waitroom.Ticket, bool, error) {
 	k := ticketKey{item, id}
 	c.mu.Lock()
 	t, ok := c.m[k]
@@ -39,13 +39,13 @@ func (c *ticketCache) ticket(ctx context.Context, st *stock.Store, item int64, i
 	if ok {
 		return t, true, nil
 	}
-	t, found, err := st.TicketByID(ctx, item, id)
+	t, found, err := wr.TicketByID(ctx, item, id)
 	if err != nil || !found {
 		return t, found, err
 	}
 	c.mu.Lock()
 	if len(c.m) >= maxTickets {
-		c.m = map[ticketKey]stock.Ticket{}
+		c.m = map[ticketKey]waitroom.Ticket{}
 	}
 	c.m[k] = t
 	c.mu.Unlock()

@@ -10,7 +10,7 @@ import (
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/store"
-	"github.com/flashsale-dev/flashsale/pkg/waitroom"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom/draw"
 )
 
 // TestTranscriptAfterTheStart: before starts_at the transcript is refused
@@ -51,11 +51,11 @@ func TestTranscriptAfterTheStart(t *testing.T) {
 	if r.Code != http.StatusOK {
 		t.Fatalf("after the start: %d %s", r.Code, r.Body)
 	}
-	var tr waitroom.Transcript
+	var tr draw.Transcript
 	if err := json.Unmarshal(r.Body, &tr); err != nil {
 		t.Fatalf("transcript %s: %v", r.Body, err)
 	}
-	if err := waitroom.Verify(tr); err != nil {
+	if err := draw.Verify(tr); err != nil {
 		t.Fatalf("the published transcript does not verify: %v", err)
 	}
 	if tr.Commitment != put["queue_commitment"] || tr.Shuffled != buyers || len(tr.Tickets) != buyers+1 {
@@ -67,7 +67,7 @@ func TestTranscriptAfterTheStart(t *testing.T) {
 		if i == buyers {
 			user = 399
 		}
-		own, err := waitroom.OwnPosition(tr, tk.Ticket, tk.Arrival)
+		own, err := draw.OwnPosition(tr, tk.Ticket, tk.Arrival)
 		if err != nil {
 			t.Fatalf("buyer %d: %v", user, err)
 		}

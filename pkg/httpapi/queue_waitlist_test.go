@@ -13,6 +13,7 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/audit"
 	"github.com/flashsale-dev/flashsale/pkg/config"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 )
 
 // stateWithin polls user's ticket (no long poll: a sold-out ticket answers
@@ -161,7 +162,7 @@ func TestWaitlistOfferByTicket(t *testing.T) {
 	if r := h.orderWith(14, item, back.AdmissionGrant); r.Code != http.StatusAccepted {
 		t.Fatalf("order from the stock the unit went back to: %d %s", r.Code, r.Body)
 	}
-	w, err := st.ReadWaitlist(ctx, item)
+	w, err := waitroom.NewStore(st).ReadWaitlist(ctx, item)
 	if err != nil || w.In != 2 || w.Claimed != 1 || w.Lapsed != 1 || w.Returned != 1 || w.Held() != 0 {
 		t.Fatalf("waitlist: %+v %v, want 2 in: 1 claimed, 1 lapsed and returned", w, err)
 	}

@@ -2,10 +2,10 @@ package httpapi
 
 import (
 	"context"
+	"github.com/flashsale-dev/flashsale/pkg/stock"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 	"sync"
 	"time"
-
-	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
 // queueWatch tells the waiting ticket polls of an item what they wait for:
@@ -18,7 +18,8 @@ import (
 // interval, whatever the number of waiters, and a change is seen within an
 // interval plus one read (the 1 s sold-out promise with a 100 ms interval).
 type queueWatch struct {
-	st      *stock.Store
+	st      *stock.Store    // the item's stock
+	wr      *waitroom.Store // its waiting room
 	every   time.Duration
 	timeout time.Duration
 
@@ -42,7 +43,7 @@ type watchedItem struct {
 }
 
 func newQueueWatch(st *stock.Store, every, timeout time.Duration) *queueWatch {
-	return &queueWatch{st: st, every: every, timeout: timeout, items: map[int64]*watchedItem{}}
+	return &queueWatch{st: st, wr: waitroom.NewStore(st), every: every, timeout: timeout, items: map[int64]*watchedItem{}}
 }
 
 // acquire registers a waiter of item id; release it when done waiting.
@@ -126,7 +127,7 @@ func (w *queueWatch) watch(id int64, wi *watchedItem) {
 		if err == nil && warmed {
 			wi.setStock(left)
 		}
-		if g, err := w.st.ReadGate(ctx, id); err == nil {
+		if g, err := w.wr.ReadGate(ctx, id); err == nil {
 			wi.setServing(g.Serving)
 			if warmed {
 				wi.mu.Lock()

@@ -21,6 +21,7 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/stockchange"
 	"github.com/flashsale-dev/flashsale/pkg/tally"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 )
 
 // Config is the server's configuration.
@@ -65,6 +66,7 @@ type Server struct {
 	cfg         Config
 	db          *sql.DB
 	st          *stock.Store
+	wr          *waitroom.Store // the waiting room's keys, over st
 	verifier    *auth.Verifier
 	admission   *admission.Service
 	pub         admission.Publisher // the admission path's; a DLQ replay publishes through it
@@ -118,7 +120,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 		return nil, fmt.Errorf("httpapi: trusted proxies: %w", err)
 	}
 	s := &Server{
-		cfg: cfg, db: d.DB, st: d.Stock, log: d.Log, openAPI: d.OpenAPI, pub: d.Publisher,
+		cfg: cfg, db: d.DB, st: d.Stock, wr: waitroom.NewStore(d.Stock), log: d.Log, openAPI: d.OpenAPI, pub: d.Publisher,
 		verifier:    newVerifier(cfg.Ingress, d.Log),
 		items:       newItemCache(time.Second),
 		reqs:        newRequestCache(),

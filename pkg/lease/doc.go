@@ -8,9 +8,9 @@
 //
 // It owns its two scripts (lua/hold.lua, lua/drop.lua) and the value of a
 // lease key, the holder's name, with a TTL. The key names are its users':
-// fs:rebalance:lease (pkg/rebalance) and fs:queue:gate:lease (pkg/gate).
+// fs:rebalance:lease (pkg/rebalance) and fs:queue:gate:lease (pkg/waitroom).
 //
-// Importers: pkg/rebalance and pkg/gate, which hold leases, and pkg/httpapi,
+// Importers: pkg/rebalance and pkg/waitroom, which hold leases, and pkg/httpapi,
 // which only reads the gate's holder (Current) for an operator's view. It
 // imports no other package of the module, only a go-redis client, so it knows
 // nothing of what it guards.

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"log/slog"
 
 	"github.com/redis/go-redis/v9"
@@ -13,6 +14,7 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/startup"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 	"github.com/flashsale-dev/flashsale/schema"
 )
 
@@ -21,7 +23,7 @@ type Needs struct {
 	// MySQLConns and RedisConns size the two pools.
 	MySQLConns, RedisConns int
 	// Kafka builds the brokers' TLS and SASL (orderlog.Security) and checks
-	// them; Scripts preloads pkg/stock's Lua scripts (an optimisation: a
+	// them; Scripts preloads pkg/stock's and pkg/waitroom's Lua scripts (an optimisation: a
 	// failure is a warning, each script loads on its first use).
 	Kafka, Scripts bool
 }
@@ -66,7 +68,7 @@ func (p *Process) Open(ctx context.Context, n Needs) (*Stores, error) {
 		}
 	}
 	if n.Scripts {
-		if err := stock.LoadScripts(ctx, rdb); err != nil {
+		if err := errors.Join(stock.LoadScripts(ctx, rdb), waitroom.LoadScripts(ctx, rdb)); err != nil {
 			p.Log.Warn("lua scripts not preloaded; they load on first use", "err", err)
 		}
 	}

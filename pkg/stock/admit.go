@@ -75,11 +75,11 @@ type AdmitRequest struct {
 	// answers KeyReused. Empty: not checked.
 	Fingerprint string
 	// Granted is the caller's word that it checked the buyer's admission
-	// grant for this item (pkg/grant); an item with a waiting room refuses
+	// grant for this item (pkg/waitroom); an item with a waiting room refuses
 	// a request without it (NeedGrant).
 	Granted bool
 	// Claim is the caller's word that it checked the buyer's waitlist
-	// offer grant (pkg/grant, waitlist.go): the order takes the unit the
+	// offer grant (pkg/waitroom, waitlist.go): the order takes the unit the
 	// buyer's offer holds, not the stock's, or answers NoOffer.
 	Claim bool
 }

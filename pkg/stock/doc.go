@@ -11,15 +11,18 @@
 // script touches live in one Redis Cluster slot, and the buckets of a hot
 // item spread over slots (buckets.go).
 //
-// It also names and changes the waiting room's keys (tickets, the gate's
-// serving position, the waitlist and its offers; tickets.go, waitlist.go), the
-// holder bitmap, the per-user rate window, the want flags, the stock change
+// It names the waiting room's keys (QueueKeysOf, queuekeys.go), because its
+// own scripts touch some of them in the same step (admit.lua claims a
+// waitlist offer, restore.lua fills the waitlist's pool, warm.lua and
+// release.lua keep them); taking tickets, moving the gate and offering the
+// pool are pkg/waitroom's, with its own scripts run through Eval. It also
+// names and changes the holder bitmap, the per-user rate window, the want flags, the stock change
 // guards, the tally hash's name (pkg/tally writes it) and the set of warmed
 // items (WarmedItems). Two kinds of key are not its: the leases (pkg/lease)
 // and the per-IP rate-limit counters (pkg/httpapi).
 //
 // Nearly every package that touches Redis imports it: pkg/admission,
-// pkg/orderstatus, pkg/orderwriter, pkg/reap, pkg/rebalance, pkg/gate,
+// pkg/orderstatus, pkg/orderwriter, pkg/reap, pkg/rebalance, pkg/waitroom,
 // pkg/catalog, pkg/stockchange, pkg/tally, pkg/audit, pkg/auditor,
 // pkg/httpapi, pkg/service, pkg/startup, internal/testenv and the ingress,
 // consumer, reaper and bench commands. It imports only pkg/config (the Redis

@@ -16,16 +16,6 @@ var ErrUnavailable = errors.New("stock: redis unavailable")
 // waiting for their outcome.
 var ErrPending = errors.New("stock: reservations pending")
 
-// The waiting room's refusals of TakeTicket (ticket_take.lua): the queue
-// has not opened yet by Redis' clock, the sale has ended, the caller found
-// the item sold out, or the item is not warmed (no meta in Redis).
-var (
-	ErrQueueNotOpen   = errors.New("stock: queue not open yet")
-	ErrQueueEnded     = errors.New("stock: sale ended")
-	ErrQueueSoldOut   = errors.New("stock: sold out")
-	ErrQueueNotWarmed = errors.New("stock: item not warmed")
-)
-
 // poolTimeout is go-redis' internal pool.ErrPoolTimeout, which the package
 // does not export: no connection was free, so nothing was sent.
 const poolTimeout = "redis: connection pool timeout"

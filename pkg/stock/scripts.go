@@ -37,9 +37,10 @@ var (
 
 // allScripts is every script under lua/ (the cluster test checks each shard
 // caches them all after a NOSCRIPT retry). The rebalancer's scripts are its
-// own (pkg/rebalance, lua/), and it loads them itself.
+// own (pkg/rebalance, lua/), and it loads them itself; the waiting
+// room's are pkg/waitroom's (LoadScripts there).
 var allScripts = []*redis.Script{admitScript, releaseScript, settleScript, restoreScript, statusPutScript, warmScript, ackScript, lookupScript, statusMarkScript,
-	retireScript, wantLowerScript, ticketTakeScript, stockChangeScript, gateAdvanceScript, waitlistOfferScript}
+	retireScript, wantLowerScript, stockChangeScript}
 
 // LoadScripts loads every script once at start-up so the first requests do
 // not pay for EVAL. It is an optimisation: NOSCRIPT is handled on every call.

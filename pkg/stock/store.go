@@ -3,7 +3,6 @@ package stock
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -12,9 +11,6 @@ import (
 type Store struct {
 	rdb redis.UniversalClient
 	co  *Coalescer
-	// now, when set (WithClock), is the clock the gate's moves judge time
-	// by instead of Redis' TIME; nil in production.
-	now func() time.Time
 }
 
 // New returns a Store on rdb.
@@ -30,15 +26,12 @@ func (s *Store) WithCoalescer(co *Coalescer) *Store {
 	return &c
 }
 
-// WithClock returns a Store whose gate moves (AdvanceGate, HoldGate) take
-// the time from now instead of Redis' TIME, so a test about the gate's
-// rate steps a clock and counts exact admissions rather than waiting on
-// the wall clock. Production never sets it: every gate holder, and
-// admit.lua, must judge the sale by Redis' one clock.
-func (s *Store) WithClock(now func() time.Time) *Store {
-	c := *s
-	c.now = now
-	return &c
+// Eval runs another feature's script on the ledger's path: through the
+// Coalescer when there is one, else alone with an exact "never sent"
+// (sendonce.go). The waiting room's scripts (pkg/waitroom) share the
+// item's hash tag and the buyer's path, so they share the round trips too.
+func (s *Store) Eval(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	return s.run(ctx, script, keys, args...)
 }
 
 // run runs script on the Coalescer when there is one, else alone.

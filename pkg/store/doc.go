@@ -14,10 +14,10 @@
 // SELECTs of their own, and pkg/migrate keeps schema_migrations.
 //
 // Nearly every package that touches MySQL imports it: pkg/admission,
-// pkg/orderstatus, pkg/orderwriter, pkg/reap, pkg/rebalance, pkg/gate,
+// pkg/orderstatus, pkg/orderwriter, pkg/reap, pkg/rebalance, pkg/waitroom,
 // pkg/catalog, pkg/stockchange, pkg/audit, pkg/auditor, pkg/httpapi,
 // pkg/service, pkg/startup, internal/testenv, internal/fuzzprep and the setup
-// and bench commands. It imports only pkg/waitroom (the waiting room's seed),
+// and bench commands. It imports only pkg/waitroom/draw (the waiting room's seed),
 // never pkg/config, pkg/stock, pkg/orderlog or the HTTP layer: it opens its pool
 // from a DSN (Pool) or is handed a *sql.DB, and knows nothing of the other
 // stores.

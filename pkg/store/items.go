@@ -33,7 +33,7 @@ type Item struct {
 	// Queue is true when the item has a waiting room (an item_queues row,
 	// see queues.go); QueueOpensAt is when buyers may take tickets and
 	// QueueCommitment hex(sha256(seed)); QueueRate is how many tickets a
-	// second the gate admits (pkg/gate). All are zero without a queue.
+	// second the gate admits (pkg/waitroom). All are zero without a queue.
 	Queue           bool
 	QueueOpensAt    time.Time
 	QueueCommitment string

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/flashsale-dev/flashsale/pkg/waitroom"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom/draw"
 )
 
 // Queue is an item's waiting room as stored in item_queues (a row exists iff
@@ -45,7 +45,7 @@ func saveQueue(ctx context.Context, tx *sql.Tx, it Item) (Queue, error) {
 	err := tx.QueryRowContext(ctx, "SELECT commitment FROM item_queues WHERE item_id = ?", it.ID).Scan(&commitment)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		seed, err := waitroom.NewSeed(nil)
+		seed, err := draw.NewSeed(nil)
 		if err != nil {
 			return Queue{}, err
 		}
@@ -71,18 +71,18 @@ func saveQueue(ctx context.Context, tx *sql.Tx, it Item) (Queue, error) {
 // QueueSeed reads the seed of item id's queue. Only the transcript and the
 // shuffle (from starts_at on) may show what it returns. store.ErrNotFound:
 // the item has no queue.
-func QueueSeed(ctx context.Context, q Querier, id int64) (waitroom.Seed, error) {
+func QueueSeed(ctx context.Context, q Querier, id int64) (draw.Seed, error) {
 	var b []byte
 	err := q.QueryRowContext(ctx, "SELECT seed FROM item_queues WHERE item_id = ?", id).Scan(&b)
 	if errors.Is(err, sql.ErrNoRows) {
-		return waitroom.Seed{}, ErrNotFound
+		return draw.Seed{}, ErrNotFound
 	}
 	if err != nil {
-		return waitroom.Seed{}, fmt.Errorf("store: seed of %d: %w", id, err)
+		return draw.Seed{}, fmt.Errorf("store: seed of %d: %w", id, err)
 	}
-	var s waitroom.Seed
+	var s draw.Seed
 	if len(b) != len(s) {
-		return waitroom.Seed{}, fmt.Errorf("store: seed of %d has %d bytes", id, len(b))
+		return draw.Seed{}, fmt.Errorf("store: seed of %d has %d bytes", id, len(b))
 	}
 	copy(s[:], b)
 	return s, nil
@@ -101,7 +101,7 @@ func newGrantKey() ([]byte, error) {
 }
 
 // QueueGrantKey reads the key item id's admission grants are signed with
-// (pkg/grant). A queue created before schema 0005 has none yet: the first
+// (pkg/waitroom). A queue created before schema 0005 has none yet: the first
 // caller draws one and stores it unless another caller did first (the
 // UPDATE only fills a NULL), and every caller then reads the one stored.
 // store.ErrNotFound: the item has no queue. The key never leaves the

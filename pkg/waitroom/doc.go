@@ -1,80 +1,70 @@
-// Package waitroom is the fair order of an item's waiting room, as pure
-// functions: no store, no clock. The ingress keeps the tickets and the seed;
-// this package says what order they are in and lets anyone check it.
+// Package waitroom is the waiting room of a queued item (issue 25): the
+// gate that admits tickets at the item's queue_rate, the waitlist's offers
+// of released units down the line, and the admission grants an admitted
+// ticket (or an offer) is handed. The fair order itself, as pure functions
+// an outside verifier can run, is its subpackage draw.
 //
-// # The order
+// # The gate
 //
-// When a queued item is created the server draws a seed of 32 bytes from
-// crypto/rand (NewSeed) and publishes its commitment, hex(sha256(seed)), on the
-// item. A buyer's ticket gets an id of 16 random bytes drawn by the server when
-// the ticket is taken (NewTicketID), and an arrival number: 1 for the first
-// ticket of the item, 2 for the next, and so on. The ticket's public form is
-// its hash, hex(sha256(id)) (Hash), and its rank is HMAC-SHA256(seed, hash)
-// (Rank): a keyed hash of (seed, ticket). At starts_at the seed is revealed and
-// the tickets taken before it (arrival numbers 1..shuffled) are served in
-// ascending rank; tickets taken later queue behind them in arrival order.
+// For every item with a queue whose sale has started, the gate (gate.go)
+// moves the item's serving position on at the item's queue_rate, so tickets
+// are admitted in the serving order (draw.Line) at a pace the pipeline can
+// take, not all at once. It runs in the reaper. One replica holds it at a
+// time, by a Redis lease (pkg/lease, GateLeaseKey) renewed each pass; the
+// others wait and take over within the lease's TTL when the holder dies.
+// Correctness does not rest on the lease: each move is one script
+// (lua/gate_advance.lua) that admits what the rate allows since the last move by
+// Redis' clock, so two movers at once admit at the rate, not twice it. What
+// the gate cannot do is sell: an admitted ticket's holder still orders
+// through admit.lua, which takes stock and enforces one order per buyer, and
+// the ingress checks the grant an admitted ticket is handed.
 //
-// From starts_at on (during the sale, not only after it) the server publishes
-// a Transcript: seed, commitment, shuffled and the hashes of the tickets taken
-// so far with their arrival numbers, in serving order. It lets anyone check,
-// from the transcript alone (Verify), that the seed is the committed one and
-// that the order follows from it, and lets a buyer, who knows their own ticket
-// id and arrival number, find their own rank (OwnPosition) while they wait.
+// With no gate running (every reaper down, or FLASHSALE_QUEUE_GATE_INTERVAL
+// 0) nobody new is admitted: the queue fails closed, and the alerts say so
+// (FlashsaleQueueNoGateHolder, FlashsaleQueueGateStalled).
 //
-// The rank is keyed by the ticket's hash rather than by its id so that the
-// transcript can be checked without publishing the ids: an id is what the
-// buyer was handed, and its hash names it without giving it away.
+// # The waitlist's offers
 //
-// # Why nobody can choose the order once the commitment is out
+// Units the reaper releases while a sale is open and sold out sit in the
+// item's pool; each gate pass offers them, one unit per buyer, down the
+// serving order (gate_offers.go). The offer's script decides everything in
+// Redis in one step, so a pass that dies half-way cannot offer a unit twice.
 //
-//   - The seed is fixed by the commitment: a different seed with the same
-//     sha256 is a second preimage, which nobody can find. Verify refuses a
-//     transcript whose seed does not hash to the commitment published on the
-//     item before any ticket was taken.
-//   - The rank of each ticket is then a fixed function of its hash. HMAC-SHA256
-//     keyed by a seed nobody else knows is a pseudorandom function: before the
-//     reveal a buyer cannot tell a good ticket from a bad one, and the order of
-//     the tickets is uniform over their permutations (the uniformity test
-//     checks the position of each ticket over many seeds).
-//   - Ticket ids are drawn by the server (crypto/rand) when the ticket is
-//     taken, not chosen by the buyer nor by the operator, and the arrival
-//     numbers are the server's count. A ticket's rank is therefore unknown to
-//     everyone without the seed until it exists, and fixed from then on.
-//   - Which tickets are shuffled is fixed by their arrival numbers: the first
-//     shuffled arrivals, and a later ticket cannot be moved among them, nor
-//     the late tickets reordered, without Verify failing.
+// # Grants
 //
-// Assumed: the server runs this code (ids from crypto/rand, arrival numbers in
-// the order tickets were taken), the commitment was published before
-// queue_opens_at, and nobody reads the stored seed before starts_at.
+// A grant (grant.go) is "g1.<item>.<user>.<expires unix ms>.<mac>", the mac
+// being HMAC-SHA256 under the item's grant key (item_queues.grant_key, drawn
+// from crypto/rand with the queue and never shown) of everything before it,
+// in unpadded base64url. Any replica that can read the key checks a grant
+// with no shared state and no Redis round trip, which keeps the queue off
+// the order's hot path. Binding the item and the user in the mac is what
+// makes a grant useless to another buyer or for another item, and the
+// expiry what makes a copied or hoarded grant die soon. Reuse by its own
+// buyer is harmless: admission already allows one order per buyer per item.
+// An offer grant ("w1.…", SignOfferGrant) is the same under another version:
+// it says the buyer holds a waitlist offer and expires with the offer's
+// claim window. The version is inside the mac, so neither kind can be turned
+// into the other; IsOfferGrant tells a verified grant's kind.
 //
-// # What is not promised
+// # What it owns
 //
-//   - Whoever holds the seed before the reveal (it is generated by the server
-//     and stored in MySQL, so an operator or a database reader can) knows the
-//     rank of every ticket as soon as it is issued. They cannot pick a ticket's
-//     rank, but with many accounts they can take many tickets and keep the
-//     best, and a dishonest server can redraw ids until one ranks well. Hiding
-//     the seed from everyone would need a seed derived from randomness
-//     published after the tickets close (a public beacon), which this does not
-//     do.
-//   - A buyer with many accounts holds many tickets: the shuffle is fair per
-//     ticket, not per person. One ticket per buyer per item is all it enforces.
-//   - That a ticket is "before starts_at" is the server's word (the arrival
-//     number where the shuffled tickets end); the transcript shows the order
-//     follows from it, not when each ticket was taken.
-//   - A buyer can check their own ticket is in the transcript at the rank they
-//     were served; nobody can check that the other tickets belong to real
-//     buyers (the server could add its own), nor that a ticket it left out
-//     existed, except its owner.
-//   - Being early in the order is a place in line, not a unit: admission still
-//     goes through the sale's stock and limits.
+// The gate's pass and lease name, the grant format and its check, and the
+// metrics flashsale_queue_waiting, flashsale_queue_admitted_total,
+// flashsale_queue_gate_held, flashsale_queue_gate_held_back_total,
+// flashsale_queue_gate_pass_failures_total and
+// flashsale_queue_waitlist_units_total; the Redis state of tickets, the
+// gate and the waitlist (Store: tickets.go, gate_redis.go, waitlist.go) and
+// their scripts (lua/ticket_take.lua, gate_advance.lua, waitlist_offer.lua).
+// The keys' names are pkg/stock's (QueueKeysOf): the ledger's admit.lua and
+// restore.lua touch the waitlist's keys in the same step as the stock.
+// Still outside it (issue 40 item 1, moving in steps): the queue's rows
+// (pkg/store queues.go) and the ticket views of the HTTP layer
+// (pkg/httpapi queue_*.go).
 //
 // # Imports
 //
-// It holds no state. Importers: pkg/store (the seed, NewSeed), pkg/httpapi
-// (tickets and the transcript), pkg/gate (the serving order) and pkg/ctl
-// (verifying a transcript). It imports nothing but the standard library and
-// never time, the network or a store client: the order must be the same
-// wherever it is computed, and anyone must be able to check it.
+// Importers: the reaper's main, which runs the gate, and pkg/httpapi, which
+// signs and checks grants and shows the gate's lease holder. It imports
+// draw, pkg/lease, pkg/stock and pkg/store, and never the HTTP layer.
+// pkg/ctl (flashsalectl) imports draw alone, which links no store client.
 package waitroom

@@ -1,4 +1,4 @@
-package gate
+package waitroom
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
@@ -8,7 +8,7 @@ import (
 // Metrics are the gate's series. Items are not labels: an operator reads
 // one item's queue with GET /api/v1/admin/items/{id}/queue (flashsalectl
 // queue show).
-type Metrics struct {
+type GateMetrics struct {
 	// Held is 1 while this replica holds the gate.
 	Held prometheus.Gauge
 	// Admitted counts the positions the gate moved on, over every item.
@@ -29,10 +29,10 @@ type Metrics struct {
 	Waitlist *prometheus.CounterVec
 }
 
-// NewMetrics registers the gate's series on reg.
-func NewMetrics(reg prometheus.Registerer) *Metrics {
+// NewGateMetrics registers the gate's series on reg.
+func NewGateMetrics(reg prometheus.Registerer) *GateMetrics {
 	f := promauto.With(reg)
-	return &Metrics{
+	return &GateMetrics{
 		Held: f.NewGauge(prometheus.GaugeOpts{
 			Name: "flashsale_queue_gate_held",
 			Help: "1 while this reaper replica holds the waiting room's gate (FLASHSALE_QUEUE_GATE_LEASE), else 0.",

@@ -1,4 +1,4 @@
-package gate
+package waitroom
 
 import (
 	"context"
@@ -16,21 +16,21 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
-// LeaseKey is the gate's lease (Config.LeaseKey's default).
-const LeaseKey = "fs:queue:gate:lease"
+// GateLeaseKey is the gate's lease (GateConfig.LeaseKey's default).
+const GateLeaseKey = "fs:queue:gate:lease"
 
 // itemsTTL is how long the list of queued items is reused: one MySQL query
 // every few seconds, not every pass. A rate changed by an admin is seen
 // within it.
 const itemsTTL = 2 * time.Second
 
-// Config is what one gate needs; a zero field takes its default.
-type Config struct {
+// GateConfig is what one gate needs; a zero field takes its default.
+type GateConfig struct {
 	// Interval is the pause between passes (default 100ms).
 	Interval time.Duration
 	// Lease is the gate lease's TTL, renewed every pass (default 1s).
 	Lease time.Duration
-	// LeaseKey is the lease's key (default LeaseKey; tests use their own).
+	// LeaseKey is the lease's key (default GateLeaseKey; tests use their own).
 	LeaseKey string
 	// StoreTimeout bounds one MySQL query or Redis call (default 2s).
 	StoreTimeout time.Duration
@@ -44,7 +44,7 @@ type Config struct {
 	MaxInFlight int
 }
 
-func (c Config) withDefaults() Config {
+func (c GateConfig) withDefaults() GateConfig {
 	if c.Interval <= 0 {
 		c.Interval = 100 * time.Millisecond
 	}
@@ -52,7 +52,7 @@ func (c Config) withDefaults() Config {
 		c.Lease = time.Second
 	}
 	if c.LeaseKey == "" {
-		c.LeaseKey = LeaseKey
+		c.LeaseKey = GateLeaseKey
 	}
 	if c.StoreTimeout <= 0 {
 		c.StoreTimeout = 2 * time.Second
@@ -69,25 +69,27 @@ func (c Config) withDefaults() Config {
 // Gate admits queued items' tickets at their rates. Passes of one Gate
 // never overlap.
 type Gate struct {
-	cfg Config
+	cfg GateConfig
 	db  *sql.DB
 	rdb redis.UniversalClient
-	st  *stock.Store
-	m   *Metrics
+	st  *stock.Store // the ledger: orders in flight
+	wr  *Store       // the waiting room's own keys
+	m   *GateMetrics
 	log *slog.Logger
 	// now is the gate's clock for the items' sale windows (time.Now); a
-	// test sets it, with the Store's (stock.Store.WithClock), to step the
+	// test sets it, with the Store's (Store.WithClock), to step the
 	// gate's time instead of waiting on it (export_test.go).
 	now func() time.Time
 
 	items   []store.Item
 	itemsAt time.Time
-	lines   map[int64]line // the items' serving orders (waitlist.go)
+	lines   map[int64]line // the items' serving orders (gate_offers.go)
 }
 
-// New returns a gate on db and rdb; it makes no call until Run or Pass.
-func New(cfg Config, db *sql.DB, rdb redis.UniversalClient, m *Metrics, log *slog.Logger) *Gate {
-	return &Gate{cfg: cfg.withDefaults(), db: db, rdb: rdb, st: stock.New(rdb), m: m, log: log, now: time.Now, lines: map[int64]line{}}
+// NewGate returns a gate on db and rdb; it makes no call until Run or Pass.
+func NewGate(cfg GateConfig, db *sql.DB, rdb redis.UniversalClient, m *GateMetrics, log *slog.Logger) *Gate {
+	st := stock.New(rdb)
+	return &Gate{cfg: cfg.withDefaults(), db: db, rdb: rdb, st: st, wr: NewStore(st), m: m, log: log, now: time.Now, lines: map[int64]line{}}
 }
 
 // Run passes every Interval until ctx is done, then gives the lease up so
@@ -146,7 +148,7 @@ func (g *Gate) Pass(ctx context.Context) error {
 			continue // nothing moves before the start (the script checks too)
 		}
 		st, err := g.advance(ctx, it)
-		if errors.Is(err, stock.ErrQueueNotWarmed) {
+		if errors.Is(err, ErrNotWarmed) {
 			continue // not in Redis (yet): nobody can hold a ticket of it
 		}
 		if err != nil {
@@ -177,20 +179,20 @@ func (g *Gate) hold(ctx context.Context) (bool, error) {
 // admitted, no time banked), so admissions follow what the consumers
 // commit. Orders follow admissions late (a buyer orders after seeing the
 // admission), so the bound is on the pipeline's backlog, not on tickets.
-func (g *Gate) advance(ctx context.Context, it store.Item) (stock.GateState, error) {
+func (g *Gate) advance(ctx context.Context, it store.Item) (GateState, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.cfg.StoreTimeout)
 	defer cancel()
 	if now := g.now(); g.cfg.MaxInFlight > 0 && !now.Before(it.StartsAt) && now.Before(it.EndsAt) {
 		n, err := g.st.InFlight(ctx, it.ID, it.Buckets)
 		if err != nil {
-			return stock.GateState{}, err
+			return GateState{}, err
 		}
 		if n >= int64(g.cfg.MaxInFlight) {
 			g.m.HeldBack.Inc()
-			return g.st.HoldGate(ctx, it.ID)
+			return g.wr.HoldGate(ctx, it.ID)
 		}
 	}
-	return g.st.AdvanceGate(ctx, it.ID, it.QueueRate)
+	return g.wr.AdvanceGate(ctx, it.ID, it.QueueRate)
 }
 
 // endedGrace is how long after its end a queued item is still passed: its

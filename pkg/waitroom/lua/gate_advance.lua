@@ -12,7 +12,7 @@
 --         time held is not banked: admissions resume at the rate, never in
 --         a burst, once orders are written
 -- ARGV[3] optional: now, Unix ms, used instead of Redis' TIME (only a
---         test's clock passes it: stock.Store.WithClock)
+--         test's clock passes it: waitroom.Store.WithClock)
 -- Returns {serving, tickets, advanced, pool, offers, cursor}, or {"unknown"}
 -- for an item not warmed. Before start_ms and from end_ms on nothing moves. The position never passes the
 -- tickets taken, and time spent with every ticket admitted is not banked:

@@ -1,4 +1,4 @@
-package gate_test
+package waitroom_test
 
 import (
 	"context"
@@ -11,9 +11,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
-	"github.com/flashsale-dev/flashsale/pkg/gate"
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 )
 
 // TestGateHoldsWhileThePipelineIsFull: with MaxInFlight, the gate admits
@@ -44,21 +44,21 @@ func TestGateHoldsWhileThePipelineIsFull(t *testing.T) {
 	if n, err := st.InFlight(ctx, id, 1); err != nil || n != 3 {
 		t.Fatalf("in flight: %d %v, want 3", n, err)
 	}
-	newGate := func(maxInFlight int) (*gate.Gate, *gate.Metrics) {
-		m := gate.NewMetrics(prometheus.NewRegistry())
-		g := gate.New(gate.Config{LeaseKey: "fs:test:gate:" + testenv.Suffix() + t.Name(), MaxInFlight: maxInFlight},
+	newGate := func(maxInFlight int) (*waitroom.Gate, *waitroom.GateMetrics) {
+		m := waitroom.NewGateMetrics(prometheus.NewRegistry())
+		g := waitroom.NewGate(waitroom.GateConfig{LeaseKey: "fs:test:gate:" + testenv.Suffix() + t.Name(), MaxInFlight: maxInFlight},
 			db, rdb, m, slog.New(slog.NewTextHandler(io.Discard, nil)))
-		gate.SetClock(g, clock.now)
+		waitroom.SetClock(g, clock.now)
 		return g, m
 	}
 	serving := func() int64 {
-		g, err := st.ReadGate(ctx, id)
+		g, err := waitroom.NewStore(st).ReadGate(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return g.Serving
 	}
-	pass := func(g *gate.Gate, after time.Duration) int64 {
+	pass := func(g *waitroom.Gate, after time.Duration) int64 {
 		t.Helper()
 		clock.advance(after)
 		if err := g.Pass(ctx); err != nil {

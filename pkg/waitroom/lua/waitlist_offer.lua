@@ -1,4 +1,4 @@
--- waitlist_offer.lua: one pass of the waitlist hand-off (pkg/gate,
+-- waitlist_offer.lua: one pass of the waitlist hand-off (pkg/waitroom gate_offers.go,
 -- waitlist.go), run by the gate's lease holder. Every key carries the
 -- item's bucket 0 hash tag: the hand-off is for unbucketed items only.
 -- KEYS[1] the waitlist hash (pool: released units not on offer; cursor: the

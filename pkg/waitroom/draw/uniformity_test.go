@@ -1,10 +1,10 @@
-package waitroom_test
+package draw_test
 
 import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/flashsale-dev/flashsale/pkg/waitroom"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom/draw"
 )
 
 // TestShuffleIsUniform checks that over many seeds each of k tickets lands in
@@ -20,21 +20,21 @@ func TestShuffleIsUniform(t *testing.T) {
 		bound = 85.35
 	)
 	src := rand.NewChaCha8([32]byte{'u', 'n', 'i', 'f'})
-	entries := make([]waitroom.Entry, k)
+	entries := make([]draw.Entry, k)
 	for i := range k {
-		id, err := waitroom.NewTicketID(src)
+		id, err := draw.NewTicketID(src)
 		if err != nil {
 			t.Fatal(err)
 		}
-		entries[i] = waitroom.Entry{Ticket: waitroom.Hash(id), Arrival: int64(i + 1)}
+		entries[i] = draw.Entry{Ticket: draw.Hash(id), Arrival: int64(i + 1)}
 	}
 	var counts [k][k]int
 	for range seeds {
-		seed, err := waitroom.NewSeed(src)
+		seed, err := draw.NewSeed(src)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for pos, e := range waitroom.Order(seed, entries, k) {
+		for pos, e := range draw.Order(seed, entries, k) {
 			counts[e.Arrival-1][pos]++
 		}
 	}

@@ -1,13 +1,12 @@
-package gate
+package waitroom
 
 import (
 	"context"
 	"fmt"
 	"time"
 
-	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
-	"github.com/flashsale-dev/flashsale/pkg/waitroom"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom/draw"
 )
 
 // The waitlist's hand-off (issue 25): units the reaper released while an
@@ -18,7 +17,7 @@ import (
 // that dies half-way, or two holders at once, cannot offer a unit twice:
 // this side only supplies the line.
 
-// defaultClaimWindow is Config.ClaimWindow's default.
+// defaultClaimWindow is GateConfig.ClaimWindow's default.
 const defaultClaimWindow = time.Minute
 
 // minCandidates is the fewest tickets a waitlist call is given: enough to
@@ -32,18 +31,18 @@ const maxCallsPerItem = 8
 // line is an item's serving order as the gate last drew it.
 type line struct {
 	tickets int64 // the ticket count it was drawn from
-	cands   []stock.Candidate
+	cands   []Candidate
 }
 
 // waitlist runs item it's waitlist while it has units in its pool or on
 // offer (st, read by this pass's advance).
-func (g *Gate) waitlist(ctx context.Context, it store.Item, st stock.GateState) error {
+func (g *Gate) waitlist(ctx context.Context, it store.Item, st GateState) error {
 	if st.Pool+st.Offers == 0 || it.Buckets > 1 {
 		return nil
 	}
 	cursor := st.Cursor
 	for range maxCallsPerItem {
-		var cands []stock.Candidate
+		var cands []Candidate
 		end := true
 		if st.Pool > 0 || st.Offers > 0 {
 			ln, err := g.lineOf(ctx, it, st.Tickets)
@@ -56,7 +55,7 @@ func (g *Gate) waitlist(ctx context.Context, it store.Item, st stock.GateState) 
 			cands, end = ln.cands[from:to], to == len(ln.cands)
 		}
 		cctx, cancel := context.WithTimeout(ctx, g.cfg.StoreTimeout)
-		p, err := g.st.OfferReleased(cctx, it.ID, g.cfg.ClaimWindow, cands, end)
+		p, err := g.wr.OfferReleased(cctx, it.ID, g.cfg.ClaimWindow, cands, end)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("waitlist: %w", err)
@@ -91,19 +90,19 @@ func (g *Gate) lineOf(ctx context.Context, it store.Item, tickets int64) (line, 
 	if err != nil {
 		return line{}, fmt.Errorf("waitlist: seed: %w", err)
 	}
-	ts, err := g.st.Tickets(ctx, it.ID)
+	ts, err := g.wr.Tickets(ctx, it.ID)
 	if err != nil {
 		return line{}, fmt.Errorf("waitlist: tickets: %w", err)
 	}
-	held := make([]waitroom.Held, len(ts))
+	held := make([]draw.Held, len(ts))
 	users := make(map[string]int64, len(ts))
 	for i, t := range ts {
-		held[i] = waitroom.Held{ID: t.ID, Arrival: t.Arrival, Early: t.TakenAt.Before(it.StartsAt)}
+		held[i] = draw.Held{ID: t.ID, Arrival: t.Arrival, Early: t.TakenAt.Before(it.StartsAt)}
 		users[t.ID] = t.UserID
 	}
 	ln := line{tickets: int64(len(ts))}
-	for i, h := range waitroom.Line(seed, held) {
-		ln.cands = append(ln.cands, stock.Candidate{Position: int64(i + 1), Ticket: h.ID, UserID: users[h.ID]})
+	for i, h := range draw.Line(seed, held) {
+		ln.cands = append(ln.cands, Candidate{Position: int64(i + 1), Ticket: h.ID, UserID: users[h.ID]})
 	}
 	g.lines[it.ID] = ln
 	return ln, nil

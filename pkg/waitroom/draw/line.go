@@ -1,4 +1,4 @@
-package waitroom
+package draw
 
 // Held is a ticket as the server holds it: its id (which only its owner and
 // the server know; the transcript shows Hash(ID)), its arrival number, and

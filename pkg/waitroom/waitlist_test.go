@@ -1,4 +1,4 @@
-package stock_test
+package waitroom_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 )
 
 // soldOutQueued warms an open, queued item of units and admits users
@@ -48,9 +49,9 @@ func claim(t *testing.T, s *stock.Store, item, user int64, qty int) stock.AdmitC
 
 // checkI9 fails unless every unit that came into item's waitlist is in
 // exactly one place.
-func checkI9(t *testing.T, s *stock.Store, item int64) stock.Waitlist {
+func checkI9(t *testing.T, s *stock.Store, item int64) waitroom.Waitlist {
 	t.Helper()
-	w, err := s.ReadWaitlist(context.Background(), item)
+	w, err := waitroom.NewStore(s).ReadWaitlist(context.Background(), item)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,9 +73,9 @@ func untilRedisPasses(t *testing.T, s *stock.Store, at time.Time) {
 }
 
 // offerOf is user's live offer of item; the test fails when there is none.
-func offerOf(t *testing.T, s *stock.Store, item, user int64) stock.Offer {
+func offerOf(t *testing.T, s *stock.Store, item, user int64) waitroom.Offer {
 	t.Helper()
-	o, ok, err := s.OfferOf(context.Background(), item, user)
+	o, ok, err := waitroom.NewStore(s).OfferOf(context.Background(), item, user)
 	if err != nil || !ok {
 		t.Fatalf("user %d's offer: %+v %v %v, want one", user, o, ok, err)
 	}
@@ -90,6 +91,7 @@ func offerOf(t *testing.T, s *stock.Store, item, user int64) stock.Offer {
 func TestWaitlistHandOff(t *testing.T) {
 	t.Parallel()
 	s := stock.New(testenv.Redis(t))
+	w := waitroom.NewStore(s)
 	ctx := context.Background()
 	item, _, admitted := soldOutQueued(t, s, 2)
 	rids := map[int64]string{1: admitted[0], 2: admitted[1]}
@@ -97,9 +99,9 @@ func TestWaitlistHandOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The line: users 1 and 2 hold the item, 3, 4 and 5 wait.
-	line := make([]stock.Candidate, 5)
+	line := make([]waitroom.Candidate, 5)
 	for i := range line {
-		line[i] = stock.Candidate{Position: int64(i + 1), Ticket: fmt.Sprintf("%032x", i+1), UserID: int64(i + 1)}
+		line[i] = waitroom.Candidate{Position: int64(i + 1), Ticket: fmt.Sprintf("%032x", i+1), UserID: int64(i + 1)}
 	}
 
 	if r, err := s.Restore(ctx, item, 0, rids[1], 1); err != nil || r != stock.RestoreWaitlisted {
@@ -118,14 +120,14 @@ func TestWaitlistHandOff(t *testing.T) {
 		t.Fatalf("after the restore: %+v, want pool 1 of 1", w)
 	}
 
-	p, err := s.OfferReleased(ctx, item, time.Hour, line, true)
+	p, err := w.OfferReleased(ctx, item, time.Hour, line, true)
 	if err != nil || p.Offered != 1 || p.Cursor != 3 || p.Pool != 0 {
 		t.Fatalf("offer: %+v %v, want one offer, to position 3", p, err)
 	}
-	if o, ok, err := s.OfferOf(ctx, item, 3); err != nil || !ok || o.Ticket != line[2].Ticket || o.Position != 3 {
+	if o, ok, err := w.OfferOf(ctx, item, 3); err != nil || !ok || o.Ticket != line[2].Ticket || o.Position != 3 {
 		t.Fatalf("user 3's offer: %+v %v %v", o, ok, err)
 	}
-	if _, ok, _ := s.OfferOf(ctx, item, 4); ok {
+	if _, ok, _ := w.OfferOf(ctx, item, 4); ok {
 		t.Fatal("user 4 has an offer: one unit went to two tickets")
 	}
 	if c := claim(t, s, item, 4, 1); c != stock.NoOffer {
@@ -151,24 +153,24 @@ func TestWaitlistHandOff(t *testing.T) {
 	if r, _ := s.Restore(ctx, item, 0, rids[2], 1); r != stock.RestoreWaitlisted {
 		t.Fatalf("second restore: %v", r)
 	}
-	if p, err = s.OfferReleased(ctx, item, 50*time.Millisecond, line[3:], true); err != nil || p.Offered != 1 || p.Cursor != 4 {
+	if p, err = w.OfferReleased(ctx, item, 50*time.Millisecond, line[3:], true); err != nil || p.Offered != 1 || p.Cursor != 4 {
 		t.Fatalf("second offer: %+v %v, want position 4", p, err)
 	}
 	untilRedisPasses(t, s, offerOf(t, s, item, 4).Expires)
 	if c := claim(t, s, item, 4, 1); c != stock.NoOffer {
 		t.Fatalf("claim after the window: %s, want no_offer", c)
 	}
-	if p, err = s.OfferReleased(ctx, item, 50*time.Millisecond, line[4:], true); err != nil || p.Lapsed != 1 || p.Offered != 1 || p.Cursor != 5 {
+	if p, err = w.OfferReleased(ctx, item, 50*time.Millisecond, line[4:], true); err != nil || p.Lapsed != 1 || p.Offered != 1 || p.Cursor != 5 {
 		t.Fatalf("lapse: %+v %v, want lapsed 1 and offered to position 5", p, err)
 	}
-	if _, ok, _ := s.OfferOf(ctx, item, 4); ok {
+	if _, ok, _ := w.OfferOf(ctx, item, 4); ok {
 		t.Fatal("user 4 keeps a lapsed offer")
 	}
 	checkI9(t, s, item)
 
 	// Nobody left in line: the unit goes back to the stock.
 	untilRedisPasses(t, s, offerOf(t, s, item, 5).Expires)
-	if p, err = s.OfferReleased(ctx, item, time.Second, nil, true); err != nil || p.Lapsed != 1 || p.Returned != 1 || p.Pool != 0 {
+	if p, err = w.OfferReleased(ctx, item, time.Second, nil, true); err != nil || p.Lapsed != 1 || p.Returned != 1 || p.Pool != 0 {
 		t.Fatalf("end of the line: %+v %v, want lapsed 1, returned 1", p, err)
 	}
 	if left, _, _ := s.Stock(ctx, item); left != 1 {
@@ -215,12 +217,13 @@ func TestRestoreGoesToTheStockOutsideTheWaitlist(t *testing.T) {
 func TestWaitlistClaimsRaceOffersAndLapses(t *testing.T) {
 	t.Parallel()
 	s := stock.New(testenv.Redis(t))
+	wr := waitroom.NewStore(s)
 	ctx := context.Background()
 	const units, waiting = 30, 90
 	item, _, rids := soldOutQueued(t, s, units)
-	var line []stock.Candidate
+	var line []waitroom.Candidate
 	for u := int64(1); u <= units; u++ {
-		line = append(line, stock.Candidate{Position: u, Ticket: fmt.Sprintf("%032x", u), UserID: u})
+		line = append(line, waitroom.Candidate{Position: u, Ticket: fmt.Sprintf("%032x", u), UserID: u})
 	}
 	for i, rid := range rids { // sold out now: every unit released is the waitlist's
 		if r, err := s.Restore(ctx, item, 0, rid, 1); err != nil || r != stock.RestoreWaitlisted {
@@ -228,7 +231,7 @@ func TestWaitlistClaimsRaceOffersAndLapses(t *testing.T) {
 		}
 	}
 	for u := int64(units + 1); u <= units+waiting; u++ {
-		line = append(line, stock.Candidate{Position: u, Ticket: fmt.Sprintf("%032x", u), UserID: u})
+		line = append(line, waitroom.Candidate{Position: u, Ticket: fmt.Sprintf("%032x", u), UserID: u})
 	}
 
 	// Each racer paced by a ticker of its own, so the race spreads over
@@ -255,7 +258,7 @@ func TestWaitlistClaimsRaceOffersAndLapses(t *testing.T) {
 	}
 	for range 4 {
 		racer(3*time.Millisecond, func() bool {
-			if _, err := s.OfferReleased(ctx, item, 30*time.Millisecond, line, true); err != nil {
+			if _, err := wr.OfferReleased(ctx, item, 30*time.Millisecond, line, true); err != nil {
 				gateErr.Store(err)
 				return false
 			}
@@ -275,7 +278,7 @@ func TestWaitlistClaimsRaceOffersAndLapses(t *testing.T) {
 		})
 	}
 	testenv.Eventually(t, 30*time.Second, 10*time.Millisecond, func() bool {
-		w, err := s.ReadWaitlist(ctx, item)
+		w, err := wr.ReadWaitlist(ctx, item)
 		return (err == nil && w.Held() == 0) || gateErr.Load() != nil
 	}, "the race never ended: units still in the pool or on offer")
 	halt()
@@ -315,8 +318,8 @@ func TestWarmGivesTheWaitlistsUnitsToTheStock(t *testing.T) {
 			t.Fatalf("restore: %v %v", r, err)
 		}
 	}
-	line := []stock.Candidate{{Position: 3, Ticket: fmt.Sprintf("%032x", 3), UserID: 3}}
-	if p, err := s.OfferReleased(ctx, item, time.Minute, line, false); err != nil || p.Offered != 1 || p.Pool != 1 {
+	line := []waitroom.Candidate{{Position: 3, Ticket: fmt.Sprintf("%032x", 3), UserID: 3}}
+	if p, err := waitroom.NewStore(s).OfferReleased(ctx, item, time.Minute, line, false); err != nil || p.Offered != 1 || p.Pool != 1 {
 		t.Fatalf("offer: %+v %v", p, err)
 	}
 	// MySQL's stock is the two released units.
@@ -344,6 +347,7 @@ func TestWarmGivesTheWaitlistsUnitsToTheStock(t *testing.T) {
 func TestReleasedClaimGoesBackToTheWaitlist(t *testing.T) {
 	t.Parallel()
 	s := stock.New(testenv.Redis(t))
+	w := waitroom.NewStore(s)
 	ctx := context.Background()
 	item, _, rids := soldOutQueued(t, s, 2)
 	// User 1's order is not taken (ABORTED): sold out, so the pool gets it.
@@ -353,10 +357,10 @@ func TestReleasedClaimGoesBackToTheWaitlist(t *testing.T) {
 	if w := checkI9(t, s, item); w.Pool != 1 || w.In != 1 {
 		t.Fatalf("after an ordinary release while sold out: %+v, want pool 1", w)
 	}
-	line := []stock.Candidate{{Position: 3, Ticket: fmt.Sprintf("%032x", 3), UserID: 3}, {Position: 4, Ticket: fmt.Sprintf("%032x", 4), UserID: 4}}
+	line := []waitroom.Candidate{{Position: 3, Ticket: fmt.Sprintf("%032x", 3), UserID: 3}, {Position: 4, Ticket: fmt.Sprintf("%032x", 4), UserID: 4}}
 	// A window the steps below fit in even on a loaded machine; its end is
 	// waited for by Redis' clock.
-	if p, err := s.OfferReleased(ctx, item, time.Second, line, false); err != nil || p.Offered != 1 {
+	if p, err := w.OfferReleased(ctx, item, time.Second, line, false); err != nil || p.Offered != 1 {
 		t.Fatalf("offer: %+v %v", p, err)
 	}
 	claimRID := reqid.New(item, time.Now())
@@ -367,7 +371,7 @@ func TestReleasedClaimGoesBackToTheWaitlist(t *testing.T) {
 	if ok, err := s.Release(ctx, item, claimRID, stock.ReleaseOptions{ReturnStock: true, RemoveBuyer: true}); err != nil || !ok {
 		t.Fatalf("release of the claim: %v %v", ok, err)
 	}
-	o, ok, _ := s.OfferOf(ctx, item, 3)
+	o, ok, _ := w.OfferOf(ctx, item, 3)
 	if !ok || o.Position != 3 {
 		t.Fatalf("3's offer after its claim was released: %+v %v, want it back", o, ok)
 	}
@@ -383,13 +387,13 @@ func TestReleasedClaimGoesBackToTheWaitlist(t *testing.T) {
 	if ok, err := s.Release(ctx, item, retry, stock.ReleaseOptions{ReturnStock: true, RemoveBuyer: true}); err != nil || !ok {
 		t.Fatalf("release of the retry: %v %v", ok, err)
 	}
-	if _, ok, _ := s.OfferOf(ctx, item, 3); ok {
+	if _, ok, _ := w.OfferOf(ctx, item, 3); ok {
 		t.Fatal("an offer past its window came back")
 	}
 	if w := checkI9(t, s, item); w.Pool != 1 || w.Claimed != 0 {
 		t.Fatalf("after the late release: %+v, want pool 1", w)
 	}
-	if p, err := s.OfferReleased(ctx, item, time.Minute, line, false); err != nil || p.Offered != 1 || p.Cursor != 4 {
+	if p, err := w.OfferReleased(ctx, item, time.Minute, line, false); err != nil || p.Offered != 1 || p.Cursor != 4 {
 		t.Fatalf("offer to the next: %+v %v, want position 4", p, err)
 	}
 	if left, _, _ := s.Stock(ctx, item); left != 0 {

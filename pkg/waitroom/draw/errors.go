@@ -1,4 +1,4 @@
-package waitroom
+package draw
 
 import "errors"
 

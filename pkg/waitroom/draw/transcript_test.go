@@ -1,4 +1,4 @@
-package waitroom_test
+package draw_test
 
 import (
 	"encoding/json"
@@ -6,37 +6,37 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/flashsale-dev/flashsale/pkg/waitroom"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom/draw"
 )
 
 // sale builds a transcript of n tickets, the first shuffled of them taken
 // before starts_at, from a deterministic source; it returns the ticket ids by
 // arrival (ids[0] arrived first).
-func sale(t *testing.T, src *rand.ChaCha8, n, shuffled int) (waitroom.Transcript, []string) {
+func sale(t *testing.T, src *rand.ChaCha8, n, shuffled int) (draw.Transcript, []string) {
 	t.Helper()
-	seed, err := waitroom.NewSeed(src)
+	seed, err := draw.NewSeed(src)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ids := make([]string, n)
-	entries := make([]waitroom.Entry, n)
+	entries := make([]draw.Entry, n)
 	for i := range n {
-		if ids[i], err = waitroom.NewTicketID(src); err != nil {
+		if ids[i], err = draw.NewTicketID(src); err != nil {
 			t.Fatal(err)
 		}
-		entries[i] = waitroom.Entry{Ticket: waitroom.Hash(ids[i]), Arrival: int64(i + 1)}
+		entries[i] = draw.Entry{Ticket: draw.Hash(ids[i]), Arrival: int64(i + 1)}
 	}
-	return waitroom.NewTranscript(7, seed, entries, int64(shuffled)), ids
+	return draw.NewTranscript(7, seed, entries, int64(shuffled)), ids
 }
 
 // roundTrip is the transcript as a buyer downloads it: through its JSON form.
-func roundTrip(t *testing.T, tr waitroom.Transcript) waitroom.Transcript {
+func roundTrip(t *testing.T, tr draw.Transcript) draw.Transcript {
 	t.Helper()
 	b, err := json.Marshal(tr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out waitroom.Transcript
+	var out draw.Transcript
 	if err := json.Unmarshal(b, &out); err != nil {
 		t.Fatalf("decode %s: %v", b, err)
 	}
@@ -47,7 +47,7 @@ func TestTranscriptVerifiesFromItselfAlone(t *testing.T) {
 	src := rand.NewChaCha8([32]byte{1})
 	tr, ids := sale(t, src, 50, 40)
 	got := roundTrip(t, tr)
-	if err := waitroom.Verify(got); err != nil {
+	if err := draw.Verify(got); err != nil {
 		t.Fatalf("a transcript the server built: %v", err)
 	}
 	// Every buyer finds their own ticket, at a position consistent with the
@@ -55,7 +55,7 @@ func TestTranscriptVerifiesFromItselfAlone(t *testing.T) {
 	// order.
 	seen := map[int]bool{}
 	for i, id := range ids {
-		pos, err := waitroom.OwnPosition(got, id, int64(i+1))
+		pos, err := draw.OwnPosition(got, id, int64(i+1))
 		if err != nil {
 			t.Fatalf("buyer of arrival %d: %v", i+1, err)
 		}
@@ -81,10 +81,10 @@ func TestTranscriptVerifiesFromItselfAlone(t *testing.T) {
 	if !moved {
 		t.Fatal("the early tickets are in arrival order: not shuffled")
 	}
-	if _, err := waitroom.OwnPosition(got, "not-a-ticket", 1); !errors.Is(err, waitroom.ErrNotInTranscript) {
+	if _, err := draw.OwnPosition(got, "not-a-ticket", 1); !errors.Is(err, draw.ErrNotInTranscript) {
 		t.Fatalf("unknown ticket: %v, want ErrNotInTranscript", err)
 	}
-	if _, err := waitroom.OwnPosition(got, ids[3], 5); !errors.Is(err, waitroom.ErrNotInTranscript) {
+	if _, err := draw.OwnPosition(got, ids[3], 5); !errors.Is(err, draw.ErrNotInTranscript) {
 		t.Fatalf("wrong arrival: %v, want ErrNotInTranscript", err)
 	}
 }
@@ -92,48 +92,48 @@ func TestTranscriptVerifiesFromItselfAlone(t *testing.T) {
 func TestTamperedTranscriptFails(t *testing.T) {
 	src := rand.NewChaCha8([32]byte{2})
 	base, _ := sale(t, src, 30, 20)
-	other, err := waitroom.NewSeed(src)
+	other, err := draw.NewSeed(src)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
 		name   string
-		tamper func(tr *waitroom.Transcript)
+		tamper func(tr *draw.Transcript)
 		want   error
 	}{
-		{"swapped pair of shuffled tickets", func(tr *waitroom.Transcript) {
+		{"swapped pair of shuffled tickets", func(tr *draw.Transcript) {
 			tr.Tickets[3], tr.Tickets[4] = tr.Tickets[4], tr.Tickets[3]
-		}, waitroom.ErrOrder},
-		{"swapped pair of late tickets", func(tr *waitroom.Transcript) {
+		}, draw.ErrOrder},
+		{"swapped pair of late tickets", func(tr *draw.Transcript) {
 			tr.Tickets[25], tr.Tickets[26] = tr.Tickets[26], tr.Tickets[25]
-		}, waitroom.ErrOrder},
-		{"wrong seed, commitment kept", func(tr *waitroom.Transcript) {
+		}, draw.ErrOrder},
+		{"wrong seed, commitment kept", func(tr *draw.Transcript) {
 			tr.Seed = other
-		}, waitroom.ErrCommitment},
-		{"wrong seed with its own commitment, order kept", func(tr *waitroom.Transcript) {
+		}, draw.ErrCommitment},
+		{"wrong seed with its own commitment, order kept", func(tr *draw.Transcript) {
 			tr.Seed = other
 			tr.Commitment = other.Commitment()
-		}, waitroom.ErrOrder},
-		{"late ticket moved to the front", func(tr *waitroom.Transcript) {
+		}, draw.ErrOrder},
+		{"late ticket moved to the front", func(tr *draw.Transcript) {
 			late := tr.Tickets[25]
 			copy(tr.Tickets[1:26], tr.Tickets[0:25])
 			tr.Tickets[0] = late
-		}, waitroom.ErrOrder},
-		{"late ticket counted as shuffled", func(tr *waitroom.Transcript) {
+		}, draw.ErrOrder},
+		{"late ticket counted as shuffled", func(tr *draw.Transcript) {
 			tr.Shuffled++
-		}, waitroom.ErrOrder},
-		{"ticket given another arrival", func(tr *waitroom.Transcript) {
+		}, draw.ErrOrder},
+		{"ticket given another arrival", func(tr *draw.Transcript) {
 			tr.Tickets[0].Arrival = tr.Tickets[1].Arrival
-		}, waitroom.ErrArrivals},
-		{"ticket dropped from the middle of the arrivals", func(tr *waitroom.Transcript) {
+		}, draw.ErrArrivals},
+		{"ticket dropped from the middle of the arrivals", func(tr *draw.Transcript) {
 			tr.Tickets = append(tr.Tickets[:2:2], tr.Tickets[3:]...)
-		}, waitroom.ErrArrivals},
+		}, draw.ErrArrivals},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			tr := roundTrip(t, base)
 			c.tamper(&tr)
-			if err := waitroom.Verify(tr); !errors.Is(err, c.want) {
+			if err := draw.Verify(tr); !errors.Is(err, c.want) {
 				t.Fatalf("Verify = %v, want %v", err, c.want)
 			}
 		})
@@ -141,22 +141,22 @@ func TestTamperedTranscriptFails(t *testing.T) {
 }
 
 func TestSeedFormsRoundTrip(t *testing.T) {
-	s, err := waitroom.NewSeed(nil)
+	s, err := draw.NewSeed(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := waitroom.ParseSeed(s.String())
+	p, err := draw.ParseSeed(s.String())
 	if err != nil || p != s {
 		t.Fatalf("ParseSeed(String()) = %v, %v", p, err)
 	}
 	if len(s.Commitment()) != 64 {
 		t.Fatalf("commitment %q is not a hex sha256", s.Commitment())
 	}
-	if _, err := waitroom.ParseSeed("abcd"); err == nil {
+	if _, err := draw.ParseSeed("abcd"); err == nil {
 		t.Fatal("a short seed parsed")
 	}
-	a, _ := waitroom.NewTicketID(nil)
-	b, _ := waitroom.NewTicketID(nil)
+	a, _ := draw.NewTicketID(nil)
+	b, _ := draw.NewTicketID(nil)
 	if a == b || len(a) != 32 {
 		t.Fatalf("ticket ids %q, %q", a, b)
 	}
@@ -172,23 +172,23 @@ func TestOnlyTheOwnerSeesTheirTicketReplaced(t *testing.T) {
 	// The last arrival dropped: arrivals 1..29 remain, in order.
 	dropped := roundTrip(t, tr)
 	dropped.Tickets = dropped.Tickets[:29]
-	if err := waitroom.Verify(dropped); err != nil {
+	if err := draw.Verify(dropped); err != nil {
 		t.Fatalf("a consistent shorter transcript: %v", err)
 	}
-	if _, err := waitroom.OwnPosition(dropped, ids[29], 30); !errors.Is(err, waitroom.ErrNotInTranscript) {
+	if _, err := draw.OwnPosition(dropped, ids[29], 30); !errors.Is(err, draw.ErrNotInTranscript) {
 		t.Fatalf("owner of the dropped ticket: %v, want ErrNotInTranscript", err)
 	}
 	// A late ticket replaced by another hash keeps the late order.
 	replaced := roundTrip(t, tr)
-	replaced.Tickets[25].Ticket = waitroom.Hash("a ticket nobody was given")
-	if err := waitroom.Verify(replaced); err != nil {
+	replaced.Tickets[25].Ticket = draw.Hash("a ticket nobody was given")
+	if err := draw.Verify(replaced); err != nil {
 		t.Fatalf("a late hash replaced keeps the order: %v", err)
 	}
-	if _, err := waitroom.OwnPosition(replaced, ids[25], 26); !errors.Is(err, waitroom.ErrNotInTranscript) {
+	if _, err := draw.OwnPosition(replaced, ids[25], 26); !errors.Is(err, draw.ErrNotInTranscript) {
 		t.Fatalf("owner of the replaced ticket: %v, want ErrNotInTranscript", err)
 	}
 	// Everyone else still finds their own.
-	if _, err := waitroom.OwnPosition(replaced, ids[0], 1); err != nil {
+	if _, err := draw.OwnPosition(replaced, ids[0], 1); err != nil {
 		t.Fatalf("another buyer: %v", err)
 	}
 }

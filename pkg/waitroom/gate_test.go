@@ -1,4 +1,4 @@
-package gate_test
+package waitroom_test
 
 import (
 	"context"
@@ -15,9 +15,9 @@ import (
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/catalog"
-	"github.com/flashsale-dev/flashsale/pkg/gate"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 )
 
 // queuedItem saves and warms an item of stock units whose waiting room
@@ -34,14 +34,14 @@ func queuedItem(t *testing.T, db *sql.DB, st *stock.Store, stockUnits int64, sta
 		t.Fatal(err)
 	}
 	for i := range tickets {
-		if _, _, err := st.TakeTicket(ctx, id, int64(i+1), fmt.Sprintf("%032x", i+1), now.Add(-time.Minute), false); err != nil {
+		if _, _, err := waitroom.NewStore(st).TakeTicket(ctx, id, int64(i+1), fmt.Sprintf("%032x", i+1), now.Add(-time.Minute), false); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return id
 }
 
-// testClock is the gates' clock in a test, stepped by hand (gate.SetClock):
+// testClock is the gates' clock in a test, stepped by hand (waitroom.SetClock):
 // a test about the gate's rate counts exact admissions per step instead of
 // measuring the wall clock on a loaded machine. Safe for the gates'
 // goroutines.
@@ -72,22 +72,22 @@ func TestGateFailsOver(t *testing.T) {
 	id := queuedItem(t, db, st, 10, clock.now(), 40, 200)
 	key := "fs:test:gate:" + testenv.Suffix()
 	type replica struct {
-		m      *gate.Metrics
+		m      *waitroom.GateMetrics
 		cancel context.CancelFunc
 		done   chan struct{}
 	}
 	start := func(name string) replica {
-		m := gate.NewMetrics(prometheus.NewRegistry())
-		g := gate.New(gate.Config{Interval: 20 * time.Millisecond, Lease: 300 * time.Millisecond, LeaseKey: key, Holder: name},
+		m := waitroom.NewGateMetrics(prometheus.NewRegistry())
+		g := waitroom.NewGate(waitroom.GateConfig{Interval: 20 * time.Millisecond, Lease: 300 * time.Millisecond, LeaseKey: key, Holder: name},
 			db, rdb, m, slog.New(slog.NewTextHandler(io.Discard, nil)))
-		gate.SetClock(g, clock.now)
+		waitroom.SetClock(g, clock.now)
 		c, cancel := context.WithCancel(ctx)
 		r := replica{m: m, cancel: cancel, done: make(chan struct{})}
 		go func() { defer close(r.done); _ = g.Run(c) }()
 		return r
 	}
 	serving := func() int64 {
-		g, err := st.ReadGate(ctx, id)
+		g, err := waitroom.NewStore(st).ReadGate(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}

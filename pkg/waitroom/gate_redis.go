@@ -1,4 +1,4 @@
-package stock
+package waitroom
 
 import (
 	"context"
@@ -7,9 +7,9 @@ import (
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
-)
 
-var gateAdvanceScript = mustScript("gate_advance.lua")
+	"github.com/flashsale-dev/flashsale/pkg/stock"
+)
 
 // GateState is an item's waiting room as the gate sees it.
 type GateState struct {
@@ -30,7 +30,7 @@ type GateState struct {
 
 // AdvanceGate moves item itemID's serving position on by what rate
 // (admissions a second) allows since its last move (lua/gate_advance.lua).
-// ErrQueueNotWarmed: the item has no meta in Redis.
+// ErrNotWarmed: the item has no meta in Redis.
 func (s *Store) AdvanceGate(ctx context.Context, itemID int64, rate int) (GateState, error) {
 	return s.advanceGate(ctx, itemID, rate, false)
 }
@@ -42,21 +42,21 @@ func (s *Store) HoldGate(ctx context.Context, itemID int64) (GateState, error) {
 }
 
 func (s *Store) advanceGate(ctx context.Context, itemID int64, rate int, hold bool) (GateState, error) {
-	k := QueueKeysOf(itemID)
+	k := stock.QueueKeysOf(itemID)
 	args := []any{max(rate, 1), flag(hold)}
 	if s.now != nil {
-		args = append(args, s.now().UnixMilli()) // a test's clock (WithClock)
+		args = append(args, s.now().UnixMilli()) // a test's clock (Store.WithClock)
 	}
-	res, err := s.run(ctx, gateAdvanceScript, []string{k.Gate, k.Arrivals, k.Meta, k.Waitlist, k.Offers}, args...).StringSlice()
+	res, err := s.eval(ctx, gateAdvanceScript, []string{k.Gate, k.Arrivals, k.Meta, k.Waitlist, k.Offers}, args...).StringSlice()
 	if err != nil {
-		return GateState{}, unavailable("stock: advance gate", err)
+		return GateState{}, unavailable("waitroom: advance gate", err)
 	}
 	if len(res) == 1 && res[0] == "unknown" {
-		return GateState{}, ErrQueueNotWarmed
+		return GateState{}, ErrNotWarmed
 	}
 	var g GateState
 	if err := parseInts(res, &g.Serving, &g.Tickets, &g.Advanced, &g.Pool, &g.Offers, &g.Cursor); err != nil {
-		return GateState{}, fmt.Errorf("stock: advance gate: %w", err)
+		return GateState{}, fmt.Errorf("waitroom: advance gate: %w", err)
 	}
 	return g, nil
 }
@@ -76,7 +76,7 @@ func parseInts(res []string, dst ...*int64) error {
 // ReadGate reads item itemID's serving position and ticket count without
 // moving them (both 0 before anything was taken or admitted).
 func (s *Store) ReadGate(ctx context.Context, itemID int64) (GateState, error) {
-	k := QueueKeysOf(itemID)
+	k := stock.QueueKeysOf(itemID)
 	var serving *redis.StringCmd
 	var tickets *redis.StringCmd
 	// Two keys of one slot, so one pipeline is one node's round trip.
@@ -86,7 +86,7 @@ func (s *Store) ReadGate(ctx context.Context, itemID int64) (GateState, error) {
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return GateState{}, unavailable("stock: read gate", err)
+		return GateState{}, unavailable("waitroom: read gate", err)
 	}
 	var g GateState
 	for _, f := range []struct {
@@ -97,32 +97,10 @@ func (s *Store) ReadGate(ctx context.Context, itemID int64) (GateState, error) {
 		switch {
 		case errors.Is(err, redis.Nil):
 		case err != nil:
-			return GateState{}, fmt.Errorf("stock: read gate of item %d: %w", itemID, err)
+			return GateState{}, fmt.Errorf("waitroom: read gate of item %d: %w", itemID, err)
 		default:
 			*f.dst = v
 		}
 	}
 	return g, nil
-}
-
-// InFlight is how many of item itemID's orders are reserved in Redis and
-// not yet decided in MySQL (its pending reservations, over its buckets):
-// the orders the pipeline has still to write. One pipelined round trip per
-// Cluster node holding a bucket.
-func (s *Store) InFlight(ctx context.Context, itemID int64, buckets int) (int64, error) {
-	cmds := make([]*redis.IntCmd, max(buckets, 1))
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for b := range cmds {
-			cmds[b] = p.HLen(ctx, BucketKeys(itemID, b).Reservations)
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, unavailable("stock: orders in flight", err)
-	}
-	var n int64
-	for _, c := range cmds {
-		n += c.Val()
-	}
-	return n, nil
 }

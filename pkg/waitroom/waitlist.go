@@ -1,4 +1,4 @@
-package stock
+package waitroom
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
 // The waitlist (issue 25): units of an unbucketed queued item that the
@@ -21,8 +23,6 @@ import (
 // over, the pool goes back to the stock. Every step is one script in the
 // item's slot, so a unit is in exactly one place at any moment: the pool,
 // one offer, a reservation, or the stock (I9, pkg/audit).
-
-var waitlistOfferScript = mustScript("waitlist_offer.lua")
 
 // Candidate is a ticket the gate may offer a released unit to.
 type Candidate struct {
@@ -41,25 +41,25 @@ type OfferPass struct {
 // to the pool, the pool offered to cands (the tickets after the cursor, in
 // serving order) for window each, and the pool back to the stock when
 // endOfLine says cands reach the end of the line and none is left to offer
-// to, or when the sale is over. ErrQueueNotWarmed: the item has no meta.
+// to, or when the sale is over. ErrNotWarmed: the item has no meta.
 func (s *Store) OfferReleased(ctx context.Context, itemID int64, window time.Duration, cands []Candidate, endOfLine bool) (OfferPass, error) {
-	q := QueueKeysOf(itemID)
-	k := KeysOf(itemID)
+	q := stock.QueueKeysOf(itemID)
+	k := stock.KeysOf(itemID)
 	args := make([]any, 0, 2+3*len(cands))
 	args = append(args, window.Milliseconds(), flag(endOfLine))
 	for _, c := range cands {
 		args = append(args, c.Position, c.Ticket, c.UserID)
 	}
-	res, err := s.run(ctx, waitlistOfferScript, []string{q.Waitlist, q.Offers, k.Holders, k.Meta, k.Stock}, args...).StringSlice()
+	res, err := s.eval(ctx, waitlistOfferScript, []string{q.Waitlist, q.Offers, k.Holders, k.Meta, k.Stock}, args...).StringSlice()
 	if err != nil {
-		return OfferPass{}, unavailable("stock: waitlist offers", err)
+		return OfferPass{}, unavailable("waitroom: waitlist offers", err)
 	}
 	if len(res) == 1 && res[0] == "unknown" {
-		return OfferPass{}, ErrQueueNotWarmed
+		return OfferPass{}, ErrNotWarmed
 	}
 	var p OfferPass
 	if err := parseInts(res, &p.Pool, &p.Offers, &p.Cursor, &p.Offered, &p.Lapsed, &p.Returned); err != nil {
-		return OfferPass{}, fmt.Errorf("stock: waitlist offers of item %d: %w", itemID, err)
+		return OfferPass{}, fmt.Errorf("waitroom: waitlist offers of item %d: %w", itemID, err)
 	}
 	return p, nil
 }
@@ -77,16 +77,16 @@ type Offer struct {
 // returned as it is: the caller compares Expires (admit.lua refuses its
 // claim).
 func (s *Store) OfferOf(ctx context.Context, itemID, userID int64) (Offer, bool, error) {
-	v, err := s.rdb.HGet(ctx, QueueKeysOf(itemID).Offers, strconv.FormatInt(userID, 10)).Result()
+	v, err := s.rdb.HGet(ctx, stock.QueueKeysOf(itemID).Offers, strconv.FormatInt(userID, 10)).Result()
 	if errors.Is(err, redis.Nil) {
 		return Offer{}, false, nil
 	}
 	if err != nil {
-		return Offer{}, false, unavailable("stock: read offer", err)
+		return Offer{}, false, unavailable("waitroom: read offer", err)
 	}
 	o, err := parseOffer(v)
 	if err != nil {
-		return Offer{}, false, fmt.Errorf("stock: offer of user %d, item %d: %w", userID, itemID, err)
+		return Offer{}, false, fmt.Errorf("waitroom: offer of user %d, item %d: %w", userID, itemID, err)
 	}
 	return o, true, nil
 }
@@ -120,7 +120,7 @@ func (w Waitlist) Held() int64 { return w.Pool + w.Offers }
 // ReadWaitlist reads item itemID's waitlist (all zero for an item that
 // never had one) as one snapshot: both keys share a slot, so one MULTI.
 func (s *Store) ReadWaitlist(ctx context.Context, itemID int64) (Waitlist, error) {
-	q := QueueKeysOf(itemID)
+	q := stock.QueueKeysOf(itemID)
 	var h *redis.SliceCmd
 	var n *redis.IntCmd
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
@@ -129,7 +129,7 @@ func (s *Store) ReadWaitlist(ctx context.Context, itemID int64) (Waitlist, error
 		return nil
 	})
 	if err != nil {
-		return Waitlist{}, unavailable("stock: read waitlist", err)
+		return Waitlist{}, unavailable("waitroom: read waitlist", err)
 	}
 	var w Waitlist
 	dst := []*int64{&w.Pool, &w.Cursor, &w.Version, &w.In, &w.Offered, &w.Claimed, &w.Lapsed, &w.Returned}
@@ -139,7 +139,7 @@ func (s *Store) ReadWaitlist(ctx context.Context, itemID int64) (Waitlist, error
 		}
 		x, err := strconv.ParseInt(fmt.Sprint(v), 10, 64)
 		if err != nil {
-			return Waitlist{}, fmt.Errorf("stock: waitlist of item %d: field %d: %w", itemID, i, err)
+			return Waitlist{}, fmt.Errorf("waitroom: waitlist of item %d: field %d: %w", itemID, i, err)
 		}
 		*dst[i] = x
 	}
@@ -150,16 +150,16 @@ func (s *Store) ReadWaitlist(ctx context.Context, itemID int64) (Waitlist, error
 // Offers reads every live offer of item itemID, by user id: one HGETALL of
 // a hash no larger than the units the waitlist holds.
 func (s *Store) Offers(ctx context.Context, itemID int64) (map[int64]Offer, error) {
-	m, err := s.rdb.HGetAll(ctx, QueueKeysOf(itemID).Offers).Result()
+	m, err := s.rdb.HGetAll(ctx, stock.QueueKeysOf(itemID).Offers).Result()
 	if err != nil {
-		return nil, unavailable("stock: read offers", err)
+		return nil, unavailable("waitroom: read offers", err)
 	}
 	out := make(map[int64]Offer, len(m))
 	for u, v := range m {
 		user, err1 := strconv.ParseInt(u, 10, 64)
 		o, err2 := parseOffer(v)
 		if err := errors.Join(err1, err2); err != nil {
-			return nil, fmt.Errorf("stock: offers of item %d: %w", itemID, err)
+			return nil, fmt.Errorf("waitroom: offers of item %d: %w", itemID, err)
 		}
 		out[user] = o
 	}

@@ -1,0 +1,28 @@
+package stock
+
+// QueueKeys names the Redis keys of an item's waiting room. They carry the
+// item's bucket 0 hash tag, next to its meta, so one script sees both.
+type QueueKeys struct {
+	ByUser   string // hash: user id -> "ticket:arrival:taken_ms"
+	ByTicket string // hash: ticket id -> "user:arrival:taken_ms"
+	Arrivals string // string: the number of tickets taken
+	Meta     string // the item's meta (bucket 0)
+	Gate     string // hash: serving (positions admitted), last_ms (pkg/waitroom)
+	// Waitlist is a hash: the released units held for the waitlist (pool),
+	// the serving position of the last ticket considered for one (cursor),
+	// and counts of units (in, offered, claimed, lapsed, returned); Offers
+	// a hash of the live offers, user id -> "ticket:position:expires_ms"
+	// (waitlist.go). Claims is a hash of the reservations that claimed an
+	// offer, request id -> the offer, so a claim released (its order not
+	// taken) goes back to its offer or the pool, not to the stock.
+	Waitlist string
+	Offers   string
+	Claims   string
+}
+
+// QueueKeysOf returns item id's waiting room keys.
+func QueueKeysOf(id int64) QueueKeys {
+	p := bucketPrefix(id, 0)
+	return QueueKeys{ByUser: p + "qu", ByTicket: p + "qt", Arrivals: p + "qn", Meta: p + "meta", Gate: p + "qg",
+		Waitlist: p + "qw", Offers: p + "qo", Claims: p + "qc"}
+}
