@@ -80,7 +80,7 @@ func (s *Store) ReadGate(ctx context.Context, itemID int64) (GateState, error) {
 	var serving *redis.StringCmd
 	var tickets *redis.StringCmd
 	// Two keys of one slot, so one pipeline is one node's round trip.
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := s.client().Pipelined(ctx, func(p redis.Pipeliner) error {
 		serving = p.HGet(ctx, k.Gate, "serving")
 		tickets = p.Get(ctx, k.Arrivals)
 		return nil

@@ -31,8 +31,7 @@ var (
 // with an exact "never sent" (stock.Store.Eval), so a refused or cut call
 // is told from one that may have run.
 type Store struct {
-	rdb redis.UniversalClient
-	st  *stock.Store
+	st *stock.Store
 	// now, when set (WithClock), is the clock the gate's moves judge time
 	// by instead of Redis' TIME; nil in production.
 	now func() time.Time
@@ -40,7 +39,12 @@ type Store struct {
 
 // NewStore returns the waiting room's store over the ledger's client and
 // script path.
-func NewStore(st *stock.Store) *Store { return &Store{rdb: st.Client(), st: st} }
+func NewStore(st *stock.Store) *Store { return &Store{st: st} }
+
+// client is the ledger's Redis client, asked for at each call: a Store
+// made over a nil stock.Store (a server built without stores, to list its
+// routes) fails only if it is used.
+func (s *Store) client() redis.UniversalClient { return s.st.Client() }
 
 // WithClock returns a Store whose gate moves (AdvanceGate, HoldGate) take
 // the time from now instead of Redis' TIME, so a test about the gate's

@@ -56,7 +56,7 @@ func (s *Store) TakeTicket(ctx context.Context, itemID, userID int64, fresh stri
 
 // TicketByID reads one ticket of item itemID; found false when there is none.
 func (s *Store) TicketByID(ctx context.Context, itemID int64, ticketID string) (Ticket, bool, error) {
-	v, err := s.rdb.HGet(ctx, stock.QueueKeysOf(itemID).ByTicket, ticketID).Result()
+	v, err := s.client().HGet(ctx, stock.QueueKeysOf(itemID).ByTicket, ticketID).Result()
 	if errors.Is(err, redis.Nil) {
 		return Ticket{}, false, nil
 	}
@@ -78,7 +78,7 @@ func (s *Store) TicketByID(ctx context.Context, itemID int64, ticketID string) (
 // Tickets reads every ticket of item itemID (the shuffle's input), in no
 // particular order.
 func (s *Store) Tickets(ctx context.Context, itemID int64) ([]Ticket, error) {
-	m, err := s.rdb.HGetAll(ctx, stock.QueueKeysOf(itemID).ByTicket).Result()
+	m, err := s.client().HGetAll(ctx, stock.QueueKeysOf(itemID).ByTicket).Result()
 	if err != nil {
 		return nil, unavailable("waitroom: read tickets", err)
 	}

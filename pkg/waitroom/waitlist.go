@@ -77,7 +77,7 @@ type Offer struct {
 // returned as it is: the caller compares Expires (admit.lua refuses its
 // claim).
 func (s *Store) OfferOf(ctx context.Context, itemID, userID int64) (Offer, bool, error) {
-	v, err := s.rdb.HGet(ctx, stock.QueueKeysOf(itemID).Offers, strconv.FormatInt(userID, 10)).Result()
+	v, err := s.client().HGet(ctx, stock.QueueKeysOf(itemID).Offers, strconv.FormatInt(userID, 10)).Result()
 	if errors.Is(err, redis.Nil) {
 		return Offer{}, false, nil
 	}
@@ -123,7 +123,7 @@ func (s *Store) ReadWaitlist(ctx context.Context, itemID int64) (Waitlist, error
 	q := stock.QueueKeysOf(itemID)
 	var h *redis.SliceCmd
 	var n *redis.IntCmd
-	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := s.client().TxPipelined(ctx, func(p redis.Pipeliner) error {
 		h = p.HMGet(ctx, q.Waitlist, "pool", "cursor", "ver", "in", "offered", "claimed", "lapsed", "returned")
 		n = p.HLen(ctx, q.Offers)
 		return nil
@@ -150,7 +150,7 @@ func (s *Store) ReadWaitlist(ctx context.Context, itemID int64) (Waitlist, error
 // Offers reads every live offer of item itemID, by user id: one HGETALL of
 // a hash no larger than the units the waitlist holds.
 func (s *Store) Offers(ctx context.Context, itemID int64) (map[int64]Offer, error) {
-	m, err := s.rdb.HGetAll(ctx, stock.QueueKeysOf(itemID).Offers).Result()
+	m, err := s.client().HGetAll(ctx, stock.QueueKeysOf(itemID).Offers).Result()
 	if err != nil {
 		return nil, unavailable("waitroom: read offers", err)
 	}
