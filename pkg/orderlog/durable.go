@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/segmentio/kafka-go"
 )
@@ -149,6 +150,9 @@ func (s *Security) EnsureTopics(ctx context.Context, brokers []string, specs []T
 				return rep, fmt.Errorf("orderlog: create topic %s: %w", c.Topic, terr)
 			}
 		}
+		if err := awaitLeaders(ctx, client, create); err != nil {
+			return rep, err
+		}
 	}
 	if len(alter) > 0 {
 		resp, err := client.IncrementalAlterConfigs(ctx, &kafka.IncrementalAlterConfigsRequest{Resources: alter})
@@ -194,4 +198,58 @@ func (s *Security) topicConfigsOnce(ctx context.Context, brokers []string, topic
 		}
 	}
 	return out, nil
+}
+
+// leadersWait bounds how long EnsureTopics waits for the leaders of the
+// topics it created, and leadersPoll is how often it asks.
+const (
+	leadersWait = 30 * time.Second
+	leadersPoll = 50 * time.Millisecond
+)
+
+// awaitLeaders returns once every partition of topics answers a
+// ListOffsets from its leader. A topic is in the metadata a moment before
+// each partition's leader takes it, and a produce in that moment is refused
+// "Not Leader For Partition": setup's "topics ready" would have been
+// untrue, and the bench's throwaway topics lost publishes to it.
+func awaitLeaders(ctx context.Context, client *kafka.Client, topics []kafka.TopicConfig) error {
+	reqs := make(map[string][]kafka.OffsetRequest, len(topics))
+	for _, t := range topics {
+		for p := range t.NumPartitions {
+			reqs[t.Topic] = append(reqs[t.Topic], kafka.LastOffsetOf(p))
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, leadersWait)
+	defer cancel()
+	for {
+		err := leadersServe(ctx, client, reqs)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("orderlog: leaders of the new topics: %w", err)
+		case <-time.After(leadersPoll):
+		}
+	}
+}
+
+// leadersServe asks every partition of reqs for its last offset, once.
+func leadersServe(ctx context.Context, client *kafka.Client, reqs map[string][]kafka.OffsetRequest) error {
+	resp, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: reqs})
+	if err != nil {
+		return err
+	}
+	for topic, rs := range reqs {
+		got := resp.Topics[topic]
+		if len(got) != len(rs) {
+			return fmt.Errorf("%s: %d of %d partitions answered", topic, len(got), len(rs))
+		}
+		for _, po := range got {
+			if po.Error != nil {
+				return fmt.Errorf("%s partition %d: %w", topic, po.Partition, po.Error)
+			}
+		}
+	}
+	return nil
 }

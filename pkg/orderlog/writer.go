@@ -140,7 +140,10 @@ func warm(ctx context.Context, w *kafka.Writer) ([]int, error) {
 		reqs = append(reqs, kafka.LastOffsetOf(id))
 	}
 	c := &kafka.Client{Addr: w.Addr, Transport: w.Transport}
-	if _, err := c.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{w.Topic: reqs}}); err != nil {
+	if err := leadersServe(ctx, c, map[string][]kafka.OffsetRequest{w.Topic: reqs}); err != nil {
+		// A partition's own error (its leader moving) is in the answer,
+		// not in ListOffsets' error: a warm that ignored it said warm
+		// while a produce to that partition would be refused.
 		return parts, fmt.Errorf("orderlog: warm writer for %s: %w", w.Topic, err)
 	}
 	return parts, nil
