@@ -172,7 +172,7 @@ func TestGateAdmitsAtTheRate(t *testing.T) {
 	if last.State != ticketWaiting || last.EstimatedWaitMs == nil || last.ServingPosition == nil {
 		t.Fatalf("the last position right after the start: %+v, want waiting", last)
 	}
-	if want := admitIn(n-*last.ServingPosition, rate).Milliseconds(); *last.EstimatedWaitMs != want {
+	if want := waitroom.AdmitIn(n-*last.ServingPosition, rate).Milliseconds(); *last.EstimatedWaitMs != want {
 		t.Errorf("estimate %d ms with the gate at %d, want %d ms: %d positions at %d a second", *last.EstimatedWaitMs,
 			*last.ServingPosition, want, n-*last.ServingPosition, rate)
 	}

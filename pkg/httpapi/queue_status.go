@@ -2,17 +2,14 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
-	"strconv"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"golang.org/x/sync/singleflight"
 
 	"github.com/flashsale-dev/flashsale/pkg/store"
 	"github.com/flashsale-dev/flashsale/pkg/waitroom"
-	"github.com/flashsale-dev/flashsale/pkg/waitroom/draw"
 )
 
 // The states of a ticket (TicketStatus in ingress/openapi.yaml).
@@ -22,7 +19,7 @@ const (
 	ticketSoldOut  = "sold_out"
 	ticketExpired  = "expired"
 	// ticketOffered: the item sold out, and the waitlist holds a released
-	// unit for this ticket's buyer until grant_expires_at (pkg/stock
+	// unit for this ticket's buyer until grant_expires_at (pkg/waitroom
 	// waitlist.go); the order sends the offer's admission_grant.
 	ticketOffered = "offered"
 )
@@ -141,7 +138,7 @@ func (s *Server) ticketView(ctx context.Context, it store.Item, t waitroom.Ticke
 		v.EstimatedWaitMs = &ms
 		return v, nil
 	}
-	pos, err := s.queueOrders.position(ctx, s, it, t)
+	pos, err := s.position(ctx, it, t)
 	if err != nil {
 		return ticketStatus{}, err
 	}
@@ -177,7 +174,7 @@ func (s *Server) ticketView(ctx context.Context, it store.Item, t waitroom.Ticke
 	}
 	if pos > serving {
 		v.State = ticketWaiting
-		ms := admitIn(pos-serving, it.QueueRate).Milliseconds()
+		ms := waitroom.AdmitIn(pos-serving, it.QueueRate).Milliseconds()
 		v.EstimatedWaitMs = &ms
 		return v, nil
 	}
@@ -208,21 +205,6 @@ func (s *Server) offeredView(ctx context.Context, it store.Item, t waitroom.Tick
 	exp := o.Expires.UTC()
 	v.State, v.AdmissionGrant, v.GrantExpiresAt = ticketOffered, g, &exp
 	return v, nil
-}
-
-// observeLag is how much later than the rate alone says a buyer sees their
-// admission, on average: the gate moves in passes (FLASHSALE_QUEUE_GATE_INTERVAL,
-// 100 ms by default) and a waiting poll learns of a move at the watcher's
-// next read (every 100 ms), half an interval each. The bench measured the
-// estimate without it (p90 error 34%, most of it on short waits).
-const observeLag = 100 * time.Millisecond
-
-// admitIn is how long until a buyer n positions beyond the serving position
-// sees their admission at rate a second: n/rate, rounded up to the
-// millisecond, plus observeLag.
-func admitIn(n int64, rate int) time.Duration {
-	rate = max(rate, 1)
-	return time.Duration((n*1000+int64(rate)-1)/int64(rate))*time.Millisecond + observeLag
 }
 
 // awaitTicket waits for ticket t's state to leave v's: the item selling out
@@ -262,7 +244,7 @@ func (s *Server) awaitTicket(ctx context.Context, it store.Item, t waitroom.Tick
 			return soldOutView(v)
 		case <-start:
 			start = nil
-			pos, err := s.queueOrders.position(ctx, s, it, t)
+			pos, err := s.position(ctx, it, t)
 			if err != nil {
 				return v
 			}
@@ -343,7 +325,7 @@ func waitingView(v ticketStatus, wi *watchedItem, rate int) ticketStatus {
 	if v.State != ticketWaiting || v.Position == nil || !ok {
 		return v
 	}
-	ms := admitIn(*v.Position-serving, rate).Milliseconds()
+	ms := waitroom.AdmitIn(*v.Position-serving, rate).Milliseconds()
 	v.ServingPosition, v.EstimatedWaitMs = &serving, &ms
 	if left, ok := wi.stockNow(); ok {
 		v.StockLeft = max(left, 0)
@@ -378,90 +360,18 @@ func (s *Server) admittedView(ctx context.Context, it store.Item, t waitroom.Tic
 	return v
 }
 
-// queueOrders keeps, per item, the serving positions of its tickets taken
-// before starts_at, drawn from the seed (read from MySQL only from starts_at
-// on) and the tickets in Redis: for a second, as the item cache, because a
-// ticket taken just before starts_at by Redis' clock may be read a moment
-// after this replica's.
-type queueOrders struct {
-	flights singleflight.Group
-	mu      sync.Mutex
-	m       map[int64]drawnOrder
-}
-
-type drawnOrder struct {
-	expires  time.Time
-	shuffled int64
-	pos      map[string]int64 // ticket id -> position, early tickets only
-}
-
-func newQueueOrders() *queueOrders { return &queueOrders{m: map[int64]drawnOrder{}} }
-
-// position is t's place in item it's serving order: its rank among the
-// shuffled tickets, or its arrival number for a ticket taken after
-// starts_at (every shuffled ticket is ahead of it, and the late ones in
-// arrival order).
-func (q *queueOrders) position(ctx context.Context, s *Server, it store.Item, t waitroom.Ticket) (int64, error) {
-	if !t.TakenAt.Before(it.StartsAt) {
-		return t.Arrival, nil
+// position is t's place in item it's serving order (waitroom.Positions),
+// or the 503 a poll answers when it cannot be told.
+func (s *Server) position(ctx context.Context, it store.Item, t waitroom.Ticket) (int64, error) {
+	pos, err := s.positions.Position(ctx, it, t)
+	switch {
+	case errors.Is(err, waitroom.ErrMissing):
+		s.log.ErrorContext(ctx, "queue: a ticket taken before starts_at is missing from the order", "item_id", it.ID, "ticket", t.ID)
+	case err != nil && ctx.Err() == nil:
+		s.log.WarnContext(ctx, "queue: draw the order", "item_id", it.ID, "err", err)
 	}
-	q.mu.Lock()
-	d, ok := q.m[it.ID]
-	q.mu.Unlock()
-	if !ok || time.Now().After(d.expires) || d.pos[t.ID] == 0 {
-		ch := q.flights.DoChan(strconv.FormatInt(it.ID, 10), func() (any, error) {
-			return q.draw(context.WithoutCancel(ctx), s, it)
-		})
-		select {
-		case res := <-ch:
-			if res.Err != nil {
-				s.log.WarnContext(ctx, "queue: draw the order", "item_id", it.ID, "err", res.Err)
-				return 0, unavailable("ticket temporarily unavailable")
-			}
-			d = res.Val.(drawnOrder)
-		case <-ctx.Done():
-			return 0, unavailable("ticket temporarily unavailable")
-		}
-	}
-	if p := d.pos[t.ID]; p > 0 {
-		return p, nil
-	}
-	s.log.ErrorContext(ctx, "queue: a ticket taken before starts_at is missing from the order", "item_id", it.ID, "ticket", t.ID)
-	return 0, unavailable("ticket temporarily unavailable")
-}
-
-// draw reads the seed and the tickets and orders them (draw.Order).
-func (q *queueOrders) draw(ctx context.Context, s *Server, it store.Item) (drawnOrder, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
-	defer cancel()
-	seed, err := store.QueueSeed(ctx, s.db, it.ID)
 	if err != nil {
-		return drawnOrder{}, err
+		return 0, unavailable("ticket temporarily unavailable")
 	}
-	tickets, err := s.wr.Tickets(ctx, it.ID)
-	if err != nil {
-		return drawnOrder{}, err
-	}
-	d := drawnOrder{expires: time.Now().Add(time.Second), pos: make(map[string]int64, len(tickets))}
-	for i, h := range draw.Line(seed, heldTickets(tickets, it.StartsAt)) {
-		if !h.Early {
-			break // the late ones follow in arrival order: position = arrival
-		}
-		d.pos[h.ID] = int64(i + 1)
-		d.shuffled++
-	}
-	q.mu.Lock()
-	q.m[it.ID] = d
-	q.mu.Unlock()
-	return d, nil
-}
-
-// heldTickets are tickets as draw.Line takes them: early when taken
-// before starts.
-func heldTickets(tickets []waitroom.Ticket, starts time.Time) []draw.Held {
-	out := make([]draw.Held, len(tickets))
-	for i, t := range tickets {
-		out[i] = draw.Held{ID: t.ID, Arrival: t.Arrival, Early: t.TakenAt.Before(starts)}
-	}
-	return out
+	return pos, nil
 }

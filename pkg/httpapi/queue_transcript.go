@@ -9,12 +9,12 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/flashsale-dev/flashsale/pkg/store"
-	"github.com/flashsale-dev/flashsale/pkg/waitroom/draw"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 )
 
 // getTranscript is GET /api/v1/items/{id}/transcript: from starts_at on, the
 // item's seed, its commitment and every ticket's hash in serving order
-// (draw.Transcript), so anyone can check the order follows from the
+// (waitroom.Transcript), so anyone can check the order follows from the
 // committed seed and a buyer their own rank. Before starts_at it is 409
 // not_revealed: the seed is never shown before the start. Public, like the
 // item: it names no buyer (hashes of server-drawn ids only).
@@ -30,25 +30,13 @@ func (s *Server) getTranscript(c echo.Context) error {
 	}
 	rctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
 	defer cancel()
-	seed, err := store.QueueSeed(rctx, s.db, id)
+	tr, err := waitroom.Transcript(rctx, s.db, s.wr, it)
 	if errors.Is(err, store.ErrNotFound) {
 		return newErr(http.StatusConflict, "queue_off", "this item has no waiting room")
 	}
 	if err != nil {
-		s.log.WarnContext(ctx, "queue: transcript seed", "item_id", id, "err", err)
+		s.log.WarnContext(ctx, "queue: transcript", "item_id", id, "err", err)
 		return unavailable("transcript temporarily unavailable")
 	}
-	tickets, err := s.wr.Tickets(rctx, id)
-	if err != nil {
-		return unavailable("transcript temporarily unavailable")
-	}
-	var early int64
-	all := make([]draw.Entry, 0, len(tickets))
-	for _, t := range tickets {
-		all = append(all, draw.Entry{Ticket: draw.Hash(t.ID), Arrival: t.Arrival})
-		if t.TakenAt.Before(it.StartsAt) {
-			early++
-		}
-	}
-	return c.JSON(http.StatusOK, draw.NewTranscript(id, seed, all, early))
+	return c.JSON(http.StatusOK, tr)
 }

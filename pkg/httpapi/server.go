@@ -63,31 +63,31 @@ type Deps struct {
 
 // Server is the ingress API.
 type Server struct {
-	cfg         Config
-	db          *sql.DB
-	st          *stock.Store
-	wr          *waitroom.Store // the waiting room's keys, over st
-	verifier    *auth.Verifier
-	admission   *admission.Service
-	pub         admission.Publisher // the admission path's; a DLQ replay publishes through it
-	catalog     *catalog.Catalog
-	changes     *stockchange.Changer
-	items       *itemCache
-	reqs        *requestCache
-	waits       *statusWaits
-	queueWatch  *queueWatch // waiting ticket polls' fan-out of sell-outs and admissions
-	offerWatch  *offerWatch // sold-out ticket polls' fan-out of waitlist offers and stock again
-	queueOrders *queueOrders
-	grantKeys   *grantKeys
-	tickets     *ticketCache
-	tally       *tally.Tally // order answers per item, for /live
-	ipl         *ipLimiter   // nil = off
-	ready       ops.Readiness
-	m           *Metrics
-	log         *slog.Logger
-	openAPI     []byte
-	ops         http.Handler // /healthz, /readyz, /metrics, off the public port
-	e           *echo.Echo
+	cfg        Config
+	db         *sql.DB
+	st         *stock.Store
+	wr         *waitroom.Store // the waiting room's keys, over st
+	verifier   *auth.Verifier
+	admission  *admission.Service
+	pub        admission.Publisher // the admission path's; a DLQ replay publishes through it
+	catalog    *catalog.Catalog
+	changes    *stockchange.Changer
+	items      *itemCache
+	reqs       *requestCache
+	waits      *statusWaits
+	queueWatch *queueWatch // waiting ticket polls' fan-out of sell-outs and admissions
+	offerWatch *offerWatch // sold-out ticket polls' fan-out of waitlist offers and stock again
+	positions  *waitroom.Positions
+	grantKeys  *grantKeys
+	tickets    *ticketCache
+	tally      *tally.Tally // order answers per item, for /live
+	ipl        *ipLimiter   // nil = off
+	ready      ops.Readiness
+	m          *Metrics
+	log        *slog.Logger
+	openAPI    []byte
+	ops        http.Handler // /healthz, /readyz, /metrics, off the public port
+	e          *echo.Echo
 
 	// grantNow is the clock admission grants are signed and checked by,
 	// time.Now; a test moves it past a grant's expiry instead of waiting
@@ -119,19 +119,20 @@ func New(cfg Config, d Deps) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: trusted proxies: %w", err)
 	}
+	wr := waitroom.NewStore(d.Stock)
 	s := &Server{
-		cfg: cfg, db: d.DB, st: d.Stock, wr: waitroom.NewStore(d.Stock), log: d.Log, openAPI: d.OpenAPI, pub: d.Publisher,
-		verifier:    newVerifier(cfg.Ingress, d.Log),
-		items:       newItemCache(time.Second),
-		reqs:        newRequestCache(),
-		waits:       newStatusWaits(d.Stock, cfg.Ingress.StatusWaiters, cfg.StoreTimeout, d.Log),
-		queueWatch:  newQueueWatch(d.Stock, 100*time.Millisecond, cfg.StoreTimeout),
-		offerWatch:  newOfferWatch(d.Stock, 100*time.Millisecond, cfg.StoreTimeout),
-		queueOrders: newQueueOrders(),
-		grantKeys:   newGrantKeys(),
-		grantNow:    time.Now,
-		tickets:     newTicketCache(),
-		m:           NewMetrics(d.Registerer),
+		cfg: cfg, db: d.DB, st: d.Stock, wr: wr, log: d.Log, openAPI: d.OpenAPI, pub: d.Publisher,
+		verifier:   newVerifier(cfg.Ingress, d.Log),
+		items:      newItemCache(time.Second),
+		reqs:       newRequestCache(),
+		waits:      newStatusWaits(d.Stock, cfg.Ingress.StatusWaiters, cfg.StoreTimeout, d.Log),
+		queueWatch: newQueueWatch(d.Stock, 100*time.Millisecond, cfg.StoreTimeout),
+		offerWatch: newOfferWatch(d.Stock, 100*time.Millisecond, cfg.StoreTimeout),
+		positions:  waitroom.NewPositions(d.DB, wr, cfg.StoreTimeout),
+		grantKeys:  newGrantKeys(),
+		grantNow:   time.Now,
+		tickets:    newTicketCache(),
+		m:          NewMetrics(d.Registerer),
 	}
 	RegisterWaitMetrics(d.Registerer, s.waits.waiting)
 	flush := cfg.Ingress.TallyFlush

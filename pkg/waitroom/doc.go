@@ -57,14 +57,22 @@
 // their scripts (lua/ticket_take.lua, gate_advance.lua, waitlist_offer.lua).
 // The keys' names are pkg/stock's (QueueKeysOf): the ledger's admit.lua and
 // restore.lua touch the waitlist's keys in the same step as the stock.
-// Still outside it (issue 40 item 1, moving in steps): the queue's rows
-// (pkg/store queues.go) and the ticket views of the HTTP layer
-// (pkg/httpapi queue_*.go).
+// The serving line is drawn in one place, ServingLine (line.go): the gate
+// offers released units down it and Positions (the ingress's ticket
+// positions, drawn once a second per item) read it; Transcript publishes
+// the same order through draw.NewTranscript (TestOneServingLine holds the
+// three together); AdmitIn is the wait a ticket's answer estimates. Still outside
+// it (issue 40 item 1, moving in steps): the queue's rows (pkg/store
+// queues.go: the settings are columns of the item, the seed a row of
+// item_queues) and the ticket's answer and its long polls in the HTTP
+// layer (pkg/httpapi queue_*.go).
 //
 // # Imports
 //
-// Importers: the reaper's main, which runs the gate, and pkg/httpapi, which
-// signs and checks grants and shows the gate's lease holder. It imports
+// Importers: the reaper's main, which runs the gate; pkg/httpapi, which
+// takes tickets, answers their positions and the transcript, signs and
+// checks grants and shows the gate's lease holder; pkg/audit (the
+// waitlist's I9 counts) and pkg/service (LoadScripts). It imports
 // draw, pkg/lease, pkg/stock and pkg/store, and never the HTTP layer.
 // pkg/ctl (flashsalectl) imports draw alone, which links no store client.
 package waitroom

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/flashsale-dev/flashsale/pkg/store"
-	"github.com/flashsale-dev/flashsale/pkg/waitroom/draw"
 )
 
 // The waitlist's hand-off (issue 25): units the reaper released while an
@@ -86,23 +85,13 @@ func (g *Gate) lineOf(ctx context.Context, it store.Item, tickets int64) (line, 
 	}
 	ctx, cancel := context.WithTimeout(ctx, g.cfg.StoreTimeout)
 	defer cancel()
-	seed, err := store.QueueSeed(ctx, g.db, it.ID)
+	ts, err := ServingLine(ctx, g.db, g.wr, it)
 	if err != nil {
-		return line{}, fmt.Errorf("waitlist: seed: %w", err)
-	}
-	ts, err := g.wr.Tickets(ctx, it.ID)
-	if err != nil {
-		return line{}, fmt.Errorf("waitlist: tickets: %w", err)
-	}
-	held := make([]draw.Held, len(ts))
-	users := make(map[string]int64, len(ts))
-	for i, t := range ts {
-		held[i] = draw.Held{ID: t.ID, Arrival: t.Arrival, Early: t.TakenAt.Before(it.StartsAt)}
-		users[t.ID] = t.UserID
+		return line{}, fmt.Errorf("waitlist: %w", err)
 	}
 	ln := line{tickets: int64(len(ts))}
-	for i, h := range draw.Line(seed, held) {
-		ln.cands = append(ln.cands, Candidate{Position: int64(i + 1), Ticket: h.ID, UserID: users[h.ID]})
+	for i, t := range ts {
+		ln.cands = append(ln.cands, Candidate{Position: int64(i + 1), Ticket: t.ID, UserID: t.UserID})
 	}
 	g.lines[it.ID] = ln
 	return ln, nil

@@ -11,9 +11,9 @@ type Held struct {
 
 // Line returns tickets in serving order, as Order ranks their hashes: the
 // early ones by rank under seed, then the rest by arrival. Position i+1 of
-// the result is the ticket's place in line. The ingress answers positions
-// from it and the gate offers released units down it (pkg/gate), so both
-// serve one order.
+// the result is the ticket's place in line. pkg/waitroom's ServingLine is
+// its one caller: the ingress answers positions from it and the gate offers
+// released units down it, so both serve one order.
 func Line(seed Seed, tickets []Held) []Held {
 	entries := make([]Entry, len(tickets))
 	byHash := make(map[string]Held, len(tickets))
