@@ -26,20 +26,22 @@ func run(ctx context.Context, p *service.Process, c config.Common, cc config.Con
 	if err != nil {
 		return err
 	}
+	heartbeat, session, rebalance := cc.GroupTimeouts()
 	w, err := orderwriter.New(orderwriter.Config{
-		Brokers:         c.Brokers(),
-		Dialer:          st.Kafka.Dialer(),
-		Topic:           c.OrdersTopic,
-		DLQTopic:        c.DLQTopic,
-		GroupID:         c.ConsumerGroup,
-		BatchSize:       cc.BatchSize,
-		BatchWait:       cc.BatchWait,
-		MaxBackoff:      cc.MaxBackoff,
-		GiveUpAfter:     cc.GiveUpAfter,
-		ItemParallelism: cc.ItemParallelism,
-		BatchesInFlight: cc.BatchesInFlight,
-		PaymentWindow:   c.PaymentWindow,
-		StoreTimeout:    c.StoreTimeout,
+		Brokers:           c.Brokers(),
+		Dialer:            st.Kafka.Dialer(),
+		Topic:             c.OrdersTopic,
+		DLQTopic:          c.DLQTopic,
+		GroupID:           c.ConsumerGroup,
+		BatchSize:         cc.BatchSize,
+		BatchWait:         cc.BatchWait,
+		MaxBackoff:        cc.MaxBackoff,
+		GiveUpAfter:       cc.GiveUpAfter,
+		ItemParallelism:   cc.ItemParallelism,
+		BatchesInFlight:   cc.BatchesInFlight,
+		HeartbeatInterval: heartbeat, SessionTimeout: session, RebalanceTimeout: rebalance,
+		PaymentWindow: c.PaymentWindow,
+		StoreTimeout:  c.StoreTimeout,
 		// Leave a quarter of the shutdown budget to commit, leave the group
 		// and stop the ops server.
 		DrainTimeout: c.ShutdownTimeout * 3 / 4,

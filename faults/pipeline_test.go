@@ -125,6 +125,10 @@ func newPipeline(t *testing.T, cfg settings) *pipeline {
 		a := testenv.FreeAddr(t)
 		p.consumers = append(p.consumers, newProc(t, fmt.Sprintf("consumer-%d", i), "consumer", with(map[string]string{
 			"METRICS_ADDR": a, "BATCH_SIZE": strconv.Itoa(cfg.BatchSize),
+			// The brokers' shortest session: a SIGKILLed consumer's
+			// partitions move after 6 s, not the default 30 s, which is
+			// what every kill in this suite waited for.
+			"GROUP_SESSION_TIMEOUT": "6s",
 		}), "http://"+a+"/healthz"))
 	}
 	for i := range cfg.Reapers {

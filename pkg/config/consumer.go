@@ -31,6 +31,22 @@ type Consumer struct {
 	// offsets' commit: the next batch is fetched and written while earlier
 	// ones finish and commit in the background.
 	BatchesInFlight int
+	// SessionTimeout is how long the group coordinator waits for a silent
+	// consumer (killed, partitioned, paused) before it gives the consumer's
+	// partitions to the others, and how long a rebalance waits for members
+	// to rejoin: the time a dead replica's partitions stand still. Kafka's
+	// brokers accept 6s to 30m by default (group.min.session.timeout.ms,
+	// group.max.session.timeout.ms). Shorter moves partitions sooner and
+	// risks a rebalance when a replica is starved of CPU for that long.
+	SessionTimeout time.Duration
+}
+
+// GroupTimeouts are the consumer group's heartbeat interval, session
+// timeout and rebalance timeout for SessionTimeout: heartbeats a tenth of
+// the session, at most 3s (kafka-go's default), so a member misses several
+// before the coordinator counts it gone.
+func (c *Consumer) GroupTimeouts() (heartbeat, session, rebalance time.Duration) {
+	return min(c.SessionTimeout/10, 3*time.Second), c.SessionTimeout, c.SessionTimeout
 }
 
 // RegisterFlags implements Registerer.
@@ -41,6 +57,7 @@ func (c *Consumer) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.MaxBackoff, "max-backoff", 5*time.Second, "cap of retry backoff on transient errors, a Go duration")
 	fs.IntVar(&c.ItemParallelism, "item-parallelism", 8, "items of the batches in flight written concurrently, 1 to 256 (the MySQL pool grows to match)")
 	fs.IntVar(&c.BatchesInFlight, "batches-in-flight", 2, "fetched batches not yet committed, 1 to 16 (1: fetch, write and commit one after the other)")
+	fs.DurationVar(&c.SessionTimeout, "group-session-timeout", 30*time.Second, "how long the Kafka group waits for a silent consumer before its partitions go to the others, and a rebalance for members to rejoin: 6s to 30m, a Go duration")
 	fs.DurationVar(&c.GiveUpAfter, "give-up-after", 30*time.Second, "how long a message may fail with a permanent error before it is dead-lettered and rejected, a Go duration")
 }
 
@@ -63,6 +80,9 @@ func (c *Consumer) Validate() error {
 	}
 	if c.BatchesInFlight < 1 || c.BatchesInFlight > 16 {
 		return fmt.Errorf("FLASHSALE_BATCHES_IN_FLIGHT: %d (expected 1 to 16)", c.BatchesInFlight)
+	}
+	if c.SessionTimeout < 6*time.Second || c.SessionTimeout > 30*time.Minute {
+		return fmt.Errorf("FLASHSALE_GROUP_SESSION_TIMEOUT: %v (expected 6s to 30m, the brokers' default bounds)", c.SessionTimeout)
 	}
 	if c.GiveUpAfter <= 0 {
 		return fmt.Errorf("FLASHSALE_GIVE_UP_AFTER: %v (expected a positive duration)", c.GiveUpAfter)
