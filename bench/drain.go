@@ -439,7 +439,7 @@ func cleanRedis(rdb redis.UniversalClient, items []int64, buckets int) {
 				}
 			}
 		}
-		if err := rdb.SRem(ctx, stock.WarmedItems, id).Err(); err != nil {
+		if err := rdb.SRem(ctx, stock.WarmedItems(), id).Err(); err != nil {
 			slog.Warn("drain: clean redis", "err", err)
 			return
 		}

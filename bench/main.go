@@ -23,6 +23,7 @@ import (
 	"syscall"
 
 	"github.com/flashsale-dev/flashsale/pkg/config"
+	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
 func main() { os.Exit(run(os.Args[1:])) }
@@ -36,6 +37,10 @@ func run(args []string) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	if err := config.Parse(fs, args, &c, &s, &cc, &cs, &bs); err != nil {
 		return config.Exit(fs, err)
+	}
+	if err := stock.UseDeployment(c.Deployment); err != nil { // the pipeline's keys
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 2
 	}
 	if err := setKafkaSecurity(c); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)

@@ -643,7 +643,7 @@ func (r *wlRun) sample(ctx context.Context, stop <-chan struct{}) {
 // gateHolder is the reaper of this test holding the gate's lease, its
 // index, and the lease's holder as read (nil, -1 when none of ours holds it).
 func (r *wlRun) gateHolder(ctx context.Context) (*proc, int, string) {
-	h, err := lease.Current(ctx, r.p.rdb, waitroom.GateLeaseKey)
+	h, err := lease.Current(ctx, r.p.rdb, waitroom.GateLeaseKey())
 	if err != nil {
 		return nil, -1, err.Error()
 	}

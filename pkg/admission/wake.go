@@ -72,7 +72,7 @@ func (w *wakes) wake(item int64, bucket, qty int) {
 			_ = w.st.LowerWant(ctx, item, bucket, qty)
 		}
 		if publish {
-			_ = c.Publish(ctx, stock.RebalanceWake, strconv.FormatInt(item, 10)).Err()
+			_ = c.Publish(ctx, stock.RebalanceWake(), strconv.FormatInt(item, 10)).Err()
 		}
 	}()
 }

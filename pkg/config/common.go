@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"regexp"
 	"strings"
 	"time"
 
@@ -31,6 +32,13 @@ type Common struct {
 	ShutdownTimeout time.Duration
 	// PaymentWindow is how long an order stays payable. Consumer and reaper use it.
 	PaymentWindow time.Duration
+	// Deployment names this deployment among others that share its Redis
+	// and Kafka (a staging pipeline beside production, a demo beside a
+	// test run): every Redis key and channel starts "fs:<name>:" instead
+	// of "fs:" (stock.UseDeployment), and the Kafka topics and consumer
+	// group not set explicitly carry the name. "" (the default) keeps
+	// today's names.
+	Deployment string
 	// OrdersTopic, DLQTopic and ConsumerGroup name the Kafka resources, so
 	// two pipelines (a staging sale, a test run) can share one cluster.
 	OrdersTopic   string
@@ -57,8 +65,16 @@ type Common struct {
 	// ServerChecks is what an unfit Redis or MySQL server does to start-up.
 	ServerChecks ServerChecks
 
-	redisAddr trackedString
+	redisAddr                      trackedString
+	ordersTopic, dlqTopic, ccGroup trackedString
 }
+
+// The Kafka names of the default deployment.
+const (
+	defaultOrdersTopic   = "flashsale.orders.v1"
+	defaultDLQTopic      = "flashsale.orders.dlq.v1"
+	defaultConsumerGroup = "flashsale-order-writers"
+)
 
 // RegisterFlags implements Registerer.
 func (c *Common) RegisterFlags(fs *flag.FlagSet) {
@@ -71,9 +87,13 @@ func (c *Common) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.StoreTimeout, "store-timeout", 2*time.Second, "timeout of one MySQL or Redis call, a Go duration such as 2s")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 20*time.Second, "graceful shutdown deadline, a Go duration such as 20s")
 	fs.DurationVar(&c.PaymentWindow, "payment-window", 15*time.Minute, "how long an order may be paid, a Go duration such as 15m")
-	fs.StringVar(&c.OrdersTopic, "orders-topic", "flashsale.orders.v1", "Kafka topic of admitted orders")
-	fs.StringVar(&c.DLQTopic, "dlq-topic", "flashsale.orders.dlq.v1", "Kafka dead-letter topic of the order writers")
-	fs.StringVar(&c.ConsumerGroup, "consumer-group", "flashsale-order-writers", "Kafka consumer group of the order writers")
+	fs.StringVar(&c.Deployment, "deployment", "", "name of this deployment among others on the same Redis and Kafka: keys fs:<name>:..., topics and group carry it; empty keeps the default names")
+	c.OrdersTopic, c.ordersTopic = defaultOrdersTopic, trackedString{p: &c.OrdersTopic}
+	fs.Var(&c.ordersTopic, "orders-topic", "Kafka topic of admitted orders (default "+defaultOrdersTopic+", flashsale.<deployment>.orders.v1 with a deployment name)")
+	c.DLQTopic, c.dlqTopic = defaultDLQTopic, trackedString{p: &c.DLQTopic}
+	fs.Var(&c.dlqTopic, "dlq-topic", "Kafka dead-letter topic of the order writers (default "+defaultDLQTopic+", flashsale.<deployment>.orders.dlq.v1 with a deployment name)")
+	c.ConsumerGroup, c.ccGroup = defaultConsumerGroup, trackedString{p: &c.ConsumerGroup}
+	fs.Var(&c.ccGroup, "consumer-group", "Kafka consumer group of the order writers (default "+defaultConsumerGroup+", flashsale-<deployment>-order-writers with a deployment name)")
 	fs.StringVar(&c.PprofAddr, "pprof-addr", "", "host:port serving /debug/pprof, empty to switch off")
 	fs.StringVar(&c.MySQLPassword, "mysql-password", "", "MySQL password, replacing the DSN's (or FLASHSALE_MYSQL_PASSWORD_FILE)")
 	fs.StringVar(&c.MySQLTLSCAFile, "mysql-tls-ca-file", "", "PEM file of the CAs of MySQL's certificate: TLS verified against it (the DSN then sets no tls)")
@@ -122,6 +142,9 @@ func (c *Common) Validate() error {
 		if err := hostPorts(c.PprofAddr); err != nil {
 			return fmt.Errorf("FLASHSALE_PPROF_ADDR: %v (expected host:port or empty)", err)
 		}
+	}
+	if err := c.applyDeployment(); err != nil {
+		return err
 	}
 	for name, v := range map[string]string{"FLASHSALE_ORDERS_TOPIC": c.OrdersTopic, "FLASHSALE_DLQ_TOPIC": c.DLQTopic, "FLASHSALE_CONSUMER_GROUP": c.ConsumerGroup} {
 		if !validKafkaName(v) {
@@ -228,3 +251,31 @@ func validKafkaName(s string) bool {
 	}
 	return true
 }
+
+// applyDeployment checks the deployment's name and gives it to the Kafka
+// names left at their defaults; a name set explicitly is kept as it is.
+func (c *Common) applyDeployment() error {
+	if !deploymentName.MatchString(c.Deployment) {
+		return fmt.Errorf("FLASHSALE_DEPLOYMENT: %q (expected empty, or 1-32 of a-z 0-9 -, not starting or ending with -)", c.Deployment)
+	}
+	if c.Deployment == "" {
+		return nil
+	}
+	for _, n := range []struct {
+		t   *trackedString
+		def string
+	}{
+		{&c.ordersTopic, "flashsale." + c.Deployment + ".orders.v1"},
+		{&c.dlqTopic, "flashsale." + c.Deployment + ".orders.dlq.v1"},
+		{&c.ccGroup, "flashsale-" + c.Deployment + "-order-writers"},
+	} {
+		if !n.t.set && n.t.p != nil {
+			*n.t.p = n.def
+		}
+	}
+	return nil
+}
+
+// deploymentName is what FLASHSALE_DEPLOYMENT may be (stock.ValidDeployment
+// holds the same rule for the keys).
+var deploymentName = regexp.MustCompile(`^([a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?)?$`)

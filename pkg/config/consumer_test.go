@@ -44,3 +44,42 @@ func TestGroupSessionTimeout(t *testing.T) {
 		})
 	}
 }
+
+// A deployment's name goes into the Kafka names left at their defaults;
+// names set explicitly are kept; a name that cannot sit inside a key or a
+// topic name is refused.
+func TestDeploymentNamesKafka(t *testing.T) {
+	for _, tc := range []struct {
+		env                map[string]string
+		refused            bool
+		orders, dlq, group string
+	}{
+		{map[string]string{}, false, "flashsale.orders.v1", "flashsale.orders.dlq.v1", "flashsale-order-writers"},
+		{map[string]string{"FLASHSALE_DEPLOYMENT": "staging"}, false, "flashsale.staging.orders.v1", "flashsale.staging.orders.dlq.v1", "flashsale-staging-order-writers"},
+		{map[string]string{"FLASHSALE_DEPLOYMENT": "staging", "FLASHSALE_ORDERS_TOPIC": "mine"}, false, "mine", "flashsale.staging.orders.dlq.v1", "flashsale-staging-order-writers"},
+		{map[string]string{"FLASHSALE_DEPLOYMENT": "Staging"}, true, "", "", ""},
+		{map[string]string{"FLASHSALE_DEPLOYMENT": "a:b"}, true, "", "", ""},
+		{map[string]string{"FLASHSALE_DEPLOYMENT": "-x"}, true, "", "", ""},
+		{map[string]string{"FLASHSALE_DEPLOYMENT": strings.Repeat("a", 33)}, true, "", "", ""},
+	} {
+		t.Run(tc.env["FLASHSALE_DEPLOYMENT"]+tc.env["FLASHSALE_ORDERS_TOPIC"], func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			var c Common
+			err := Parse(flag.NewFlagSet("x", flag.ContinueOnError), nil, &c)
+			if tc.refused {
+				if err == nil || !strings.Contains(err.Error(), "FLASHSALE_DEPLOYMENT") {
+					t.Fatalf("err = %v, want a refusal naming FLASHSALE_DEPLOYMENT", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.OrdersTopic != tc.orders || c.DLQTopic != tc.dlq || c.ConsumerGroup != tc.group {
+				t.Fatalf("topics %q %q, group %q; want %q %q %q", c.OrdersTopic, c.DLQTopic, c.ConsumerGroup, tc.orders, tc.dlq, tc.group)
+			}
+		})
+	}
+}

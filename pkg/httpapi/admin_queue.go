@@ -45,7 +45,7 @@ func (s *Server) getAdminQueue(c echo.Context) error {
 	if err != nil {
 		return unavailable("redis unavailable")
 	}
-	holder, err := lease.Current(ctx, s.st.Client(), waitroom.GateLeaseKey)
+	holder, err := lease.Current(ctx, s.st.Client(), waitroom.GateLeaseKey())
 	if err != nil {
 		return unavailable("redis unavailable")
 	}

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -35,7 +36,7 @@ func (l *ipLimiter) allow(ctx context.Context, ip string, now time.Time) (bool, 
 	}
 	ctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
-	key := "fs:ip:" + ip + ":" + strconv.FormatInt(now.Unix(), 10)
+	key := stock.Root() + "ip:" + ip + ":" + strconv.FormatInt(now.Unix(), 10)
 	pipe := l.rdb.Pipeline()
 	incr := pipe.Incr(ctx, key)
 	pipe.Expire(ctx, key, 2*time.Second)

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale-dev/flashsale/pkg/lease"
+	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
@@ -54,7 +55,7 @@ func (cfg Config) withDefaults() Config {
 		cfg.ResumePage = 100
 	}
 	if cfg.LeaseKey == "" {
-		cfg.LeaseKey = RebalanceLease
+		cfg.LeaseKey = RebalanceLease()
 	}
 	if cfg.Holder == "" {
 		cfg.Holder = lease.Holder()
@@ -383,4 +384,4 @@ func (r *Rebalancer) sweepLive(ctx context.Context, itemID int64, live []int64, 
 // RebalanceLease is the key whose holder is the one reaper replica that
 // rebalances (Config.LeaseKey's default). It only saves work: transfers are
 // safe with any number of movers.
-const RebalanceLease = "fs:rebalance:lease"
+func RebalanceLease() string { return stock.Root() + "rebalance:lease" }

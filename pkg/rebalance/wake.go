@@ -27,7 +27,7 @@ const minPassGap = 5 * time.Millisecond
 // too. When the subscription fails, Run keeps its interval.
 func (r *Rebalancer) listen(ctx context.Context) <-chan int64 {
 	woken := make(chan int64, 1)
-	sub := r.rdb.Subscribe(ctx, stock.RebalanceWake)
+	sub := r.rdb.Subscribe(ctx, stock.RebalanceWake())
 	go func() {
 		defer sub.Close()
 		ch := sub.Channel()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/flashsale-dev/flashsale/pkg/config"
 	"github.com/flashsale-dev/flashsale/pkg/ops"
+	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/tracing"
 )
 
@@ -56,6 +58,9 @@ func Main(d Deployable) {
 	fs := flag.NewFlagSet(d.Name, flag.ContinueOnError)
 	if err := config.Parse(fs, os.Args[1:], d.Common, d.Config); err != nil {
 		os.Exit(config.Exit(fs, err))
+	}
+	if err := stock.UseDeployment(d.Common.Deployment); err != nil { // validated by Parse
+		os.Exit(config.Exit(fs, fmt.Errorf("%w: %v", config.ErrInvalid, err)))
 	}
 	h := ops.NewLogger(d.Name, d.Common.LogLevel, d.Common.LogBurst).Handler()
 	if d.LogHandler != nil {

@@ -61,18 +61,18 @@ func TallyKey(id int64) string { return bucketPrefix(id, 0) + "tally" }
 
 func bucketPrefix(id int64, bucket int) string {
 	if bucket == 0 {
-		return fmt.Sprintf("fs:{item:%d}:", id)
+		return fmt.Sprintf("%s{item:%d}:", root, id)
 	}
-	return fmt.Sprintf("fs:{item:%d:b%d}:", id, bucket)
+	return fmt.Sprintf("%s{item:%d:b%d}:", root, id, bucket)
 }
 
-// WarmedItems is a set of every item id ever warmed. It is the one key
+// WarmedItems names the set of every item id ever warmed. It is the one key
 // without an item's hash tag (on a Cluster it lives on one shard): the
 // reaper reads it to find reservations of items MySQL does not know, where a
 // SCAN of the whole keyspace cost Redis about 1.6 ms per 1,000 keys, each
 // call blocking admissions, on a keyspace of millions of status keys and
 // restore guards.
-const WarmedItems = "fs:items"
+func WarmedItems() string { return root + "items" }
 
 // Idempotency is the key of one user's Idempotency-Key for this item.
 func (k Keys) Idempotency(userID int64, key string) string {
@@ -127,9 +127,9 @@ func (k Keys) TransfersLive() string { return bucketPrefix(k.ItemID, 0) + "xlive
 // TransfersDone: see TransfersLive.
 func (k Keys) TransfersDone() string { return bucketPrefix(k.ItemID, 0) + "xdone" }
 
-// RebalanceWake is the pub/sub channel on which an ingress names an item
+// RebalanceWake names the pub/sub channel on which an ingress names an item
 // (its id, in decimal) when a buyer starts waiting for a bucket's stock, so
 // the rebalancer passes at once instead of at its next interval
 // (pkg/admission and pkg/rebalance, wake.go). A lost message costs only
 // that latency.
-const RebalanceWake = "fs:rebalance:wake"
+func RebalanceWake() string { return root + "rebalance:wake" }

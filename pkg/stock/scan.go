@@ -18,7 +18,7 @@ func (s *Store) ReservedItems(ctx context.Context) ([]int64, error) {
 	var ids []int64
 	var cursor uint64
 	for {
-		members, next, err := s.rdb.SScan(ctx, WarmedItems, cursor, "", 1000).Result()
+		members, next, err := s.rdb.SScan(ctx, WarmedItems(), cursor, "", 1000).Result()
 		if err != nil {
 			return nil, unavailable("stock: read warmed items", err)
 		}

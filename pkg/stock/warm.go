@@ -61,7 +61,7 @@ func (s *Store) Warm(ctx context.Context, snap Snapshot) error {
 	n := snap.Buckets()
 	// Registered before the warm, so the registry holds every item that
 	// can have reservations (ReservedItems).
-	if err := s.rdb.SAdd(ctx, WarmedItems, snap.ItemID).Err(); err != nil {
+	if err := s.rdb.SAdd(ctx, WarmedItems(), snap.ItemID).Err(); err != nil {
 		return unavailable("stock: register warmed item", err)
 	}
 	buyers := make([][]Holder, n)

@@ -19,6 +19,11 @@
 // through admit.lua, which takes stock and enforces one order per buyer, and
 // the ingress checks the grant an admitted ticket is handed.
 //
+// The lease's value names the holder's deployment (its database, and when
+// its schema was first migrated; gate_lease.go): a gate refuses to start
+// while another deployment's gate holds the lease on the same Redis, which
+// would otherwise leave one deployment's waiting rooms admitting nobody.
+//
 // With no gate running (every reaper down, or FLASHSALE_QUEUE_GATE_INTERVAL
 // 0) nobody new is admitted: the queue fails closed, and the alerts say so
 // (FlashsaleQueueNoGateHolder, FlashsaleQueueGateStalled).

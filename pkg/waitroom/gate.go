@@ -17,7 +17,7 @@ import (
 )
 
 // GateLeaseKey is the gate's lease (GateConfig.LeaseKey's default).
-const GateLeaseKey = "fs:queue:gate:lease"
+func GateLeaseKey() string { return stock.Root() + "queue:gate:lease" }
 
 // itemsTTL is how long the list of queued items is reused: one MySQL query
 // every few seconds, not every pass. A rate changed by an admin is seen
@@ -52,7 +52,7 @@ func (c GateConfig) withDefaults() GateConfig {
 		c.Lease = time.Second
 	}
 	if c.LeaseKey == "" {
-		c.LeaseKey = GateLeaseKey
+		c.LeaseKey = GateLeaseKey()
 	}
 	if c.StoreTimeout <= 0 {
 		c.StoreTimeout = 2 * time.Second
@@ -94,7 +94,13 @@ func NewGate(cfg GateConfig, db *sql.DB, rdb redis.UniversalClient, m *GateMetri
 
 // Run passes every Interval until ctx is done, then gives the lease up so
 // another replica takes over at once rather than after its TTL.
+//
+// First it names its deployment in its lease value and refuses to start
+// (ErrLeaseClash) while another deployment's gate holds the lease.
 func (g *Gate) Run(ctx context.Context) error {
+	if err := g.identify(ctx); err != nil {
+		return err
+	}
 	t := time.NewTicker(g.cfg.Interval)
 	defer t.Stop()
 	var failing bool
@@ -221,4 +227,32 @@ func (g *Gate) list(ctx context.Context) ([]store.Item, error) {
 		}
 	}
 	return items, nil
+}
+
+// identify reads this gate's deployment from its database (trying again
+// every interval while MySQL is away), makes it part of the gate's lease
+// value, and checks that no other deployment's gate holds the lease.
+func (g *Gate) identify(ctx context.Context) error {
+	for {
+		qctx, cancel := context.WithTimeout(ctx, g.cfg.StoreTimeout)
+		dep, err := deploymentOf(qctx, g.db)
+		cancel()
+		if err == nil {
+			g.cfg.Holder += holderOf + dep
+			err := checkLease(ctx, g.rdb, g.cfg.LeaseKey, dep, g.cfg.Lease)
+			if err != nil && !errors.Is(err, ErrLeaseClash) {
+				// Redis unreadable: the passes will say so; a clash is
+				// checked again at the next start.
+				g.log.Warn("gate: could not check the lease's holder", "err", err)
+				return nil
+			}
+			return err
+		}
+		g.log.Warn("gate: cannot read this deployment's name yet", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(g.cfg.Interval):
+		}
+	}
 }
