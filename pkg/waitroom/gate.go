@@ -233,6 +233,7 @@ func (g *Gate) list(ctx context.Context) ([]store.Item, error) {
 // every interval while MySQL is away), makes it part of the gate's lease
 // value, and checks that no other deployment's gate holds the lease.
 func (g *Gate) identify(ctx context.Context) error {
+	var warned bool // one line per outage, not one per interval
 	for {
 		qctx, cancel := context.WithTimeout(ctx, g.cfg.StoreTimeout)
 		dep, err := deploymentOf(qctx, g.db)
@@ -248,7 +249,10 @@ func (g *Gate) identify(ctx context.Context) error {
 			}
 			return err
 		}
-		g.log.Warn("gate: cannot read this deployment's name yet", "err", err)
+		if !warned {
+			g.log.Warn("gate: cannot read this deployment's name yet; the gate starts once it can", "err", err)
+			warned = true
+		}
 		select {
 		case <-ctx.Done():
 			return nil
