@@ -255,7 +255,7 @@ func validKafkaName(s string) bool {
 // applyDeployment checks the deployment's name and gives it to the Kafka
 // names left at their defaults; a name set explicitly is kept as it is.
 func (c *Common) applyDeployment() error {
-	if !deploymentName.MatchString(c.Deployment) {
+	if !ValidDeployment(c.Deployment) {
 		return fmt.Errorf("FLASHSALE_DEPLOYMENT: %q (expected empty, or 1-32 of a-z 0-9 -, not starting or ending with -)", c.Deployment)
 	}
 	if c.Deployment == "" {
@@ -276,6 +276,10 @@ func (c *Common) applyDeployment() error {
 	return nil
 }
 
-// deploymentName is what FLASHSALE_DEPLOYMENT may be (stock.ValidDeployment
-// holds the same rule for the keys).
+// deploymentName is what FLASHSALE_DEPLOYMENT may be: short, lower case,
+// safe inside a Redis key and a Kafka topic name ("" is the default).
 var deploymentName = regexp.MustCompile(`^([a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?)?$`)
+
+// ValidDeployment reports whether name may be FLASHSALE_DEPLOYMENT; pkg/stock
+// keys a deployment's Redis names by the same rule.
+func ValidDeployment(name string) bool { return deploymentName.MatchString(name) }

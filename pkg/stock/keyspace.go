@@ -2,7 +2,8 @@ package stock
 
 import (
 	"fmt"
-	"regexp"
+
+	"github.com/flashsale-dev/flashsale/pkg/config"
 )
 
 // root is the start of every Redis key and channel a flashsale process
@@ -14,13 +15,10 @@ import (
 // a Cluster places them as before.
 var root = "fs:"
 
-// deploymentName is what a deployment's name may be: short, lower case,
-// safe inside a key and a Kafka topic name.
-var deploymentName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$`)
-
 // ValidDeployment reports whether name may name a deployment ("" is the
-// default deployment, whose keys are today's).
-func ValidDeployment(name string) bool { return name == "" || deploymentName.MatchString(name) }
+// default deployment, whose keys are today's): the rule of
+// FLASHSALE_DEPLOYMENT (config.ValidDeployment), one for keys and topics.
+func ValidDeployment(name string) bool { return config.ValidDeployment(name) }
 
 // KeyRoot is the root of deployment name's keys.
 func KeyRoot(name string) string {
