@@ -6,11 +6,13 @@
 // It owns the types and their JSON tags, nothing else: no handler, no
 // computation, no client. So far it holds the audit report (audit.go: the
 // Audit, AuditBucket and Waitlist schemas of the admin audit, live and queue
-// views); the other shapes still sit beside their handlers and clients and
+// views) and the waiting room's answers (queue.go: Ticket, TicketStatus,
+// AdminQueue); the other shapes still sit beside their handlers and clients and
 // move here as they are touched. A test holds each moved type to its schema
 // in ingress/openapi.yaml, property for property, nested objects included.
 //
-// Importers: pkg/audit, which computes the audit report (its Report,
+// Importers: pkg/waitroom, whose Room answers with the queue's shapes;
+// pkg/audit, which computes the audit report (its Report,
 // BucketReport and Waitlist are aliases of these, so pkg/httpapi, pkg/auditor
 // and the bench tool use them through it), and pkg/ctl, flashsalectl's
 // commands, which decode and print them; pkg/httpapi and the bench tool are

@@ -153,6 +153,34 @@ func TestAuditMatchesOpenAPI(t *testing.T) {
 	}
 }
 
+// TestQueueMatchesOpenAPI: the waiting room's answers are what
+// ingress/openapi.yaml says, property for property both ways: the ticket
+// taken (Ticket), its status (TicketStatus) and the operator's view
+// (AdminQueue, with its Waitlist).
+func TestQueueMatchesOpenAPI(t *testing.T) {
+	b, err := os.ReadFile("../../ingress/openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	components, _ := doc["components"].(node)
+	schemas, _ := components["schemas"].(node)
+	for name, typ := range map[string]reflect.Type{
+		"Ticket":       reflect.TypeFor[Ticket](),
+		"TicketStatus": reflect.TypeFor[TicketStatus](),
+		"AdminQueue":   reflect.TypeFor[AdminQueue](),
+	} {
+		seen := map[string]bool{}
+		matchSchema(t, schemas, name, typ, seen)
+		if !seen[name] {
+			t.Errorf("schema %s was not checked (reached %v)", name, seen)
+		}
+	}
+}
+
 // TestImportsNothingOfTheModule: every client of the API links this
 // package, so it must not bring the module's packages (and their store
 // clients) along.

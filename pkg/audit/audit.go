@@ -42,12 +42,6 @@ type numbers struct {
 // (I9: in = pool + offers + claimed + returned).
 type Waitlist = api.Waitlist
 
-// WaitlistOf is w as the reports show it.
-func WaitlistOf(w waitroom.Waitlist) Waitlist {
-	return Waitlist{In: w.In, Pool: w.Pool, Offers: w.Offers, Offered: w.Offered, Claimed: w.Claimed,
-		Lapsed: w.Lapsed, Returned: w.Returned, Cursor: w.Cursor}
-}
-
 // Item audits one item; store.ErrNotFound when MySQL does not know it.
 func Item(ctx context.Context, db *sql.DB, st *stock.Store, itemID int64) (Report, error) {
 	var n numbers
@@ -77,7 +71,7 @@ func Item(ctx context.Context, db *sql.DB, st *stock.Store, itemID int64) (Repor
 	rep.OldestReservedAt = n.redis.OldestReservedAt
 	rep.Buckets = max(n.item.Buckets, 1)
 	if n.item.Queue {
-		w := WaitlistOf(n.waitlist)
+		w := n.waitlist.Report()
 		rep.Waitlist = &w
 	}
 	rep.Violations = check(n, rep)

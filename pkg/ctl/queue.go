@@ -10,25 +10,6 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/api"
 )
 
-// QueueView is GET /api/v1/admin/items/{id}/queue's answer (AdminQueue in
-// ingress/openapi.yaml): one item's waiting room as its gate sees it.
-type QueueView struct {
-	ItemID          int64     `json:"item_id"`
-	OpensAt         time.Time `json:"opens_at"`
-	StartsAt        time.Time `json:"starts_at"`
-	Commitment      string    `json:"commitment"`
-	Rate            int       `json:"rate"`
-	Tickets         int64     `json:"tickets"`
-	ServingPosition int64     `json:"serving_position"`
-	Waiting         int64     `json:"waiting"`
-	// GateHolder is the reaper replica holding the gate, nil when none
-	// does: then nobody is admitted.
-	GateHolder *string `json:"gate_holder"`
-	// Waitlist is the hand-off of released units to the tickets in line,
-	// in units (in = pool + offers + claimed + returned).
-	Waitlist api.Waitlist `json:"waitlist"`
-}
-
 func queueCmd(o *options) *cobra.Command {
 	c := &cobra.Command{Use: "queue", Short: "Read an item's waiting room and check its published transcript"}
 	c.AddCommand(queueShow(o), queueTranscript(o))
@@ -54,7 +35,7 @@ not move while tickets wait is a stalled gate (runbook FlashsaleQueueGateStalled
 			if err != nil {
 				return err
 			}
-			var v QueueView
+			var v api.AdminQueue
 			raw, err := o.get(cmd, p+"/queue", nil, &v)
 			if err != nil {
 				return err
@@ -67,7 +48,7 @@ not move while tickets wait is a stalled gate (runbook FlashsaleQueueGateStalled
 	}
 }
 
-func printQueue(cmd *cobra.Command, v QueueView) error {
+func printQueue(cmd *cobra.Command, v api.AdminQueue) error {
 	i := func(n int64) string { return strconv.FormatInt(n, 10) }
 	holder := "none: no reaper holds the gate, nobody is being admitted"
 	if v.GateHolder != nil {
@@ -82,7 +63,7 @@ func printQueue(cmd *cobra.Command, v QueueView) error {
 	}
 	return fields(cmd.OutOrStdout(), [][2]string{{"item", i(v.ItemID)}, {"opens_at", stamp(v.OpensAt)}, {"starts_at", stamp(v.StartsAt)},
 		{"commitment", v.Commitment}, {"rate", strconv.Itoa(v.Rate) + " a second"}, {"tickets", i(v.Tickets)},
-		{"serving_position", i(v.ServingPosition)}, {"waiting", waiting}, {"gate_holder", holder},
+		{"serving_position", i(v.Serving)}, {"waiting", waiting}, {"gate_holder", holder},
 		{"waitlist", fmt.Sprintf("%d released: %d held (%d on offer), %d claimed, %d returned; %d offered, %d lapsed",
 			w.In, w.Pool+w.Offers, w.Offers, w.Claimed, w.Returned, w.Offered, w.Lapsed)}})
 }

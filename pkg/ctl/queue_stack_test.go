@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/api"
 )
 
 // call is one request to the ingress with token (none when empty): its
@@ -137,15 +138,15 @@ func TestQueueShowOnTheStack(t *testing.T) {
 			t.Fatalf("take a ticket for %d: %d %s", u, code, b)
 		}
 	}
-	show := func() QueueView {
-		var v QueueView
+	show := func() api.AdminQueue {
+		var v api.AdminQueue
 		if err := json.Unmarshal([]byte(mustRun(t, g.lookup, "-o", "json", "queue", "show", sid)), &v); err != nil {
 			t.Fatal(err)
 		}
 		return v
 	}
 	v := show()
-	if v.ItemID != id || v.Rate != 1000 || v.Commitment != put.Commitment || v.Tickets != 3 || v.ServingPosition != 0 || v.Waiting != 3 || v.StartsAt.Sub(starts).Abs() >= time.Millisecond {
+	if v.ItemID != id || v.Rate != 1000 || v.Commitment != put.Commitment || v.Tickets != 3 || v.Serving != 0 || v.Waiting != 3 || v.StartsAt.Sub(starts).Abs() >= time.Millisecond {
 		t.Fatalf("before the start: %+v (starts %v, commitment %s)", v, starts, put.Commitment)
 	}
 	out := mustRun(t, g.lookup, "queue", "show", sid)
@@ -161,7 +162,7 @@ func TestQueueShowOnTheStack(t *testing.T) {
 	if _, err := moved.AdvanceGate(t.Context(), id, 1000); err != nil {
 		t.Fatal(err)
 	}
-	if v := show(); v.Tickets != 3 || v.ServingPosition != 3 || v.Waiting != 0 {
+	if v := show(); v.Tickets != 3 || v.Serving != 3 || v.Waiting != 0 {
 		t.Fatalf("after the gate's move: %+v, want all 3 admitted", v)
 	}
 	plain := testenv.ItemID()

@@ -4,7 +4,7 @@
 //
 // The work behind them is also in pkg/stockchange (restock and withdraw),
 // pkg/orderstatus (order status), pkg/tally (the live counts), pkg/waitroom
-// (the waiting room's grants and gate), pkg/console (the console page) and pkg/ops (the
+// (the waiting room: its routes are adapters over waitroom.Room), pkg/console (the console page) and pkg/ops (the
 // readiness checks and the ops routes).
 //
 // It owns what is the HTTP layer's own: the routes and middleware, the per-IP
@@ -14,16 +14,14 @@
 // status subscription per item to its waiters (wait.go), and the metrics
 // flashsale_http_requests_total, flashsale_http_request_duration_seconds,
 // flashsale_status_subscriptions, flashsale_status_waiting_polls,
-// flashsale_queue_tickets_total, flashsale_queue_grants_refused_total,
-// flashsale_queue_offer_claims_total, flashsale_stock_changes_total and
+// flashsale_stock_changes_total and
 // flashsale_redis_batch_calls. Any other stored state it reaches through the
 // packages named above.
 //
 // Only the ingress's main imports it (other packages' tests run a Server too).
 // It is the top of the ingress and may import any package the ingress needs;
-// it imports pkg/waitroom for the grants it signs and checks, and with
-// pkg/lease to show the gate's lease holder in the admin queue view
-// (waitroom.GateLeaseKey, lease.Current). It never imports pkg/service (the main hands it to
+// it imports pkg/waitroom, whose Room answers the waiting room's routes and
+// checks an order's grant. It never imports pkg/service (the main hands it to
 // the runner) nor the workers of the consumer and the reaper (orderwriter,
 // reap, rebalance, auditor).
 package httpapi

@@ -19,13 +19,6 @@ type Metrics struct {
 	// withdraw) and result (applied, replayed, conflict, refused,
 	// not_found, pending, unavailable).
 	stockChanges *prometheus.CounterVec
-	// tickets counts waiting-room tickets by result (new, have);
-	// grantsRefused the orders of queued items refused for their grant,
-	// by reason (required, invalid, expired).
-	tickets       *prometheus.CounterVec
-	grantsRefused *prometheus.CounterVec
-	// offerClaims counts the orders accepted (202) on a waitlist offer.
-	offerClaims prometheus.Counter
 }
 
 // NewMetrics registers the HTTP metrics on reg.
@@ -45,18 +38,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "flashsale_stock_changes_total",
 			Help: "Admin stock changes (POST /api/v1/admin/items/{id}/stock) by direction (restock, withdraw) and result: applied (changed now), replayed (an earlier call with the operation id did), conflict (the id was used for another change), refused (over the stock limit), not_found, pending (recorded, Redis not yet applied: retried or repaired), unavailable (nothing recorded).",
 		}, []string{"direction", "result"}),
-		tickets: f.NewCounterVec(prometheus.CounterOpts{
-			Name: "flashsale_queue_tickets_total",
-			Help: "Waiting-room tickets handed out by POST /api/v1/items/{id}/queue, by result: new (taken by this call) or have (the buyer's existing ticket).",
-		}, []string{"result"}),
-		grantsRefused: f.NewCounterVec(prometheus.CounterOpts{
-			Name: "flashsale_queue_grants_refused_total",
-			Help: "Orders of items with a waiting room refused for their admission grant (403), by reason: required (none sent), invalid (forged, another buyer's or item's), expired, offer_gone (a waitlist offer claimed already or lapsed).",
-		}, []string{"reason"}),
-		offerClaims: f.NewCounter(prometheus.CounterOpts{
-			Name: "flashsale_queue_offer_claims_total",
-			Help: "Orders accepted (202) on a waitlist offer: released units of queued items sold again to the next ticket in line.",
-		}),
 	}
 }
 

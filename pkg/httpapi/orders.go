@@ -10,14 +10,16 @@ import (
 
 	"github.com/flashsale-dev/flashsale/pkg/admission"
 	"github.com/flashsale-dev/flashsale/pkg/orderstatus"
+	"github.com/flashsale-dev/flashsale/pkg/store"
 	"github.com/flashsale-dev/flashsale/pkg/tally"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 )
 
 type orderBody struct {
 	ItemID *int64 `json:"item_id"`
 	Qty    *int   `json:"qty"`
 	// AdmissionGrant is what an admitted waiting-room ticket shows
-	// (queue_grant.go): required for an item with a queue, ignored for
+	// (waitroom.Room.CheckGrant): required for an item with a queue, ignored for
 	// any other.
 	AdmissionGrant *string `json:"admission_grant"`
 }
@@ -63,20 +65,23 @@ func (s *Server) order(c echo.Context, b orderBody) error {
 		return badRequest("invalid_idempotency_key", "Idempotency-Key must be 1 to 64 characters of A-Z a-z 0-9 . _ : -")
 	}
 	user := principal(c).UserID
-	kind := noGrant
+	kind := waitroom.NoGrant
 	if b.AdmissionGrant != nil {
 		var err error
-		if kind, err = s.checkGrant(c.Request().Context(), *b.ItemID, user, *b.AdmissionGrant); err != nil {
-			return err
+		if kind, err = s.room.CheckGrant(c.Request().Context(), *b.ItemID, user, *b.AdmissionGrant); err != nil {
+			if errors.Is(err, waitroom.ErrUnavailable) {
+				return unavailable("the order could not be taken; nothing was reserved, please retry")
+			}
+			return roomError(err, store.Item{}, "order")
 		}
 	}
 	res := s.admission.Admit(c.Request().Context(), admission.Request{
 		ItemID: *b.ItemID, UserID: user, Qty: *b.Qty, IdempotencyKey: key,
-		Granted: kind == admitGrant, Claim: kind == offerGrant,
+		Granted: kind == waitroom.AdmitGrant, Claim: kind == waitroom.OfferGrant,
 	})
 	if res.OK() {
-		if kind == offerGrant && res.Outcome == admission.Accepted {
-			s.m.offerClaims.Inc()
+		if kind == waitroom.OfferGrant && res.Outcome == admission.Accepted {
+			s.room.CountOfferClaim()
 		}
 		return c.JSON(http.StatusAccepted, accepted{RequestID: res.RequestID, Status: orderstatus.Pending})
 	}
@@ -85,12 +90,12 @@ func (s *Server) order(c echo.Context, b orderBody) error {
 		return s.notActive(c.Request().Context(), *b.ItemID)
 	}
 	if res.Outcome == admission.NeedGrant {
-		s.m.grantsRefused.WithLabelValues("required").Inc()
+		s.room.CountRefusal(waitroom.RefusedRequired)
 	}
 	if res.Outcome == admission.NoOffer {
-		s.m.grantsRefused.WithLabelValues("offer_gone").Inc()
+		s.room.CountRefusal(waitroom.RefusedOfferGone)
 	}
-	if res.Outcome == admission.OverLimit && kind == offerGrant {
+	if res.Outcome == admission.OverLimit && kind == waitroom.OfferGrant {
 		return badRequest("invalid_qty", "a waitlist offer is one unit: order it with qty 1")
 	}
 	return admissionError(res)

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"time"
@@ -10,20 +9,11 @@ import (
 
 	"github.com/flashsale-dev/flashsale/pkg/store"
 	"github.com/flashsale-dev/flashsale/pkg/waitroom"
-	"github.com/flashsale-dev/flashsale/pkg/waitroom/draw"
 )
 
-// ticketView is a buyer's ticket as POST .../queue answers it (Ticket in
-// ingress/openapi.yaml): its id (the buyer's to keep: with the arrival
-// number it is what the buyer checks the transcript with), its arrival
-// number and the commitment it was taken under.
-type ticketView struct {
-	Ticket          string    `json:"ticket"`
-	ItemID          int64     `json:"item_id"`
-	Arrival         int64     `json:"arrival"`
-	TakenAt         time.Time `json:"taken_at"`
-	QueueCommitment string    `json:"queue_commitment"`
-}
+// The waiting room's routes: thin adapters over waitroom.Room, which holds
+// every rule; here the path, the caller and the wait are read and the
+// room's answers and refusals turned into the contract's.
 
 // queuedItem is the item of the path's {id} when it has a waiting room:
 // 404 for an unknown item, 409 queue_off for one without the queue.
@@ -37,50 +27,112 @@ func (s *Server) queuedItem(c echo.Context) (store.Item, error) {
 		return store.Item{}, err
 	}
 	if !it.Queue {
-		return store.Item{}, newErr(http.StatusConflict, "queue_off", "this item has no waiting room: order it directly")
+		return store.Item{}, errQueueOff
 	}
 	return it, nil
 }
 
+// Answers of the waiting room's routes, and of an order of a queued item
+// whose grant does not do.
+var (
+	errQueueOff      = newErr(http.StatusConflict, "queue_off", "this item has no waiting room: order it directly")
+	errGrantRequired = newErr(http.StatusForbidden, "admission_required",
+		"this item has a waiting room: take a ticket (POST /api/v1/items/{id}/queue), wait until it is admitted, and order with its admission_grant")
+	errGrantInvalid = newErr(http.StatusForbidden, "admission_invalid",
+		"admission_grant is not a grant of this item for you: order with the grant your own admitted ticket shows")
+	errGrantExpired = newErr(http.StatusForbidden, "admission_expired",
+		"admission_grant has expired: read your ticket again (GET /api/v1/items/{id}/queue/{ticket}) for a fresh one")
+	errOfferGone = newErr(http.StatusForbidden, "offer_gone",
+		"your waitlist offer was claimed already or its claim window ended; nothing was reserved")
+)
+
 // takeTicket is POST /api/v1/items/{id}/queue: the caller's ticket of the
 // item's waiting room, 201 when this call took it, 200 when the caller held
-// it already (one per buyer per item, whatever is asked again).
+// it already.
 func (s *Server) takeTicket(c echo.Context) error {
-	ctx := c.Request().Context()
 	it, err := s.queuedItem(c)
 	if err != nil {
 		return err
 	}
-	id := it.ID
-	fresh, err := draw.NewTicketID(nil)
+	t, created, err := s.room.Take(c.Request().Context(), it, principal(c).UserID)
 	if err != nil {
-		s.log.ErrorContext(ctx, "queue: ticket id", "err", err)
-		return unavailable("ticket temporarily unavailable")
+		return roomError(err, it, "ticket")
 	}
-	rctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
-	defer cancel()
-	left, warmed, err := s.st.Stock(rctx, id)
+	if created {
+		return c.JSON(http.StatusCreated, t)
+	}
+	return c.JSON(http.StatusOK, t)
+}
+
+// getTicket is GET /api/v1/items/{id}/queue/{ticket}: the caller's ticket
+// (another buyer's is 404, as an unknown one), and with ?wait= the answer
+// once its state changes or at the end of the wait (waitroom.Room.Status).
+func (s *Server) getTicket(c echo.Context) error {
+	_, sent := c.QueryParams()["wait"]
+	wait, err := parseWait(c.QueryParam("wait"), sent, s.cfg.Ingress.StatusWaitMax)
 	if err != nil {
-		return unavailable("ticket temporarily unavailable")
+		return err
 	}
-	t, created, err := s.wr.TakeTicket(rctx, id, principal(c).UserID, fresh, it.QueueOpensAt, warmed && left <= 0)
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	tid := c.Param("ticket")
+	if !waitroom.ValidTicketID(tid) {
+		return badRequest("invalid_ticket", "ticket must be 32 lower-case hex digits")
+	}
+	it, err := s.loadItem(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	v, err := s.room.Status(c.Request().Context(), it, principal(c).UserID, tid, wait)
+	if err != nil {
+		return roomError(err, it, "ticket")
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+// getTranscript is GET /api/v1/items/{id}/transcript: from starts_at on, the
+// item's seed, its commitment and every ticket's hash in serving order, so
+// anyone can check the order follows from the committed seed and a buyer
+// their own rank. Before starts_at it is 409 not_revealed. Public, like the
+// item: it names no buyer (hashes of server-drawn ids only).
+func (s *Server) getTranscript(c echo.Context) error {
+	it, err := s.queuedItem(c)
+	if err != nil {
+		return err
+	}
+	tr, err := s.room.Transcript(c.Request().Context(), it)
+	if err != nil {
+		return roomError(err, it, "transcript")
+	}
+	return c.JSON(http.StatusOK, tr)
+}
+
+// roomError is the contract's answer to a refusal of the waiting room of
+// item it; what names what was asked for in a 503.
+func roomError(err error, it store.Item, what string) error {
 	switch {
 	case errors.Is(err, waitroom.ErrNotOpen):
 		return newErr(http.StatusConflict, "queue_not_open", "the waiting room opens at "+it.QueueOpensAt.UTC().Format(time.RFC3339Nano))
+	case errors.Is(err, waitroom.ErrNotRevealed):
+		return newErr(http.StatusConflict, "not_revealed", "the seed is revealed at starts_at, "+it.StartsAt.UTC().Format(time.RFC3339Nano))
+	case errors.Is(err, store.ErrNotFound):
+		return newErr(http.StatusConflict, "queue_off", "this item has no waiting room")
 	case errors.Is(err, waitroom.ErrEnded):
 		return newErr(http.StatusGone, "sale_ended", "the sale has ended")
 	case errors.Is(err, waitroom.ErrSoldOut):
 		return newErr(http.StatusGone, "sold_out", "the item is sold out")
 	case errors.Is(err, waitroom.ErrNotWarmed):
 		return notFound("no such item")
-	case err != nil:
-		s.log.WarnContext(ctx, "queue: take ticket", "item_id", id, "err", err)
-		return unavailable("ticket temporarily unavailable")
+	case errors.Is(err, waitroom.ErrNoTicket):
+		return notFound("no such ticket")
+	case errors.Is(err, waitroom.ErrGrantExpired):
+		return errGrantExpired
+	case errors.Is(err, waitroom.ErrGrantInvalid):
+		return errGrantInvalid
+	case errors.Is(err, waitroom.ErrOfferGone):
+		return errOfferGone
 	}
-	status, result := http.StatusOK, "have"
-	if created {
-		status, result = http.StatusCreated, "new"
-	}
-	s.m.tickets.WithLabelValues(result).Inc()
-	return c.JSON(status, ticketView{Ticket: t.ID, ItemID: id, Arrival: t.Arrival, TakenAt: t.TakenAt, QueueCommitment: it.QueueCommitment})
+	return unavailable(what + " temporarily unavailable")
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/api"
 	"github.com/flashsale-dev/flashsale/pkg/config"
 	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 )
@@ -52,18 +53,18 @@ func (h *harness) orderWith(user, item int64, g string) resp {
 
 // admitted long-polls user's ticket until it is admitted and returns it
 // (every 20 ms at most: a harness without long polls answers at once).
-func (h *harness) admitted(user, item int64, ticket string, within time.Duration) ticketStatus {
+func (h *harness) admitted(user, item int64, ticket string, within time.Duration) api.TicketStatus {
 	h.t.Helper()
-	var v ticketStatus
+	var v api.TicketStatus
 	testenv.Eventually(h.t, within, 20*time.Millisecond, func() bool {
 		var r resp
 		if r, v = h.ticketStatusOf(user, item, ticket, "2s"); r.Code != http.StatusOK {
 			h.t.Fatalf("ticket of %d: %d %s", user, r.Code, r.Body)
 		}
-		if v.State != ticketAdmitted && v.State != ticketWaiting {
+		if v.State != api.TicketAdmitted && v.State != api.TicketWaiting {
 			h.t.Fatalf("ticket of %d: %+v, want waiting then admitted", user, v)
 		}
-		return v.State == ticketAdmitted
+		return v.State == api.TicketAdmitted
 	}, "ticket of %d not admitted", user)
 	return v
 }
@@ -76,7 +77,7 @@ func (h *harness) admitted(user, item int64, ticket string, within time.Duration
 func TestQueuedItemRequiresAGrant(t *testing.T) {
 	h := newHarness(t, harnessOpts{partitions: 1, ingress: func(in *config.Ingress) { in.QueueGrantTTL = time.Second }})
 	clk := newTestClock()
-	h.srv.grantNow = clk.now
+	h.srv.room.WithGrantClock(clk.now)
 	h.runGate()
 	now := time.Now()
 	item, other := testenv.ItemID(), testenv.ItemID()
@@ -148,7 +149,7 @@ func TestGateAdmitsAtTheRate(t *testing.T) {
 	const rate = 20
 	h.putRatedItem(item, 100, now.Add(-time.Minute), starts, now.Add(time.Hour), rate)
 	const n = 30
-	tickets := make([]ticketView, n)
+	tickets := make([]api.Ticket, n)
 	for i := range n {
 		_, tickets[i] = h.take(int64(300+i), item)
 	}
@@ -158,7 +159,7 @@ func TestGateAdmitsAtTheRate(t *testing.T) {
 		_, v := h.ticketStatusOf(300, item, tickets[0].Ticket, "")
 		return v.Position != nil
 	}, "no position after the start")
-	var last ticketStatus
+	var last api.TicketStatus
 	var lastUser int64
 	for i, tk := range tickets {
 		_, v := h.ticketStatusOf(int64(300+i), item, tk.Ticket, "")
@@ -169,7 +170,7 @@ func TestGateAdmitsAtTheRate(t *testing.T) {
 			last, lastUser = v, int64(300+i)
 		}
 	}
-	if last.State != ticketWaiting || last.EstimatedWaitMs == nil || last.ServingPosition == nil {
+	if last.State != api.TicketWaiting || last.EstimatedWaitMs == nil || last.ServingPosition == nil {
 		t.Fatalf("the last position right after the start: %+v, want waiting", last)
 	}
 	if want := waitroom.AdmitIn(n-*last.ServingPosition, rate).Milliseconds(); *last.EstimatedWaitMs != want {
@@ -180,7 +181,7 @@ func TestGateAdmitsAtTheRate(t *testing.T) {
 	// answers admitted before its deadline.
 	const wait = 30 * time.Second
 	type polled struct {
-		v  ticketStatus
+		v  api.TicketStatus
 		at time.Time
 	}
 	done := make(chan polled, 1)
@@ -203,7 +204,7 @@ func TestGateAdmitsAtTheRate(t *testing.T) {
 		t.Errorf("the gate went to %d through %d serving positions only (%v): the rate did not pace the admissions", n, len(seen), seen)
 	}
 	p := <-done
-	if p.v.State != ticketAdmitted || p.v.ServingPosition == nil || *p.v.ServingPosition < n || !p.at.Before(sent.Add(wait)) {
+	if p.v.State != api.TicketAdmitted || p.v.ServingPosition == nil || *p.v.ServingPosition < n || !p.at.Before(sent.Add(wait)) {
 		t.Fatalf("the last ticket's long poll: %+v %s after it was sent, want admitted at serving %d, before its %s deadline",
 			p.v, p.at.Sub(sent), n, wait)
 	}

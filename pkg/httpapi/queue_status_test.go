@@ -10,19 +10,20 @@ import (
 	"time"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/api"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 	"github.com/flashsale-dev/flashsale/pkg/waitroom/draw"
 )
 
 // ticketStatusOf is GET .../queue/{ticket} as user, with ?wait= when wait
 // is not empty.
-func (h *harness) ticketStatusOf(user, item int64, ticket, wait string) (resp, ticketStatus) {
+func (h *harness) ticketStatusOf(user, item int64, ticket, wait string) (resp, api.TicketStatus) {
 	path := fmt.Sprintf("/api/v1/items/%d/queue/%s", item, ticket)
 	if wait != "" {
 		path += "?wait=" + wait
 	}
 	r := h.do(http.MethodGet, path, "", h.as(user))
-	var v ticketStatus
+	var v api.TicketStatus
 	if r.Code == http.StatusOK {
 		if err := json.Unmarshal(r.Body, &v); err != nil {
 			h.t.Fatalf("ticket status %s: %v", r.Body, err)
@@ -41,7 +42,7 @@ func TestTicketStatusBeforeTheStart(t *testing.T) {
 	h.putQueuedItem(item, 5, now.Add(-time.Minute), now.Add(time.Hour), now.Add(2*time.Hour))
 	_, tk := h.take(7, item)
 	r, v := h.ticketStatusOf(7, item, tk.Ticket, "")
-	if r.Code != http.StatusOK || v.State != ticketWaiting || v.Position != nil || v.EstimatedWaitMs == nil ||
+	if r.Code != http.StatusOK || v.State != api.TicketWaiting || v.Position != nil || v.EstimatedWaitMs == nil ||
 		*v.EstimatedWaitMs < (59*time.Minute).Milliseconds() || v.StockLeft != 5 {
 		t.Fatalf("before the start: %d %s", r.Code, r.Body)
 	}
@@ -68,7 +69,7 @@ func TestTicketPositionsFollowTheShuffle(t *testing.T) {
 	starts := now.Add(2 * time.Second)
 	h.putQueuedItem(item, 100, now.Add(-time.Minute), starts, now.Add(time.Hour))
 	const early, late = 30, 5
-	tickets := make([]ticketView, early+late)
+	tickets := make([]api.Ticket, early+late)
 	for i := range early {
 		r, v := h.take(int64(100+i), item)
 		if r.Code != http.StatusCreated || !v.TakenAt.Before(starts) {
@@ -133,12 +134,12 @@ func TestSoldOutFanOut(t *testing.T) {
 	item := testenv.ItemID()
 	h.putQueuedItem(item, 1, now.Add(-time.Minute), now.Add(-time.Second), now.Add(time.Hour))
 	const waiters = 20
-	tickets := make([]ticketView, waiters)
+	tickets := make([]api.Ticket, waiters)
 	for i := range waiters {
 		_, tickets[i] = h.take(int64(200+i), item)
 	}
 	type answer struct {
-		v  ticketStatus
+		v  api.TicketStatus
 		at time.Time
 	}
 	answers := make([]answer, waiters)
@@ -155,12 +156,10 @@ func TestSoldOutFanOut(t *testing.T) {
 	}
 	// Every poll is waiting before the last unit goes.
 	testenv.Eventually(t, 5*time.Second, 10*time.Millisecond, func() bool {
-		h.srv.queueWatch.mu.Lock()
-		defer h.srv.queueWatch.mu.Unlock()
-		si := h.srv.queueWatch.items[item]
-		return si != nil && si.refs == waiters
+		admit, _, _ := h.srv.room.Waiting(item)
+		return admit == waiters
 	}, "the polls did not all wait")
-	g, _, err := h.srv.grantFor(t.Context(), item, 999)
+	g, _, err := h.srv.room.Grant(t.Context(), item, 999)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +169,7 @@ func TestSoldOutFanOut(t *testing.T) {
 	sold := time.Now()
 	wg.Wait()
 	for i, a := range answers {
-		if a.v.State != ticketSoldOut || a.v.StockLeft != 0 {
+		if a.v.State != api.TicketSoldOut || a.v.StockLeft != 0 {
 			t.Errorf("poll %d answered %+v, want sold_out", i, a.v)
 		}
 		if !a.at.Before(sent.Add(wait)) {

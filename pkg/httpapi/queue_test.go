@@ -11,13 +11,14 @@ import (
 	"time"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/api"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
 // take is POST /api/v1/items/{item}/queue as user.
-func (h *harness) take(user, item int64) (resp, ticketView) {
+func (h *harness) take(user, item int64) (resp, api.Ticket) {
 	r := h.do(http.MethodPost, fmt.Sprintf("/api/v1/items/%d/queue", item), "", h.as(user))
-	var v ticketView
+	var v api.Ticket
 	if r.Code == http.StatusOK || r.Code == http.StatusCreated {
 		if err := json.Unmarshal(r.Body, &v); err != nil {
 			h.t.Fatalf("ticket answer %s: %v", r.Body, err)
@@ -38,7 +39,7 @@ func TestTicketIdempotentUnderRace(t *testing.T) {
 	const same = 32
 	var wg sync.WaitGroup
 	answers := make([]resp, same)
-	views := make([]ticketView, same)
+	views := make([]api.Ticket, same)
 	for i := range same {
 		wg.Add(1)
 		go func() { defer wg.Done(); answers[i], views[i] = h.take(7, item) }()
@@ -62,7 +63,7 @@ func TestTicketIdempotentUnderRace(t *testing.T) {
 	}
 
 	const buyers = 200
-	tickets := make([]ticketView, buyers)
+	tickets := make([]api.Ticket, buyers)
 	codes := make([]int, buyers)
 	for i := range buyers {
 		wg.Add(1)
@@ -134,7 +135,7 @@ func TestTicketRefusals(t *testing.T) {
 	if holder.Code != http.StatusCreated {
 		t.Fatalf("ticket before the sell-out: %d %s", holder.Code, holder.Body)
 	}
-	g, _, err := h.srv.grantFor(t.Context(), sold, 8)
+	g, _, err := h.srv.room.Grant(t.Context(), sold, 8)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/api"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 	"github.com/flashsale-dev/flashsale/pkg/waitroom/draw"
 )
@@ -24,7 +25,7 @@ func TestTranscriptAfterTheStart(t *testing.T) {
 	starts := now.Add(1500 * time.Millisecond)
 	put := h.putQueuedItem(item, 50, now.Add(-time.Minute), starts, now.Add(time.Hour))
 	const buyers = 12
-	tickets := make([]ticketView, buyers)
+	tickets := make([]api.Ticket, buyers)
 	for i := range buyers {
 		_, tickets[i] = h.take(int64(300+i), item)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/api"
 	"github.com/flashsale-dev/flashsale/pkg/audit"
 	"github.com/flashsale-dev/flashsale/pkg/config"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
@@ -18,9 +19,9 @@ import (
 
 // stateWithin polls user's ticket (no long poll: a sold-out ticket answers
 // at once) until it is in state want.
-func (h *harness) stateWithin(user, item int64, ticket, want string, within time.Duration) ticketStatus {
+func (h *harness) stateWithin(user, item int64, ticket, want string, within time.Duration) api.TicketStatus {
 	h.t.Helper()
-	var v ticketStatus
+	var v api.TicketStatus
 	testenv.Eventually(h.t, within, 30*time.Millisecond, func() bool {
 		var r resp
 		if r, v = h.ticketStatusOf(user, item, ticket, ""); r.Code != http.StatusOK {
@@ -37,18 +38,8 @@ func (h *harness) stateWithin(user, item int64, ticket, want string, within time
 func (h *harness) offerWaiters(item int64, n int) {
 	h.t.Helper()
 	testenv.Eventually(h.t, 10*time.Second, 5*time.Millisecond, func() bool {
-		h.srv.offerWatch.mu.Lock()
-		oi := h.srv.offerWatch.items[item]
-		refs := 0
-		if oi != nil {
-			refs = oi.refs
-		}
-		h.srv.offerWatch.mu.Unlock()
-		if refs != n {
-			return false
-		}
-		_, _, _, read, _ := oi.now(0)
-		return read
+		_, offer, read := h.srv.room.Waiting(item)
+		return offer == n && read
 	}, "%d polls waiting on item %d's offers", n, item)
 }
 
@@ -87,11 +78,11 @@ func TestWaitlistOfferByTicket(t *testing.T) {
 		}
 		rids[u] = a.RequestID
 	}
-	h.stateWithin(13, item, tickets[13], ticketSoldOut, 2*time.Second)
+	h.stateWithin(13, item, tickets[13], api.TicketSoldOut, 2*time.Second)
 
 	// 13 long-polls its sold-out ticket: the offer answers it.
 	type polled struct {
-		v  ticketStatus
+		v  api.TicketStatus
 		at time.Time
 	}
 	longPoll := make(chan polled, 1)
@@ -108,15 +99,15 @@ func TestWaitlistOfferByTicket(t *testing.T) {
 		t.Fatalf("restore of 11's unit: %v %v, want held for the waitlist", res, err)
 	}
 	lp := <-longPoll
-	if lp.v.State != ticketOffered || !lp.at.Before(sent.Add(wait)) {
+	if lp.v.State != api.TicketOffered || !lp.at.Before(sent.Add(wait)) {
 		t.Fatalf("13's long poll: %+v %s after the release, want offered, woken by the offer before its %s deadline", lp.v, lp.at.Sub(released), wait)
 	}
 	t.Logf("the long poll of the next ticket in line answered offered %s after the release", lp.at.Sub(released).Round(time.Millisecond))
-	offer := h.stateWithin(13, item, tickets[13], ticketOffered, 2*time.Second)
+	offer := h.stateWithin(13, item, tickets[13], api.TicketOffered, 2*time.Second)
 	if offer.AdmissionGrant == "" || offer.GrantExpiresAt == nil || offer.Position == nil || *offer.Position != 3 {
 		t.Fatalf("offered ticket: %+v", offer)
 	}
-	if _, v := h.ticketStatusOf(14, item, tickets[14], ""); v.State != ticketSoldOut {
+	if _, v := h.ticketStatusOf(14, item, tickets[14], ""); v.State != api.TicketSoldOut {
 		t.Fatalf("the next ticket: %+v, want sold_out (one unit, one offer)", v)
 	}
 	for name, c := range map[string]struct {
@@ -152,10 +143,10 @@ func TestWaitlistOfferByTicket(t *testing.T) {
 	if res, err := st.Restore(ctx, item, 0, rids[12], 1); err != nil || res != stock.RestoreWaitlisted {
 		t.Fatalf("restore of 12's unit: %v %v", res, err)
 	}
-	lapsing := h.stateWithin(14, item, tickets[14], ticketOffered, 5*time.Second)
+	lapsing := h.stateWithin(14, item, tickets[14], api.TicketOffered, 5*time.Second)
 	// The claim window ends: the gate takes the unit back to the stock,
 	// which admits 14's ticket again.
-	back := h.stateWithin(14, item, tickets[14], ticketAdmitted, 10*time.Second)
+	back := h.stateWithin(14, item, tickets[14], api.TicketAdmitted, 10*time.Second)
 	if r := h.orderWith(14, item, lapsing.AdmissionGrant); r.Code != http.StatusForbidden || r.json(t)["error"] != "offer_gone" {
 		t.Errorf("lapsed offer: %d %s, want 403 offer_gone", r.Code, r.Body)
 	}
@@ -167,7 +158,7 @@ func TestWaitlistOfferByTicket(t *testing.T) {
 		t.Fatalf("waitlist: %+v %v, want 2 in: 1 claimed, 1 lapsed and returned", w, err)
 	}
 	r := h.do(http.MethodGet, fmt.Sprintf("/api/v1/admin/items/%d/queue", item), "", h.admin())
-	var q adminQueue
+	var q api.AdminQueue
 	if err := json.Unmarshal(r.Body, &q); r.Code != http.StatusOK || err != nil {
 		t.Fatalf("admin queue: %d %s %v", r.Code, r.Body, err)
 	}
@@ -193,9 +184,9 @@ func TestSoldOutTicketToldOfARestock(t *testing.T) {
 	if r := h.orderWith(21, item, g.AdmissionGrant); r.Code != http.StatusAccepted {
 		t.Fatalf("order: %d %s", r.Code, r.Body)
 	}
-	h.stateWithin(22, item, second.Ticket, ticketSoldOut, 2*time.Second)
+	h.stateWithin(22, item, second.Ticket, api.TicketSoldOut, 2*time.Second)
 	type polled struct {
-		v  ticketStatus
+		v  api.TicketStatus
 		at time.Time
 	}
 	done := make(chan polled, 1)
@@ -211,7 +202,7 @@ func TestSoldOutTicketToldOfARestock(t *testing.T) {
 		t.Fatalf("restock: %d %s", r.Code, r.Body)
 	}
 	p := <-done
-	if p.v.State != ticketAdmitted || p.v.AdmissionGrant == "" || !p.at.Before(sent.Add(wait)) {
+	if p.v.State != api.TicketAdmitted || p.v.AdmissionGrant == "" || !p.at.Before(sent.Add(wait)) {
 		t.Fatalf("the sold-out ticket's long poll: %+v %s after the restock, want admitted, woken by the restock before its %s deadline", p.v, p.at.Sub(restocked), wait)
 	}
 	if r := h.orderWith(22, item, p.v.AdmissionGrant); r.Code != http.StatusAccepted {
@@ -263,16 +254,16 @@ func TestWaitlistFollowsTheShuffledOrder(t *testing.T) {
 		}
 		rid = a.RequestID
 	}
-	h.stateWithin(byPos[3], item, tickets[byPos[3]], ticketSoldOut, 2*time.Second)
+	h.stateWithin(byPos[3], item, tickets[byPos[3]], api.TicketSoldOut, 2*time.Second)
 	if res, err := stock.New(h.rdb).Restore(context.Background(), item, 0, rid, 1); err != nil || res != stock.RestoreWaitlisted {
 		t.Fatalf("restore: %v %v", res, err)
 	}
-	v := h.stateWithin(byPos[3], item, tickets[byPos[3]], ticketOffered, 2*time.Second)
+	v := h.stateWithin(byPos[3], item, tickets[byPos[3]], api.TicketOffered, 2*time.Second)
 	if *v.Position != 3 {
 		t.Fatalf("offered ticket at position %d, want 3", *v.Position)
 	}
 	for pos := int64(4); pos <= 8; pos++ {
-		if _, o := h.ticketStatusOf(byPos[pos], item, tickets[byPos[pos]], ""); o.State != ticketSoldOut {
+		if _, o := h.ticketStatusOf(byPos[pos], item, tickets[byPos[pos]], ""); o.State != api.TicketSoldOut {
 			t.Errorf("position %d: %s, want sold_out (the unit is offered to position 3)", pos, o.State)
 		}
 	}

@@ -63,36 +63,26 @@ type Deps struct {
 
 // Server is the ingress API.
 type Server struct {
-	cfg        Config
-	db         *sql.DB
-	st         *stock.Store
-	wr         *waitroom.Store // the waiting room's keys, over st
-	verifier   *auth.Verifier
-	admission  *admission.Service
-	pub        admission.Publisher // the admission path's; a DLQ replay publishes through it
-	catalog    *catalog.Catalog
-	changes    *stockchange.Changer
-	items      *itemCache
-	reqs       *requestCache
-	waits      *statusWaits
-	queueWatch *queueWatch // waiting ticket polls' fan-out of sell-outs and admissions
-	offerWatch *offerWatch // sold-out ticket polls' fan-out of waitlist offers and stock again
-	positions  *waitroom.Positions
-	grantKeys  *grantKeys
-	tickets    *ticketCache
-	tally      *tally.Tally // order answers per item, for /live
-	ipl        *ipLimiter   // nil = off
-	ready      ops.Readiness
-	m          *Metrics
-	log        *slog.Logger
-	openAPI    []byte
-	ops        http.Handler // /healthz, /readyz, /metrics, off the public port
-	e          *echo.Echo
-
-	// grantNow is the clock admission grants are signed and checked by,
-	// time.Now; a test moves it past a grant's expiry instead of waiting
-	// the expiry out.
-	grantNow func() time.Time
+	cfg       Config
+	db        *sql.DB
+	st        *stock.Store
+	verifier  *auth.Verifier
+	admission *admission.Service
+	pub       admission.Publisher // the admission path's; a DLQ replay publishes through it
+	catalog   *catalog.Catalog
+	changes   *stockchange.Changer
+	items     *itemCache
+	reqs      *requestCache
+	waits     *statusWaits
+	room      *waitroom.Room // the waiting room: tickets, their polls, grants
+	tally     *tally.Tally   // order answers per item, for /live
+	ipl       *ipLimiter     // nil = off
+	ready     ops.Readiness
+	m         *Metrics
+	log       *slog.Logger
+	openAPI   []byte
+	ops       http.Handler // /healthz, /readyz, /metrics, off the public port
+	e         *echo.Echo
 }
 
 // New builds the server and its routes.
@@ -109,9 +99,6 @@ func New(cfg Config, d Deps) (*Server, error) {
 	if cfg.MaxQty <= 0 {
 		cfg.MaxQty = 1000
 	}
-	if cfg.Ingress.QueueGrantTTL <= 0 {
-		cfg.Ingress.QueueGrantTTL = 30 * time.Second
-	}
 	if d.Registerer == nil {
 		d.Registerer = d.Registry
 	}
@@ -119,20 +106,15 @@ func New(cfg Config, d Deps) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: trusted proxies: %w", err)
 	}
-	wr := waitroom.NewStore(d.Stock)
 	s := &Server{
-		cfg: cfg, db: d.DB, st: d.Stock, wr: wr, log: d.Log, openAPI: d.OpenAPI, pub: d.Publisher,
-		verifier:   newVerifier(cfg.Ingress, d.Log),
-		items:      newItemCache(time.Second),
-		reqs:       newRequestCache(),
-		waits:      newStatusWaits(d.Stock, cfg.Ingress.StatusWaiters, cfg.StoreTimeout, d.Log),
-		queueWatch: newQueueWatch(d.Stock, 100*time.Millisecond, cfg.StoreTimeout),
-		offerWatch: newOfferWatch(d.Stock, 100*time.Millisecond, cfg.StoreTimeout),
-		positions:  waitroom.NewPositions(d.DB, wr, cfg.StoreTimeout),
-		grantKeys:  newGrantKeys(),
-		grantNow:   time.Now,
-		tickets:    newTicketCache(),
-		m:          NewMetrics(d.Registerer),
+		cfg: cfg, db: d.DB, st: d.Stock, log: d.Log, openAPI: d.OpenAPI, pub: d.Publisher,
+		verifier: newVerifier(cfg.Ingress, d.Log),
+		items:    newItemCache(time.Second),
+		reqs:     newRequestCache(),
+		waits:    newStatusWaits(d.Stock, cfg.Ingress.StatusWaiters, cfg.StoreTimeout, d.Log),
+		room: waitroom.NewRoom(waitroom.RoomConfig{StoreTimeout: cfg.StoreTimeout, GrantTTL: cfg.Ingress.QueueGrantTTL},
+			d.Stock, d.DB, d.Registerer, d.Log),
+		m: NewMetrics(d.Registerer),
 	}
 	RegisterWaitMetrics(d.Registerer, s.waits.waiting)
 	flush := cfg.Ingress.TallyFlush
@@ -176,7 +158,10 @@ func New(cfg Config, d Deps) (*Server, error) {
 // StopWaiting makes every status poll waiting on ?wait= answer now (with
 // its PENDING) and the later ones answer at once. Give it to
 // http.Server.RegisterOnShutdown, so a shutdown does not wait for them.
-func (s *Server) StopWaiting() { s.waits.stop() }
+func (s *Server) StopWaiting() {
+	s.waits.stop()
+	s.room.Stop()
+}
 
 // Close flushes the order-answer counts of /live that are still in memory
 // and stops their flusher, within ctx. Call it once the HTTP server has

@@ -66,18 +66,28 @@
 // offers released units down it and Positions (the ingress's ticket
 // positions, drawn once a second per item) read it; Transcript publishes
 // the same order through draw.NewTranscript (TestOneServingLine holds the
-// three together); AdmitIn is the wait a ticket's answer estimates. Still outside
-// it (issue 40 item 1, moving in steps): the queue's rows (pkg/store
-// queues.go: the settings are columns of the item, the seed a row of
-// item_queues) and the ticket's answer and its long polls in the HTTP
-// layer (pkg/httpapi queue_*.go).
+// three together); AdmitIn is the wait a ticket's answer estimates.
+//
+// # The ingress's side: Room
+//
+// Room (room*.go) is what a buyer meets: taking a ticket, reading its
+// state and long-polling it (the readers of watch_admit.go and
+// watch_offer.go wake every poll of an item at once from one Redis read
+// per interval), the grants an admitted ticket or an offer is handed and
+// an order is checked with (grant_keys.go), the transcript and the
+// operator's view. Its answers are pkg/api's wire types; the HTTP layer
+// only reads the request and maps the refusals (ErrNotOpen, ErrNoTicket,
+// ErrUnavailable, ...) to status codes. Its metrics are
+// flashsale_queue_tickets_total, flashsale_queue_grants_refused_total and
+// flashsale_queue_offer_claims_total. Still outside the package: the
+// queue's settings, which are columns of the item (pkg/store queues.go:
+// saved in the item's own transaction).
 //
 // # Imports
 //
 // Importers: the reaper's main, which runs the gate; pkg/httpapi, which
-// takes tickets, answers their positions and the transcript, signs and
-// checks grants and shows the gate's lease holder; pkg/audit (the
-// waitlist's I9 counts) and pkg/service (LoadScripts). It imports
-// draw, pkg/lease, pkg/stock and pkg/store, and never the HTTP layer.
+// mounts the Room's routes; pkg/audit (the waitlist's I9 counts) and
+// pkg/service (LoadScripts). It imports draw, pkg/api, pkg/lease,
+// pkg/stock and pkg/store, and never the HTTP layer.
 // pkg/ctl (flashsalectl) imports draw alone, which links no store client.
 package waitroom

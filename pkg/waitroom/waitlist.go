@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/flashsale-dev/flashsale/pkg/api"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
@@ -116,6 +117,12 @@ type Waitlist struct {
 // Held is the units the waitlist holds out of the stock: the pool and the
 // live offers (one unit each).
 func (w Waitlist) Held() int64 { return w.Pool + w.Offers }
+
+// Report is w as the audit, the admin queue view and flashsalectl show it.
+func (w Waitlist) Report() api.Waitlist {
+	return api.Waitlist{In: w.In, Pool: w.Pool, Offers: w.Offers, Offered: w.Offered, Claimed: w.Claimed,
+		Lapsed: w.Lapsed, Returned: w.Returned, Cursor: w.Cursor}
+}
 
 // ReadWaitlist reads item itemID's waitlist (all zero for an item that
 // never had one) as one snapshot: both keys share a slot, so one MULTI.

@@ -1,4 +1,4 @@
-package httpapi
+package waitroom
 
 import (
 	"context"
@@ -6,11 +6,10 @@ import (
 	"time"
 
 	"github.com/flashsale-dev/flashsale/pkg/stock"
-	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 )
 
 // offerWatch tells the polls of sold-out tickets what they wait for: a
-// waitlist offer for their buyer (pkg/waitroom waitlist.go), or stock again
+// waitlist offer for their buyer (waitlist.go), or stock again
 // (a restock, or the waitlist giving its units back). One reader per item
 // that has such polls, on this replica, reads the waitlist's version and
 // the stock every interval, and the offers (a hash no larger than the units
@@ -19,8 +18,8 @@ import (
 // its own offer in the reader's map: no Redis read per waiter, however many
 // wait (the sell-out leaves every ticket of the item waiting here).
 type offerWatch struct {
-	st      *stock.Store    // the item's stock
-	wr      *waitroom.Store // its waiting room
+	st      *stock.Store // the item's stock
+	wr      *Store       // its waiting room
 	every   time.Duration
 	timeout time.Duration
 
@@ -36,13 +35,13 @@ type offerItem struct {
 	mu      sync.Mutex
 	read    bool // read at least once
 	ver     int64
-	offers  map[int64]waitroom.Offer
+	offers  map[int64]Offer
 	left    int64 // the item's Redis stock, as last read
 	changed chan struct{}
 }
 
-func newOfferWatch(st *stock.Store, every, timeout time.Duration) *offerWatch {
-	return &offerWatch{st: st, wr: waitroom.NewStore(st), every: every, timeout: timeout, items: map[int64]*offerItem{}}
+func newOfferWatch(st *stock.Store, wr *Store, every, timeout time.Duration) *offerWatch {
+	return &offerWatch{st: st, wr: wr, every: every, timeout: timeout, items: map[int64]*offerItem{}}
 }
 
 // acquire registers a waiter of item id; release it when done waiting.
@@ -73,7 +72,7 @@ func (w *offerWatch) release(id int64, oi *offerItem) {
 // now is user's offer as last read (found false without one), the stock
 // as last read (ok false before the first read), and the channel closed at
 // the next change of either.
-func (oi *offerItem) now(user int64) (o waitroom.Offer, found bool, left int64, ok bool, changed <-chan struct{}) {
+func (oi *offerItem) now(user int64) (o Offer, found bool, left int64, ok bool, changed <-chan struct{}) {
 	oi.mu.Lock()
 	defer oi.mu.Unlock()
 	o, found = oi.offers[user]
@@ -110,7 +109,7 @@ func (w *offerWatch) read(id int64, oi *offerItem) {
 	oi.mu.Lock()
 	same := oi.read && wl.Version == oi.ver
 	oi.mu.Unlock()
-	var offers map[int64]waitroom.Offer
+	var offers map[int64]Offer
 	if !same {
 		if offers, err = w.wr.Offers(ctx, id); err != nil {
 			return

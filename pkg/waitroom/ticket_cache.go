@@ -1,10 +1,8 @@
-package httpapi
+package waitroom
 
 import (
 	"context"
 	"sync"
-
-	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 )
 
 // ticketCache keeps the tickets this replica has read. A ticket never
@@ -16,7 +14,7 @@ import (
 // per ticket again, never a wrong answer.
 type ticketCache struct {
 	mu sync.Mutex
-	m  map[ticketKey]waitroom.Ticket
+	m  map[ticketKey]Ticket
 }
 
 type ticketKey struct {
@@ -26,12 +24,12 @@ type ticketKey struct {
 
 const maxTickets = 200_000
 
-func newTicketCache() *ticketCache { return &ticketCache{m: map[ticketKey]waitroom.Ticket{}} }
+func newTicketCache() *ticketCache { return &ticketCache{m: map[ticketKey]Ticket{}} }
 
 // ticket reads ticket id of item, from memory when this replica read it
 // before; found false for no such ticket (not remembered: a made-up id is
 // a client's to send, and remembering misses would let it fill memory).
-func (c *ticketCache) ticket(ctx context.Context, wr *waitroom.Store, item int64, id string) (waitroom.Ticket, bool, error) {
+func (c *ticketCache) ticket(ctx context.Context, wr *Store, item int64, id string) (Ticket, bool, error) {
 	k := ticketKey{item, id}
 	c.mu.Lock()
 	t, ok := c.m[k]
@@ -45,7 +43,7 @@ func (c *ticketCache) ticket(ctx context.Context, wr *waitroom.Store, item int64
 	}
 	c.mu.Lock()
 	if len(c.m) >= maxTickets {
-		c.m = map[ticketKey]waitroom.Ticket{}
+		c.m = map[ticketKey]Ticket{}
 	}
 	c.m[k] = t
 	c.mu.Unlock()

@@ -1,14 +1,14 @@
-package httpapi
+package waitroom
 
 import (
 	"context"
-	"github.com/flashsale-dev/flashsale/pkg/stock"
-	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 	"sync"
 	"time"
+
+	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
-// queueWatch tells the waiting ticket polls of an item what they wait for:
+// admitWatch tells the waiting ticket polls of an item what they wait for:
 // that it sold out, or that the gate moved its serving position (one of
 // them may now be admitted). One reader per item that has polls waiting,
 // on this replica, reads the item's Redis stock and gate every interval;
@@ -17,9 +17,9 @@ import (
 // waking every poll at once. The cost is two Redis reads per item per
 // interval, whatever the number of waiters, and a change is seen within an
 // interval plus one read (the 1 s sold-out promise with a 100 ms interval).
-type queueWatch struct {
-	st      *stock.Store    // the item's stock
-	wr      *waitroom.Store // its waiting room
+type admitWatch struct {
+	st      *stock.Store // the item's stock
+	wr      *Store       // its waiting room
 	every   time.Duration
 	timeout time.Duration
 
@@ -42,12 +42,12 @@ type watchedItem struct {
 	readAt  time.Time // when the last read of both stock and gate ended
 }
 
-func newQueueWatch(st *stock.Store, every, timeout time.Duration) *queueWatch {
-	return &queueWatch{st: st, wr: waitroom.NewStore(st), every: every, timeout: timeout, items: map[int64]*watchedItem{}}
+func newAdmitWatch(st *stock.Store, wr *Store, every, timeout time.Duration) *admitWatch {
+	return &admitWatch{st: st, wr: wr, every: every, timeout: timeout, items: map[int64]*watchedItem{}}
 }
 
 // acquire registers a waiter of item id; release it when done waiting.
-func (w *queueWatch) acquire(id int64) *watchedItem {
+func (w *admitWatch) acquire(id int64) *watchedItem {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	wi := w.items[id]
@@ -61,7 +61,7 @@ func (w *queueWatch) acquire(id int64) *watchedItem {
 }
 
 // release drops a waiter; the last one stops the item's reader.
-func (w *queueWatch) release(id int64, wi *watchedItem) {
+func (w *admitWatch) release(id int64, wi *watchedItem) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	wi.refs--
@@ -108,7 +108,7 @@ func (wi *watchedItem) setServing(v int64) {
 // watch reads item id's stock and gate until it is sold out or nobody
 // waits. A failed read is tried again at the next tick: a poll then
 // answers at its deadline, as one that saw nothing change.
-func (w *queueWatch) watch(id int64, wi *watchedItem) {
+func (w *admitWatch) watch(id int64, wi *watchedItem) {
 	tk := time.NewTicker(w.every)
 	defer tk.Stop()
 	for {
@@ -148,7 +148,7 @@ func (w *queueWatch) watch(id int64, wi *watchedItem) {
 // last read them, when one runs for the item and read both within maxAge:
 // a ticket read then need not ask Redis what the reader already knows (a
 // queued sale's polls are many, and each would cost two round trips).
-func (w *queueWatch) fresh(id int64, maxAge time.Duration) (left, serving int64, ok bool) {
+func (w *admitWatch) fresh(id int64, maxAge time.Duration) (left, serving int64, ok bool) {
 	w.mu.Lock()
 	wi := w.items[id]
 	w.mu.Unlock()

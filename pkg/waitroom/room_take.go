@@ -1,0 +1,43 @@
+package waitroom
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/flashsale-dev/flashsale/pkg/api"
+	"github.com/flashsale-dev/flashsale/pkg/store"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom/draw"
+)
+
+// Take is user's ticket of queued item it: created true when this call
+// took it, false when the user held it already (one per buyer per item,
+// whatever is asked again). Refusals: ErrNotOpen, ErrEnded, ErrSoldOut,
+// ErrNotWarmed, ErrUnavailable (nothing taken).
+func (r *Room) Take(ctx context.Context, it store.Item, user int64) (api.Ticket, bool, error) {
+	fresh, err := draw.NewTicketID(nil)
+	if err != nil {
+		r.log.ErrorContext(ctx, "queue: ticket id", "err", err)
+		return api.Ticket{}, false, fmt.Errorf("ticket id: %w", ErrUnavailable)
+	}
+	rctx, cancel := context.WithTimeout(ctx, r.cfg.StoreTimeout)
+	defer cancel()
+	left, warmed, err := r.st.Stock(rctx, it.ID)
+	if err != nil {
+		return api.Ticket{}, false, fmt.Errorf("stock of item %d: %w", it.ID, ErrUnavailable)
+	}
+	t, created, err := r.wr.TakeTicket(rctx, it.ID, user, fresh, it.QueueOpensAt, warmed && left <= 0)
+	switch {
+	case errors.Is(err, ErrNotOpen), errors.Is(err, ErrEnded), errors.Is(err, ErrSoldOut), errors.Is(err, ErrNotWarmed):
+		return api.Ticket{}, false, err
+	case err != nil:
+		r.log.WarnContext(ctx, "queue: take ticket", "item_id", it.ID, "err", err)
+		return api.Ticket{}, false, fmt.Errorf("take ticket of item %d: %w", it.ID, ErrUnavailable)
+	}
+	result := "have"
+	if created {
+		result = "new"
+	}
+	r.m.tickets.WithLabelValues(result).Inc()
+	return api.Ticket{Ticket: t.ID, ItemID: it.ID, Arrival: t.Arrival, TakenAt: t.TakenAt, QueueCommitment: it.QueueCommitment}, created, nil
+}

@@ -1,0 +1,99 @@
+package waitroom_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/api"
+	"github.com/flashsale-dev/flashsale/pkg/stock"
+	"github.com/flashsale-dev/flashsale/pkg/store"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom"
+)
+
+// soldOutRoom is a Room over the stack with a queued item of one unit
+// whose sale started a second ago, user 7's ticket of it, and a sell that
+// takes the last unit (as an order would, through the ledger).
+func soldOutRoom(t *testing.T) (room *waitroom.Room, it store.Item, ticket string, sell func()) {
+	t.Helper()
+	ctx := context.Background()
+	db, _ := testenv.MySQL(t)
+	st := stock.New(testenv.Redis(t))
+	id := queuedItem(t, db, st, 1, time.Now().Add(-time.Second), 100, 0)
+	it, err := store.GetItem(ctx, db, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	room = waitroom.NewRoom(waitroom.RoomConfig{StoreTimeout: 2 * time.Second}, st, db, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
+	t.Cleanup(room.Stop)
+	tk, _, err := room.Take(ctx, it, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sell = func() {
+		res, err := st.Admit(ctx, stock.AdmitRequest{ItemID: id, Buckets: 1, UserID: 999, Qty: 1, RequestID: fmt.Sprintf("last-%d", id), Now: time.Now(), Granted: true})
+		if err != nil || res.Code != stock.Admitted {
+			t.Fatalf("order of the last unit: %+v, %v", res, err)
+		}
+	}
+	return room, it, tk.Ticket, sell
+}
+
+// TestTicketNeverAdmittedAfterTheSellOut: a ticket whose turn has come is
+// told admitted only if the item still has stock in Redis at that read,
+// whatever this replica's reader of the item last saw: the reader reads
+// every 100 ms and its read stands for 150 ms, so a ticket read just after
+// the last unit went used to answer admitted (with a grant) while every
+// order got 410. The reader's state is planted here as it stands in that
+// window (stock 1, the ticket's turn come, read just now), after the last
+// unit was sold.
+func TestTicketNeverAdmittedAfterTheSellOut(t *testing.T) {
+	room, it, ticket, sell := soldOutRoom(t)
+	sell()
+	p := waitroom.PlantAdmitRead(room, it.ID, 1, 1000)
+	t.Cleanup(p.Remove)
+	if !p.Fresh() {
+		t.Fatal("the planted read is not taken as fresh: the test would not test the cache")
+	}
+	v, err := room.Status(t.Context(), it, 7, ticket, 0)
+	if err != nil || v.State != api.TicketSoldOut || v.AdmissionGrant != "" || v.StockLeft != 0 {
+		t.Fatalf("ticket read after the sell-out: %+v, %v; want sold_out with no grant", v, err)
+	}
+}
+
+// TestWaitingTicketNeverAdmittedAfterTheSellOut: a long poll woken by the
+// gate reaching its position answers admitted only if Redis still has
+// stock; here the reader saw stock 1 before the last unit went and then
+// the gate move, which used to answer admitted with a grant.
+func TestWaitingTicketNeverAdmittedAfterTheSellOut(t *testing.T) {
+	room, it, ticket, sell := soldOutRoom(t)
+	// A reader's state with the ticket's turn not yet come (serving 0)
+	// and stock 1; no goroutine reads for it, so only the test moves it.
+	p := waitroom.PlantAdmitRead(room, it.ID, 1, 0)
+	t.Cleanup(p.Remove)
+	answered := make(chan api.TicketStatus, 1)
+	go func() {
+		v, err := room.Status(context.Background(), it, 7, ticket, 20*time.Second)
+		if err != nil {
+			t.Errorf("long poll: %v", err)
+		}
+		answered <- v
+	}()
+	testenv.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool { return p.Waiters() == 1 },
+		"the long poll did not wait on the planted reader")
+	sell()
+	p.Move(1000) // the gate's move, as the reader saw it
+	select {
+	case v := <-answered:
+		if v.State != api.TicketSoldOut || v.AdmissionGrant != "" || v.StockLeft != 0 {
+			t.Fatalf("long poll woken by the gate after the sell-out answered %+v, want sold_out with no grant", v)
+		}
+	case <-time.After(15 * time.Second): // a hang guard: the poll's own wait is 20 s
+		t.Fatal("the long poll was not woken by the gate's move")
+	}
+}
