@@ -73,9 +73,21 @@
 //
 // # Imports
 //
-// It holds no state. Importers: pkg/store (the seed, NewSeed), pkg/httpapi
-// (tickets and the transcript), pkg/waitroom (the gate's serving order) and
-// pkg/ctl (verifying a transcript). It imports nothing but the standard library and
-// never time, the network or a store client: the order must be the same
-// wherever it is computed, and anyone must be able to check it.
+// It holds no state. Importers: pkg/store (the seed, NewSeed), pkg/waitroom
+// (tickets, the serving order, the transcript) and pkg/ctl (verifying a
+// transcript). It imports nothing but the standard library, never reads the
+// clock (a receipt's time is a value it is given), and never touches the
+// network or a store client: the order must be the same wherever it is
+// computed, and anyone must be able to check it.
+//
+// # The rounds scheme (transcript version 2)
+//
+// docs/fairness.md spells out, byte by byte, a second scheme built beside
+// this one (round*.go, merkle.go, receipt.go): the tickets are shuffled in
+// rounds (before the start, then slices of a shuffle window after it), each
+// round's ticket set is fixed by a Merkle root published at its close, and
+// the round's seed is derived from the server seed and that root (and a
+// beacon), so nobody, the server included, can know a rank before the
+// round closes. A buyer holds a receipt signed by the deployment's Ed25519
+// key and, after the draw, a proof that their ticket is in the round.
 package draw
