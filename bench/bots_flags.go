@@ -37,6 +37,10 @@ type BotSettings struct {
 	// QueueOpenIn is how long after the item is created its waiting room
 	// opens (queue_opens_at), before the start.
 	QueueOpenIn time.Duration
+	// QueueWindow is the queued item's shuffle window: arrivals up to this
+	// long after the start are drawn with those before it (negative: the
+	// server's default, 10 s).
+	QueueWindow time.Duration
 	// Compare runs both modes in one invocation on fresh items, first
 	// come first served then with the queue, and reports them side by
 	// side (bots_compare.go).
@@ -74,6 +78,7 @@ func (b *BotSettings) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&b.Queue, "bots-queue", false, "run the -bots mix against an item with its waiting room on: tickets, the gate's pace, orders with an admission grant (the bots also try to skip the queue)")
 	fs.IntVar(&b.QueueRate, "bots-queue-rate", 200, "the queued item's queue_rate: admissions per second from the start, 1 to 100000")
 	fs.DurationVar(&b.QueueOpenIn, "bots-queue-open-in", 500*time.Millisecond, "the waiting room opens this long after the item is created (before the start)")
+	fs.DurationVar(&b.QueueWindow, "bots-queue-window", -1, "the queued item's queue_shuffle_window_ms: arrivals up to this long after the start are drawn with the early ones (0 = only before the start, as before issue 41; negative = the server's default, 10s)")
 	fs.BoolVar(&b.Compare, "bots-compare", false, "run the -bots mix twice in one invocation on fresh items, first come first served then with the queue, and report them side by side")
 	fs.Float64Var(&b.Unpaid, "bots-unpaid", 0, "queued run: this fraction of the accounts never pays an order it wins (the others pay at once), and sold-out tickets wait for the waitlist's offers of the released units and claim them; 0 = off (nobody pays, sold out ends a player)")
 	fs.Float64Var(&b.Decline, "bots-decline", 0, "with -bots-unpaid: this fraction of the humans lets a waitlist offer lapse (bots claim every offer)")

@@ -23,7 +23,7 @@ func (g *botsRig) queued(ctx context.Context, id int64) (BotsReport, error) {
 	humans, bots := s.Buyers, bs.Bots
 	now := g.serverNow()
 	opensServer, startServer := now.Add(bs.QueueOpenIn), now.Add(bs.StartIn)
-	if err := g.api.CreateQueuedSale(ctx, id, s.Units, s.Buckets, opensServer, startServer, startServer.Add(time.Hour), bs.QueueRate); err != nil {
+	if err := g.api.CreateQueuedSale(ctx, id, s.Units, s.Buckets, opensServer, startServer, startServer.Add(time.Hour), bs.QueueRate, bs.QueueWindow); err != nil {
 		return BotsReport{}, err
 	}
 	opens, start := opensServer.Add(-g.offset), startServer.Add(-g.offset) // by our clock

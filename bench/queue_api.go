@@ -57,12 +57,19 @@ type queuedSpec struct {
 	Queue        bool      `json:"queue"`
 	QueueOpensAt time.Time `json:"queue_opens_at"`
 	QueueRate    int       `json:"queue_rate"`
+	// QueueShuffleWindowMs is left out (nil) for the server's default.
+	QueueShuffleWindowMs *int64 `json:"queue_shuffle_window_ms,omitempty"`
 }
 
 // CreateQueuedSale creates the sale item as CreateSale does, with its
-// waiting room opening at opens and admitting rate tickets a second.
-func (a *API) CreateQueuedSale(ctx context.Context, id int64, units, buckets int, opens, starts, ends time.Time, rate int) error {
+// waiting room opening at opens and admitting rate tickets a second, its
+// shuffle window window long (negative: the server's default).
+func (a *API) CreateQueuedSale(ctx context.Context, id int64, units, buckets int, opens, starts, ends time.Time, rate int, window time.Duration) error {
 	spec := queuedSpec{ItemSpec: saleSpec(id, units, buckets, starts, ends), Queue: true, QueueOpensAt: opens.UTC(), QueueRate: rate}
+	if window >= 0 {
+		ms := window.Milliseconds()
+		spec.QueueShuffleWindowMs = &ms
+	}
 	return a.do(ctx, http.MethodPut, "/api/v1/admin/items/"+strconv.FormatInt(id, 10), a.Admin, spec, nil)
 }
 

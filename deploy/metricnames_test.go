@@ -84,6 +84,7 @@ func exportedLabels(t *testing.T) map[string]map[string]bool {
 	auditor.NewMetrics(r)
 	rebalance.NewMetrics(r)
 	waitroom.NewGateMetrics(r)
+	waitroom.NewRoomMetrics(r)
 	ops.NewDependencyGauge(r)
 	// Go runtime and process collectors, as every main registers them.
 	for _, mf := range must(ops.NewRegistry("ingress").Gather()) {

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/flashsale-dev/flashsale/pkg/waitroom/draw"
 )
 
 type node = map[string]any
@@ -155,8 +157,9 @@ func TestAuditMatchesOpenAPI(t *testing.T) {
 
 // TestQueueMatchesOpenAPI: the waiting room's answers are what
 // ingress/openapi.yaml says, property for property both ways: the ticket
-// taken (Ticket), its status (TicketStatus) and the operator's view
-// (AdminQueue, with its Waitlist).
+// taken (Ticket), its status (TicketStatus, with its InclusionProof), the
+// operator's view (AdminQueue, with its Waitlist), the receipt key and the
+// transcript (with its Rounds).
 func TestQueueMatchesOpenAPI(t *testing.T) {
 	b, err := os.ReadFile("../../ingress/openapi.yaml")
 	if err != nil {
@@ -172,6 +175,10 @@ func TestQueueMatchesOpenAPI(t *testing.T) {
 		"Ticket":       reflect.TypeFor[Ticket](),
 		"TicketStatus": reflect.TypeFor[TicketStatus](),
 		"AdminQueue":   reflect.TypeFor[AdminQueue](),
+		"ReceiptKey":   reflect.TypeFor[ReceiptKey](),
+		// The transcript is the pure draw package's type (flashsalectl
+		// decodes it too); held to the schema here with the others.
+		"Transcript": reflect.TypeFor[draw.RoundTranscript](),
 	} {
 		seen := map[string]bool{}
 		matchSchema(t, schemas, name, typ, seen)

@@ -13,6 +13,22 @@ type Ticket struct {
 	Arrival         int64     `json:"arrival"`
 	TakenAt         time.Time `json:"taken_at"`
 	QueueCommitment string    `json:"queue_commitment"`
+	// Receipt is the server's signature, by the deployment's Ed25519 key
+	// (/.well-known/flashsale-receipt-key), of the item, the ticket's hash,
+	// its arrival and TakenAt (docs/fairness.md): a buyer left out of the
+	// transcript, or listed with another arrival, holds proof of it.
+	Receipt string `json:"receipt"`
+}
+
+// InclusionProof shows a ticket is in the round it was drawn in: the
+// Merkle audit path from its leaf (hash, arrival) to the round's root, the
+// root published when the round closed (docs/fairness.md).
+type InclusionProof struct {
+	Round int      `json:"round"`
+	Index int      `json:"index"`
+	Size  int      `json:"size"`
+	Root  string   `json:"root"`
+	Path  []string `json:"path"`
 }
 
 // The states of a ticket (TicketStatus.State).
@@ -53,6 +69,14 @@ type TicketStatus struct {
 	// (or a waitlist offer's) order sends; every read hands out a fresh one.
 	AdmissionGrant string     `json:"admission_grant,omitempty"`
 	GrantExpiresAt *time.Time `json:"grant_expires_at,omitempty"`
+	// Round is the round the ticket is drawn in (0: taken before the
+	// start; absent: taken after the shuffle window, served in arrival
+	// order), RoundClosesAt when that round's ticket set is final; until
+	// then the ticket has no position. Proof, once the round is closed,
+	// shows the ticket is in it.
+	Round         *int            `json:"round,omitempty"`
+	RoundClosesAt *time.Time      `json:"round_closes_at,omitempty"`
+	Proof         *InclusionProof `json:"proof,omitempty"`
 }
 
 // AdminQueue is an operator's view of one item's waiting room (schema
@@ -74,4 +98,13 @@ type AdminQueue struct {
 	// Waitlist is the hand-off of released units: what it holds now and
 	// what it did, in units.
 	Waitlist Waitlist `json:"waitlist"`
+}
+
+// ReceiptKey is the public key that signs ticket receipts (schema
+// ReceiptKey, GET /.well-known/flashsale-receipt-key): Ed25519, the key's
+// 32 bytes in hex, and its id (hex of the first 8 bytes of its SHA-256).
+type ReceiptKey struct {
+	Algorithm string `json:"algorithm"`
+	KeyID     string `json:"key_id"`
+	PublicKey string `json:"public_key"`
 }

@@ -186,17 +186,18 @@ func refuseOpenRebucket(ctx context.Context, tx *sql.Tx, it store.Item, now time
 }
 
 // refuseQueueChange returns ErrQueueOpen when it changes the queue of cur
-// (off, another queue_opens_at) or its starts_at after cur's queue opened.
-// starts_at is where the shuffled tickets end: whoever could move it once
-// tickets exist could choose which of them are shuffled, with the seed in
-// hand. Turning a queue on is always allowed: its commitment is committed
+// (off, another queue_opens_at, shuffle window or round) or its starts_at
+// after cur's queue opened. starts_at and the window are where each round
+// of shuffled tickets ends: whoever could move them once tickets exist
+// could choose which of them are shuffled together. Turning a queue on is always allowed: its commitment is committed
 // with it, before any ticket can be taken.
 func refuseQueueChange(cur, it store.Item, now time.Time) error {
 	if !cur.Queue || now.Before(cur.QueueOpensAt) {
 		return nil
 	}
 	ms := func(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) } // DATETIME(3)
-	if it.Queue && ms(it.QueueOpensAt).Equal(ms(cur.QueueOpensAt)) && ms(it.StartsAt).Equal(ms(cur.StartsAt)) {
+	if it.Queue && ms(it.QueueOpensAt).Equal(ms(cur.QueueOpensAt)) && ms(it.StartsAt).Equal(ms(cur.StartsAt)) &&
+		it.QueueShuffleWindow == cur.QueueShuffleWindow && it.QueueRound == cur.QueueRound {
 		return nil
 	}
 	return fmt.Errorf("%w: item %d's queue opened at %s", ErrQueueOpen, cur.ID, cur.QueueOpensAt.UTC().Format(time.RFC3339Nano))

@@ -31,6 +31,10 @@ type Item struct {
 	QueueOpensAt    *time.Time `json:"queue_opens_at,omitempty"`
 	QueueCommitment string     `json:"queue_commitment,omitempty"`
 	QueueRate       int        `json:"queue_rate,omitempty"`
+	// QueueShuffleWindowMs and QueueRoundMs: the draw's window after the
+	// start and its rounds (absent: only the tickets before the start).
+	QueueShuffleWindowMs int64 `json:"queue_shuffle_window_ms,omitempty"`
+	QueueRoundMs         int64 `json:"queue_round_ms,omitempty"`
 }
 
 type itemPage struct {
@@ -126,8 +130,12 @@ func printItem(cmd *cobra.Command, o *options, raw []byte, it Item) error {
 		{"per_user_limit", strconv.Itoa(it.PerUserLimit)}, {"buckets", strconv.Itoa(it.Buckets)},
 		{"starts_at", stamp(it.StartsAt)}, {"ends_at", stamp(it.EndsAt)}}
 	if it.Queue && it.QueueOpensAt != nil {
-		kv = append(kv, [2]string{"queue", fmt.Sprintf("opens %s, %d a second", stamp(*it.QueueOpensAt), it.QueueRate)},
-			[2]string{"commitment", it.QueueCommitment})
+		q := fmt.Sprintf("opens %s, %d a second", stamp(*it.QueueOpensAt), it.QueueRate)
+		if it.QueueShuffleWindowMs > 0 {
+			q += fmt.Sprintf(", drawn until %s after the start in rounds of %s",
+				time.Duration(it.QueueShuffleWindowMs)*time.Millisecond, time.Duration(it.QueueRoundMs)*time.Millisecond)
+		}
+		kv = append(kv, [2]string{"queue", q}, [2]string{"commitment", it.QueueCommitment})
 	}
 	if it.RedisWarmed != nil {
 		r := "not warmed"
@@ -168,6 +176,8 @@ type itemFlags struct {
 	queue            bool
 	queueOpensAt     string
 	queueRate        int
+	queueWindow      time.Duration
+	queueRound       time.Duration
 	cmd              *cobra.Command
 	nowFunc          func() time.Time
 }
@@ -185,6 +195,8 @@ func (f *itemFlags) register(c *cobra.Command) {
 	fl.BoolVar(&f.queue, "queue", false, "a waiting room: buyers take tickets from --queue-opens-at and are admitted in a committed random order at --queue-rate (--queue=false turns it off before it opens)")
 	fl.StringVar(&f.queueOpensAt, "queue-opens-at", "", "when buyers may take tickets, at or before --starts-at: RFC 3339, now, or a duration from now")
 	fl.IntVar(&f.queueRate, "queue-rate", 100, "tickets a second the gate admits once the sale starts (1-100000); may change during the sale")
+	fl.DurationVar(&f.queueWindow, "queue-shuffle-window", 10*time.Second, "arrivals up to this long after the start are drawn with those before it, not served first come (0 to 10m; 0 = only the tickets taken before the start); fixed once the queue opens")
+	fl.DurationVar(&f.queueRound, "queue-round", 0, "split the shuffle window into rounds this long (1s to 10m; default one round, the whole window); fixed once the queue opens")
 }
 
 // saleTime reads RFC 3339, "now" or a signed Go duration from now.
@@ -226,6 +238,12 @@ func (f *itemFlags) body(all bool) (map[string]any, error) {
 	if f.cmd.Flags().Changed("queue-rate") {
 		b["queue_rate"] = f.queueRate
 	}
+	if f.cmd.Flags().Changed("queue-shuffle-window") {
+		b["queue_shuffle_window_ms"] = f.queueWindow.Milliseconds()
+	}
+	if f.cmd.Flags().Changed("queue-round") {
+		b["queue_round_ms"] = f.queueRound.Milliseconds()
+	}
 	for _, t := range []struct{ flag, key, v string }{{"starts-at", "starts_at", f.startsAt}, {"ends-at", "ends_at", f.endsAt},
 		{"queue-opens-at", "queue_opens_at", f.queueOpensAt}} {
 		if !f.cmd.Flags().Changed(t.flag) {
@@ -243,7 +261,7 @@ func (f *itemFlags) body(all bool) (map[string]any, error) {
 func itemsCreate(o *options) *cobra.Command {
 	f := &itemFlags{}
 	c := &cobra.Command{
-		Use:   "create ITEM --name N --price-cents P --stock S --starts-at T --ends-at T [--per-user-limit L] [--buckets B] [--queue --queue-opens-at T [--queue-rate R]]",
+		Use:   "create ITEM --name N --price-cents P --stock S --starts-at T --ends-at T [--per-user-limit L] [--buckets B] [--queue --queue-opens-at T [--queue-rate R] [--queue-shuffle-window D [--queue-round D]]]",
 		Short: "Create or replace an item (PUT) and warm Redis for its sale",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -287,7 +305,7 @@ func itemsUpdate(o *options) *cobra.Command {
 				return err
 			}
 			if len(b) == 0 {
-				return usageErr("nothing to change: give at least one of --name, --price-cents, --stock, --per-user-limit, --starts-at, --ends-at, --buckets, --queue, --queue-opens-at, --queue-rate")
+				return usageErr("nothing to change: give at least one of --name, --price-cents, --stock, --per-user-limit, --starts-at, --ends-at, --buckets, --queue, --queue-opens-at, --queue-rate, --queue-shuffle-window, --queue-round")
 			}
 			var it Item
 			raw, err := o.send(cmd, http.MethodPatch, p, b, "application/merge-patch+json", &it)

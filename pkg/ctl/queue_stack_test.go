@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 	"io"
 	"net/http"
 	"regexp"
@@ -15,6 +14,8 @@ import (
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/api"
+	"github.com/flashsale-dev/flashsale/pkg/store"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 )
 
 // call is one request to the ingress with token (none when empty): its
@@ -37,18 +38,43 @@ func (g *ingress) call(t *testing.T, method, path, token, body string) (int, []b
 	return resp.StatusCode, b
 }
 
+// closeRounds does what the gate's passes do for item id (no gate runs
+// here): closes its rounds as Redis' clock passes their ends, until want
+// are closed.
+func (g *ingress) closeRounds(t *testing.T, id int64, want int) {
+	t.Helper()
+	wr := waitroom.NewStore(g.stock)
+	testenv.Eventually(t, 30*time.Second, 50*time.Millisecond, func() bool {
+		it, err := store.GetItem(t.Context(), g.db, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now, err := wr.Now(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		closed, err := waitroom.CloseRounds(t.Context(), g.db, wr, it, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(closed) == want
+	}, "item %d's %d rounds did not close", id, want)
+}
+
 // TestQueueTranscriptOnTheStack: `queue transcript` against the real
 // ingress and stores: refused (exit 1, not_revealed) before starts_at;
-// after it the published transcript verifies, and each buyer's position
-// from --ticket/--arrival is the one the buyer's own ticket poll answers,
-// for the shuffled tickets and the late one behind them.
+// after it and the rounds' closes the published transcript verifies, and
+// each buyer's position from --ticket/--arrival, or --receipt, is the one
+// the buyer's own ticket poll answers, for the four taken before the start
+// (round 0: the item has no shuffle window) and the one taken after it,
+// behind them by arrival.
 func TestQueueTranscriptOnTheStack(t *testing.T) {
 	g := startIngress(t)
 	id := testenv.ItemID()
 	now := time.Now()
 	starts := now.Add(1500 * time.Millisecond)
 	stamp := func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
-	body := fmt.Sprintf(`{"name":"queued","price_cents":999,"stock":10,"per_user_limit":1,"starts_at":%q,"ends_at":%q,"queue":true,"queue_opens_at":%q}`,
+	body := fmt.Sprintf(`{"name":"queued","price_cents":999,"stock":10,"per_user_limit":1,"starts_at":%q,"ends_at":%q,"queue":true,"queue_opens_at":%q,"queue_shuffle_window_ms":0}`,
 		stamp(starts), stamp(now.Add(time.Hour)), stamp(now.Add(-time.Minute)))
 	if code, b := g.call(t, http.MethodPut, "/api/v1/admin/items/"+strconv.FormatInt(id, 10), g.env["FLASHSALE_TOKEN"], body); code != http.StatusOK {
 		t.Fatalf("put queued item: %d %s", code, b)
@@ -56,6 +82,7 @@ func TestQueueTranscriptOnTheStack(t *testing.T) {
 	type ticket struct {
 		Ticket  string `json:"ticket"`
 		Arrival int64  `json:"arrival"`
+		Receipt string `json:"receipt"`
 	}
 	take := func(user int64) ticket {
 		code, b := g.call(t, http.MethodPost, fmt.Sprintf("/api/v1/items/%d/queue", id), g.mint(t, user, false), "")
@@ -86,14 +113,20 @@ func TestQueueTranscriptOnTheStack(t *testing.T) {
 		code, _ := g.call(t, http.MethodGet, fmt.Sprintf("/api/v1/items/%d/transcript", id), "", "")
 		return code == http.StatusOK
 	}, "the transcript was never revealed after starts_at %v", starts)
-	tickets = append(tickets, take(users[4])) // late: behind the four shuffled ones
+	tickets = append(tickets, take(users[4])) // after the start: behind round 0's four, by arrival
+	g.closeRounds(t, id, 1)
 
 	out := mustRun(t, noToken, "queue", "transcript", sid, "--verify")
-	if !strings.Contains(out, "tickets:     5, the first 4 taken before starts_at (shuffled)") || !strings.Contains(out, "verified:") {
+	if !strings.Contains(out, "tickets:     5") || !strings.Contains(out, "round 0:     arrivals 1..4") ||
+		strings.Contains(out, "round 1:") || !strings.Contains(out, "verified:") {
 		t.Fatalf("--verify:\n%s", out)
 	}
 	for i, tk := range tickets {
-		out := mustRun(t, noToken, "queue", "transcript", sid, "--ticket", tk.Ticket, "--arrival", strconv.FormatInt(tk.Arrival, 10))
+		check := []string{"--arrival", strconv.FormatInt(tk.Arrival, 10)}
+		if i%2 == 1 {
+			check = []string{"--receipt", tk.Receipt}
+		}
+		out := mustRun(t, noToken, append([]string{"queue", "verify", sid, "--ticket", tk.Ticket}, check...)...)
 		m := regexp.MustCompile(`position: (\d+) of 5`).FindStringSubmatch(out)
 		code, b := g.call(t, http.MethodGet, fmt.Sprintf("/api/v1/items/%d/queue/%s", id, tk.Ticket), g.mint(t, users[i], false), "")
 		var st struct {
@@ -106,7 +139,7 @@ func TestQueueTranscriptOnTheStack(t *testing.T) {
 			t.Errorf("buyer %d: flashsalectl says %q, the poll position %d", users[i], out, *st.Position)
 		}
 		if i == 4 && *st.Position != 5 {
-			t.Errorf("the late ticket is at %d, want 5 (behind the shuffled four)", *st.Position)
+			t.Errorf("the ticket taken after the start is at %d, want 5 (behind round 0's four)", *st.Position)
 		}
 	}
 }
@@ -159,7 +192,7 @@ func TestQueueShowOnTheStack(t *testing.T) {
 	// rather than Redis' (waitroom.Store.WithClock): at 1000 a second, 50
 	// positions' worth for 3 tickets.
 	moved := waitroom.NewStore(g.stock).WithClock(func() time.Time { return starts.Add(50 * time.Millisecond) })
-	if _, err := moved.AdvanceGate(t.Context(), id, 1000); err != nil {
+	if _, err := moved.AdvanceGate(t.Context(), id, 1000, -1); err != nil {
 		t.Fatal(err)
 	}
 	if v := show(); v.Tickets != 3 || v.Serving != 3 || v.Waiting != 0 {

@@ -1,14 +1,20 @@
 package ctl
 
 import (
+	"bytes"
+	"crypto/ed25519"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/flashsale-dev/flashsale/pkg/api"
 	"github.com/flashsale-dev/flashsale/pkg/waitroom/draw"
 )
 
@@ -18,13 +24,18 @@ type fakeAPI struct {
 	path   string
 	status int
 	body   string
-	auth   []string // Authorization of each request to path
+	auth   []string          // Authorization of each request to path
+	more   map[string]string // other paths it answers 200 with these bodies
 }
 
 func (f *fakeAPI) start(t *testing.T) string {
 	t.Helper()
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
+		if b, ok := f.more[r.URL.Path]; ok && r.Method == http.MethodGet {
+			fmt.Fprint(w, b)
+			return
+		}
 		if r.Method != http.MethodGet || r.URL.Path != f.path {
 			w.WriteHeader(http.StatusNotFound)
 			fmt.Fprintf(w, `{"error":"not_found","message":"%s %s"}`, r.Method, r.URL.Path)
@@ -88,7 +99,9 @@ func TestQueueShow(t *testing.T) {
 
 // transcriptOf is a real transcript of item 7: five tickets, the first
 // three taken before starts_at (shuffled), and the ids they hash from.
-func transcriptOf(t *testing.T) (draw.Transcript, []string) {
+// transcriptOf is item 7's transcript: 5 tickets, round 0 over arrivals
+// 1..3 (taken before the start), the other two after the window.
+func transcriptOf(t *testing.T) (draw.RoundTranscript, []string) {
 	t.Helper()
 	seed, err := draw.ParseSeed(strings.Repeat("ab", 32))
 	if err != nil {
@@ -101,7 +114,15 @@ func transcriptOf(t *testing.T) (draw.Transcript, []string) {
 		ids = append(ids, id)
 		es = append(es, draw.Entry{Ticket: draw.Hash(id), Arrival: int64(i)})
 	}
-	return draw.NewTranscript(7, seed, es, 3), ids
+	r0, err := draw.CloseRound(0, 1, 3, es)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := draw.NewRoundTranscript(7, seed, []draw.Round{r0}, es)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr, ids
 }
 
 func jsonOf(t *testing.T, v any) string {
@@ -125,7 +146,7 @@ func TestQueueTranscript(t *testing.T) {
 
 	out := mustRun(t, env, "queue", "transcript", "7")
 	for _, want := range []string{`item:\s+7\n`, `commitment:\s+` + tr.Commitment + `\n`, `seed:\s+` + tr.Seed.String() + `\n`,
-		`tickets:\s+5, the first 3 taken before starts_at \(shuffled\)\n`, `POSITION\s+ARRIVAL\s+TICKET\n`} {
+		`tickets:\s+5\n`, `round 0:\s+arrivals 1\.\.3, root ` + tr.Rounds[0].Root + `\n`, `POSITION\s+ARRIVAL\s+TICKET\n`} {
 		if !regexp.MustCompile(want).MatchString(out) {
 			t.Errorf("transcript lacks %s:\n%s", want, out)
 		}
@@ -143,7 +164,7 @@ func TestQueueTranscript(t *testing.T) {
 	}
 
 	out = mustRun(t, env, "queue", "transcript", "7", "--verify")
-	if !strings.Contains(out, "verified: sha256(seed) is the commitment and the order of the 5 tickets follows from the seed") ||
+	if !strings.Contains(out, "verified: sha256(seed) is the commitment, the 1 rounds' roots and seeds are their tickets', and the order of the 5 tickets follows") ||
 		!strings.Contains(out, "commitment:") || strings.Contains(out, "POSITION") {
 		t.Errorf("--verify:\n%s", out)
 	}
@@ -179,6 +200,10 @@ func TestQueueTranscript(t *testing.T) {
 	if code, _, errs := run(t, env, "queue", "transcript", "7", "--arrival", "1"); code != ExitUsage || !strings.Contains(errs, "--ticket") {
 		t.Errorf("--arrival without --ticket: exit %d %q", code, errs)
 	}
+	// A ticket of round 0 gets its round's proof checked.
+	if out := mustRun(t, env, "queue", "verify", "7", "--ticket", ids[0], "--arrival", "1"); !strings.Contains(out, "round: 0, leaf 0 of 3, its Merkle proof leads to the root "+tr.Rounds[0].Root) {
+		t.Errorf("round 0's ticket: no proof checked:\n%s", out)
+	}
 
 	// Two served tickets swapped: the order no longer follows from the seed.
 	bad := tr
@@ -203,5 +228,59 @@ func TestQueueTranscript(t *testing.T) {
 	api.status, api.body = http.StatusConflict, `{"error":"not_revealed","message":"the seed is revealed at starts_at, 2026-12-03T10:00:00Z"}`
 	if code, _, errs := run(t, env, "queue", "transcript", "7", "--verify"); code != ExitAPI || !strings.Contains(errs, "not_revealed (HTTP 409)") {
 		t.Errorf("before the start: exit %d %q", code, errs)
+	}
+}
+
+// TestQueueVerifyReceipt: `queue verify --ticket ID --receipt R` checks the
+// receipt against the deployment's published key before the transcript:
+// a good receipt of a listed ticket verifies and gives its place; a
+// receipt whose ticket the transcript leaves out is exit 3 naming what the
+// signed receipt proves; a forged or foreign receipt is refused.
+func TestQueueVerifyReceipt(t *testing.T) {
+	tr, ids := transcriptOf(t)
+	priv := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, 32))
+	pub := priv.Public().(ed25519.PublicKey)
+	key := jsonOf(t, api.ReceiptKey{Algorithm: "Ed25519", KeyID: draw.KeyID(pub), PublicKey: hex.EncodeToString(pub)})
+	srv := &fakeAPI{path: "/api/v1/items/7/transcript", status: http.StatusOK, body: jsonOf(t, tr),
+		more: map[string]string{"/.well-known/flashsale-receipt-key": key}}
+	env := envOf(map[string]string{"FLASHSALE_URL": srv.start(t)})
+	receipt := func(priv ed25519.PrivateKey, item int64, id string, arrival int64) string {
+		r, err := draw.SignReceipt(priv, draw.Receipt{Item: item, Ticket: draw.Hash(id), Arrival: arrival, TakenAt: time.UnixMilli(1_800_000_000_000)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+
+	out := mustRun(t, env, "queue", "verify", "7", "--ticket", ids[1], "--receipt", receipt(priv, 7, ids[1], 2))
+	if !strings.Contains(out, "receipt: signed by the deployment's key, arrival 2") || !strings.Contains(out, "(arrival 2)") {
+		t.Errorf("good receipt:\n%s", out)
+	}
+
+	// The server's transcript leaves ticket 2 out (its entry replaced):
+	// the receipt proves it was taken.
+	bad := tr
+	bad.Tickets = slices.DeleteFunc(slices.Clone(tr.Tickets), func(e draw.Entry) bool { return e.Arrival == 5 })
+	srv.body = jsonOf(t, bad)
+	gone := fmt.Sprintf("%032x", 99)
+	if code, _, errs := run(t, env, "queue", "verify", "7", "--ticket", gone, "--receipt", receipt(priv, 7, gone, 4)); code != ExitAuditFailed ||
+		!strings.Contains(errs, "the receipt, signed by the deployment's key, says ticket "+draw.Hash(gone)+" took arrival 4") {
+		t.Errorf("left out: exit %d %q", code, errs)
+	}
+	srv.body = jsonOf(t, tr)
+
+	other := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{8}, 32))
+	for name, r := range map[string]string{
+		"another key's":  receipt(other, 7, ids[1], 2),
+		"another item's": receipt(priv, 8, ids[1], 2),
+		"another ticket": receipt(priv, 7, ids[2], 3),
+		"garbage":        "r1.nope",
+	} {
+		if code, _, errs := run(t, env, "queue", "verify", "7", "--ticket", ids[1], "--receipt", r); code != ExitAuditFailed || !strings.Contains(errs, "receipt") {
+			t.Errorf("%s receipt: exit %d %q", name, code, errs)
+		}
+	}
+	if code, _, errs := run(t, env, "queue", "verify", "7", "--ticket", ids[1], "--receipt", receipt(priv, 7, ids[1], 2), "--arrival", "2"); code != ExitUsage {
+		t.Errorf("--arrival with --receipt: exit %d %q", code, errs)
 	}
 }

@@ -37,6 +37,11 @@ type queueFields struct {
 	QueueOpensAt    *time.Time `json:"queue_opens_at,omitempty"`
 	QueueCommitment string     `json:"queue_commitment,omitempty"`
 	QueueRate       int        `json:"queue_rate,omitempty"`
+	// QueueShuffleWindowMs and QueueRoundMs: arrivals up to this long after
+	// starts_at are drawn too, in rounds of QueueRoundMs (absent: 0, only
+	// the tickets taken before the start are).
+	QueueShuffleWindowMs int64 `json:"queue_shuffle_window_ms,omitempty"`
+	QueueRoundMs         int64 `json:"queue_round_ms,omitempty"`
 }
 
 func queueFieldsOf(it store.Item) queueFields {
@@ -44,7 +49,8 @@ func queueFieldsOf(it store.Item) queueFields {
 		return queueFields{}
 	}
 	opens := it.QueueOpensAt.UTC()
-	return queueFields{Queue: true, QueueOpensAt: &opens, QueueCommitment: it.QueueCommitment, QueueRate: it.QueueRate}
+	return queueFields{Queue: true, QueueOpensAt: &opens, QueueCommitment: it.QueueCommitment, QueueRate: it.QueueRate,
+		QueueShuffleWindowMs: it.QueueShuffleWindow.Milliseconds(), QueueRoundMs: it.QueueRound.Milliseconds()}
 }
 
 func toAdminItem(it store.Item) adminItem {
@@ -85,10 +91,17 @@ func (s *Server) putItem(c echo.Context) error {
 			return store.Item{}, err
 		}
 		q, opens, rate := true, cur.QueueOpensAt.UTC(), cur.QueueRate
+		window, round := int(cur.QueueShuffleWindow.Milliseconds()), int(cur.QueueRound.Milliseconds())
 		kept := b
 		kept.Queue, kept.QueueOpensAt = &q, &opens
 		if kept.QueueRate == nil {
 			kept.QueueRate = &rate
+		}
+		if kept.QueueShuffleWindowMs == nil {
+			kept.QueueShuffleWindowMs = &window
+		}
+		if kept.QueueRoundMs == nil && round > 0 {
+			kept.QueueRoundMs = &round
 		}
 		return kept.validate(id, s.cfg.Ingress.Buckets.Max)
 	})

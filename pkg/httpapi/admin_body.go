@@ -30,9 +30,15 @@ type itemBody struct {
 	// starts_at, and ignored without it. QueueRate, the tickets a second the
 	// gate admits, is optional with queue true (defaultQueueRate) and may
 	// change during the sale: it is the operator's throttle.
-	Queue        *bool      `json:"queue"`
-	QueueOpensAt *time.Time `json:"queue_opens_at"`
-	QueueRate    *int       `json:"queue_rate"`
+	// QueueShuffleWindowMs is how long after starts_at arrivals are still
+	// drawn (defaultShuffleWindow with queue true), in rounds of
+	// QueueRoundMs (the whole window unless said); neither may change once
+	// the queue opened.
+	Queue                *bool      `json:"queue"`
+	QueueOpensAt         *time.Time `json:"queue_opens_at"`
+	QueueRate            *int       `json:"queue_rate"`
+	QueueShuffleWindowMs *int       `json:"queue_shuffle_window_ms"`
+	QueueRoundMs         *int       `json:"queue_round_ms"`
 }
 
 // Bounds of admin input: the stock columns are INT.
@@ -43,6 +49,15 @@ const (
 	// A queue's admissions per second: 100 unless the admin says.
 	defaultQueueRate = 100
 	maxQueueRate     = 100_000
+
+	// The shuffle window after starts_at (docs/fairness.md): arrivals in
+	// it are drawn, in rounds, instead of served first come. 10 s holds
+	// the late arrivals of the bench's spread model (-2 s to +8 s around
+	// the start, BENCHMARKS.md); at most 10 minutes; rounds of at least a
+	// second.
+	defaultShuffleWindowMs = 10_000
+	maxShuffleWindowMs     = 600_000
+	minRoundMs             = 1000
 )
 
 // Years a sale time may be written with (ingress/openapi.yaml's SaleTime).
@@ -76,6 +91,10 @@ func (b itemBody) validate(id int64, maxBuckets int) (store.Item, error) {
 		return store.Item{}, badRequest("invalid_queue", "with queue true, queue_opens_at is an RFC 3339 time of the years 1970 to 9998 at or before starts_at")
 	case b.QueueRate != nil && (*b.QueueRate < 1 || *b.QueueRate > maxQueueRate):
 		return store.Item{}, badRequest("invalid_queue_rate", fmt.Sprintf("queue_rate must be an integer from 1 to %d admissions a second", maxQueueRate))
+	case b.QueueShuffleWindowMs != nil && (*b.QueueShuffleWindowMs < 0 || *b.QueueShuffleWindowMs > maxShuffleWindowMs):
+		return store.Item{}, badRequest("invalid_queue_shuffle_window", fmt.Sprintf("queue_shuffle_window_ms must be an integer from 0 to %d", maxShuffleWindowMs))
+	case b.QueueRoundMs != nil && (*b.QueueRoundMs < minRoundMs || *b.QueueRoundMs > maxShuffleWindowMs):
+		return store.Item{}, badRequest("invalid_queue_round", fmt.Sprintf("queue_round_ms must be an integer from %d to %d", minRoundMs, maxShuffleWindowMs))
 	}
 	it := store.Item{ID: id, Name: *b.Name, PriceCents: *b.PriceCents, TotalStock: *b.Stock,
 		PerUserLimit: *b.PerUserLimit, StartsAt: b.StartsAt.UTC(), EndsAt: b.EndsAt.UTC()}
@@ -87,6 +106,15 @@ func (b itemBody) validate(id int64, maxBuckets int) (store.Item, error) {
 		if b.QueueRate != nil {
 			it.QueueRate = *b.QueueRate
 		}
+		window := defaultShuffleWindowMs
+		if b.QueueShuffleWindowMs != nil {
+			window = *b.QueueShuffleWindowMs
+		}
+		round := window
+		if b.QueueRoundMs != nil && window > 0 {
+			round = min(*b.QueueRoundMs, window)
+		}
+		it.QueueShuffleWindow, it.QueueRound = time.Duration(window)*time.Millisecond, time.Duration(round)*time.Millisecond
 	}
 	return it, nil
 }
@@ -112,6 +140,7 @@ var itemFieldKinds = map[string]string{
 	"name": "string", "price_cents": "integer", "stock": "integer", "per_user_limit": "integer",
 	"starts_at": "string", "ends_at": "string", "buckets": "integer",
 	"queue": "boolean", "queue_opens_at": "string", "queue_rate": "integer",
+	"queue_shuffle_window_ms": "integer", "queue_round_ms": "integer",
 }
 
 // decodeItemBody reads a PUT or PATCH body into b (decodeTyped).
@@ -171,7 +200,12 @@ func bodyOf(it store.Item) itemBody {
 	b := itemBody{Name: &name, PriceCents: &price, Stock: &total, PerUserLimit: &limit, StartsAt: &starts, EndsAt: &ends}
 	if it.Queue {
 		q, opens, rate := true, it.QueueOpensAt.UTC(), it.QueueRate
+		window, round := int(it.QueueShuffleWindow.Milliseconds()), int(it.QueueRound.Milliseconds())
 		b.Queue, b.QueueOpensAt, b.QueueRate = &q, &opens, &rate
+		b.QueueShuffleWindowMs = &window
+		if round > 0 {
+			b.QueueRoundMs = &round
+		}
 	}
 	return b
 }
@@ -209,6 +243,12 @@ func (b itemBody) merge(p itemBody) itemBody {
 	}
 	if p.QueueRate != nil {
 		b.QueueRate = p.QueueRate
+	}
+	if p.QueueShuffleWindowMs != nil {
+		b.QueueShuffleWindowMs = p.QueueShuffleWindowMs
+	}
+	if p.QueueRoundMs != nil {
+		b.QueueRoundMs = p.QueueRoundMs
 	}
 	return b
 }

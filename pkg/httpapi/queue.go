@@ -109,6 +109,18 @@ func (s *Server) getTranscript(c echo.Context) error {
 	return c.JSON(http.StatusOK, tr)
 }
 
+// getReceiptKey is GET /.well-known/flashsale-receipt-key: the public key
+// that signs ticket receipts (docs/fairness.md), public and cacheable for
+// a minute: it changes only if an operator replaces the deployment's key.
+func (s *Server) getReceiptKey(c echo.Context) error {
+	k, err := s.room.ReceiptKey(c.Request().Context())
+	if err != nil {
+		return unavailable("receipt key temporarily unavailable")
+	}
+	c.Response().Header().Set("Cache-Control", "public, max-age=60")
+	return c.JSON(http.StatusOK, k)
+}
+
 // roomError is the contract's answer to a refusal of the waiting room of
 // item it; what names what was asked for in a 503.
 func roomError(err error, it store.Item, what string) error {

@@ -39,7 +39,7 @@ func (h *harness) runGateWith(claimWindow time.Duration) *waitroom.GateMetrics {
 // putRatedItem is putQueuedItem with a queue_rate.
 func (h *harness) putRatedItem(id, stockQty int64, opens, starts, ends time.Time, rate int) {
 	h.t.Helper()
-	body := fmt.Sprintf(`{"name":"rated %d","price_cents":1,"stock":%d,"per_user_limit":1,"starts_at":%q,"ends_at":%q,"queue":true,"queue_opens_at":%q,"queue_rate":%d}`,
+	body := fmt.Sprintf(`{"name":"rated %d","price_cents":1,"stock":%d,"per_user_limit":1,"starts_at":%q,"ends_at":%q,"queue":true,"queue_opens_at":%q,"queue_rate":%d,"queue_shuffle_window_ms":0}`,
 		id, stockQty, starts.UTC().Format(time.RFC3339Nano), ends.UTC().Format(time.RFC3339Nano), opens.UTC().Format(time.RFC3339Nano), rate)
 	if r := h.do(http.MethodPut, fmt.Sprintf("/api/v1/admin/items/%d", id), body, h.admin()); r.Code != http.StatusOK {
 		h.t.Fatalf("put rated item: %d %s", r.Code, r.Body)

@@ -15,9 +15,12 @@ import (
 
 // putQueuedItem creates an item whose queue opens at opens and whose sale
 // runs from starts to ends, through the admin API, and returns its answer.
+// putQueuedItem puts a queued item with no shuffle window: the tickets
+// taken before starts_at are drawn (round 0), later ones queue by
+// arrival. TestShuffleWindow tests the window.
 func (h *harness) putQueuedItem(id, stockQty int64, opens, starts, ends time.Time) map[string]any {
 	h.t.Helper()
-	body := fmt.Sprintf(`{"name":"queued %d","price_cents":999,"stock":%d,"per_user_limit":1,"starts_at":%q,"ends_at":%q,"queue":true,"queue_opens_at":%q}`,
+	body := fmt.Sprintf(`{"name":"queued %d","price_cents":999,"stock":%d,"per_user_limit":1,"starts_at":%q,"ends_at":%q,"queue":true,"queue_opens_at":%q,"queue_shuffle_window_ms":0}`,
 		id, stockQty, starts.UTC().Format(time.RFC3339Nano), ends.UTC().Format(time.RFC3339Nano), opens.UTC().Format(time.RFC3339Nano))
 	r := h.do(http.MethodPut, fmt.Sprintf("/api/v1/admin/items/%d", id), body, h.admin())
 	if r.Code != http.StatusOK {

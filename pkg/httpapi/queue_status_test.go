@@ -12,6 +12,7 @@ import (
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/api"
 	"github.com/flashsale-dev/flashsale/pkg/store"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 	"github.com/flashsale-dev/flashsale/pkg/waitroom/draw"
 )
 
@@ -99,7 +100,20 @@ func TestTicketPositionsFollowTheShuffle(t *testing.T) {
 	for _, tk := range tickets {
 		entries = append(entries, draw.Entry{Ticket: draw.Hash(tk.Ticket), Arrival: tk.Arrival})
 	}
-	tr := draw.NewTranscript(item, seed, entries, early)
+	// Round 0 is the early tickets, committed by the root the gate
+	// published at the start; the order is drawn here from the seed and
+	// that root alone.
+	r0, err := draw.CloseRound(0, 1, early, entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if closed, err := waitroom.ClosedRounds(t.Context(), h.db, item); err != nil || len(closed) != 1 || closed[0].Root != r0.Root {
+		t.Fatalf("closed rounds %+v, %v; want round 0 with root %s", closed, err, r0.Root)
+	}
+	tr, err := draw.NewRoundTranscript(item, seed, []draw.Round{r0}, entries)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if tr.Commitment != tickets[0].QueueCommitment {
 		t.Fatalf("the seed's commitment %s is not the one the tickets were taken under (%s)", tr.Commitment, tickets[0].QueueCommitment)
 	}
@@ -109,11 +123,11 @@ func TestTicketPositionsFollowTheShuffle(t *testing.T) {
 		if r.Code != http.StatusOK || v.Position == nil || *v.Ahead != *v.Position-1 {
 			t.Fatalf("ticket %d: %d %s", i, r.Code, r.Body)
 		}
-		want, err := draw.OwnPosition(tr, tk.Ticket, tk.Arrival)
+		place, err := draw.OwnPositionRounds(tr, tk.Ticket, tk.Arrival)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if *v.Position != int64(want) {
+		if want := place.Position; *v.Position != int64(want) {
 			t.Errorf("ticket of arrival %d at position %d, the transcript says %d", tk.Arrival, *v.Position, want)
 		}
 		positions = append(positions, *v.Position)

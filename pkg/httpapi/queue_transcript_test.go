@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -15,11 +16,14 @@ import (
 )
 
 // TestTranscriptAfterTheStart: before starts_at the transcript is refused
-// and the seed shown nowhere; from it on, the public transcript verifies
-// from itself alone, carries the commitment the item showed, and gives each
-// buyer the position their ticket's poll said.
+// and the seed shown nowhere; from it on, once the gate has closed round 0,
+// the public transcript verifies from itself alone, carries the commitment
+// the item showed, and gives each buyer the position their ticket's poll
+// said; each buyer's receipt verifies under the published key, and the
+// proof their poll carries leads to the round's published root.
 func TestTranscriptAfterTheStart(t *testing.T) {
 	h := newHarness(t, harnessOpts{partitions: 1})
+	h.runGate()
 	now := time.Now()
 	item := testenv.ItemID()
 	starts := now.Add(1500 * time.Millisecond)
@@ -48,33 +52,59 @@ func TestTranscriptAfterTheStart(t *testing.T) {
 	}, "transcript not published after the start (%s)", starts)
 	// One late ticket, behind the shuffled ones.
 	_, late := h.take(399, item)
-	r = h.do(http.MethodGet, path, "", nil)
-	if r.Code != http.StatusOK {
-		t.Fatalf("after the start: %d %s", r.Code, r.Body)
-	}
-	var tr draw.Transcript
-	if err := json.Unmarshal(r.Body, &tr); err != nil {
-		t.Fatalf("transcript %s: %v", r.Body, err)
-	}
-	if err := draw.Verify(tr); err != nil {
+	var tr draw.RoundTranscript
+	testenv.Eventually(t, 10*time.Second, 10*time.Millisecond, func() bool {
+		r = h.do(http.MethodGet, path, "", nil)
+		if r.Code != http.StatusOK {
+			t.Fatalf("after the start: %d %s", r.Code, r.Body)
+		}
+		if err := json.Unmarshal(r.Body, &tr); err != nil {
+			t.Fatalf("transcript %s: %v", r.Body, err)
+		}
+		return len(tr.Rounds) == 1
+	}, "round 0 was not closed after the start (%s)", starts)
+	if err := draw.VerifyRounds(tr); err != nil {
 		t.Fatalf("the published transcript does not verify: %v", err)
 	}
-	if tr.Commitment != put["queue_commitment"] || tr.Shuffled != buyers || len(tr.Tickets) != buyers+1 {
-		t.Fatalf("transcript commitment %s shuffled %d tickets %d; item showed %v, %d taken before the start",
-			tr.Commitment, tr.Shuffled, len(tr.Tickets), put["queue_commitment"], buyers)
+	if tr.Commitment != put["queue_commitment"] || tr.Rounds[0].Size() != buyers || len(tr.Tickets) != buyers+1 {
+		t.Fatalf("transcript commitment %s rounds %+v tickets %d; item showed %v, %d taken before the start",
+			tr.Commitment, tr.Rounds, len(tr.Tickets), put["queue_commitment"], buyers)
+	}
+	var key api.ReceiptKey
+	if r := h.do(http.MethodGet, "/.well-known/flashsale-receipt-key", "", nil); r.Code != http.StatusOK || json.Unmarshal(r.Body, &key) != nil {
+		t.Fatalf("receipt key: %d %s", r.Code, r.Body)
+	}
+	pub, err := hex.DecodeString(key.PublicKey)
+	if err != nil || key.Algorithm != "Ed25519" || key.KeyID != draw.KeyID(pub) {
+		t.Fatalf("receipt key %+v", key)
 	}
 	for i, tk := range append(tickets, late) {
 		user := int64(300 + i)
 		if i == buyers {
 			user = 399
 		}
-		own, err := draw.OwnPosition(tr, tk.Ticket, tk.Arrival)
+		place, err := draw.OwnPositionRounds(tr, tk.Ticket, tk.Arrival)
 		if err != nil {
 			t.Fatalf("buyer %d: %v", user, err)
 		}
 		_, st := h.ticketStatusOf(user, item, tk.Ticket, "")
-		if st.Position == nil || *st.Position != int64(own) {
-			t.Errorf("buyer %d: poll says %v, transcript %d", user, st.Position, own)
+		if st.Position == nil || *st.Position != int64(place.Position) {
+			t.Errorf("buyer %d: poll says %v, transcript %d", user, st.Position, place.Position)
+		}
+		rc, err := draw.VerifyReceipt(pub, tk.Receipt)
+		if err != nil || rc.Item != item || rc.Ticket != draw.Hash(tk.Ticket) || rc.Arrival != tk.Arrival || !rc.TakenAt.Equal(tk.TakenAt) {
+			t.Errorf("buyer %d: receipt %+v, %v; ticket %+v", user, rc, err, tk)
+		}
+		if i == buyers {
+			if st.Proof != nil || st.Round != nil {
+				t.Errorf("the late ticket carries round %v proof %+v, want none (no round holds it)", st.Round, st.Proof)
+			}
+			continue
+		}
+		e := draw.Entry{Ticket: draw.Hash(tk.Ticket), Arrival: tk.Arrival}
+		if st.Proof == nil || st.Proof.Root != tr.Rounds[0].Root ||
+			draw.VerifyInclusion(tr.Rounds[0].Root, e, st.Proof.Index, int(tr.Rounds[0].Size()), st.Proof.Path) != nil {
+			t.Errorf("buyer %d: proof %+v does not lead to round 0's root %s", user, st.Proof, tr.Rounds[0].Root)
 		}
 	}
 	plain := testenv.ItemID()

@@ -113,7 +113,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 		reqs:     newRequestCache(),
 		waits:    newStatusWaits(d.Stock, cfg.Ingress.StatusWaiters, cfg.StoreTimeout, d.Log),
 		room: waitroom.NewRoom(waitroom.RoomConfig{StoreTimeout: cfg.StoreTimeout, GrantTTL: cfg.Ingress.QueueGrantTTL},
-			d.Stock, d.DB, d.Registerer, d.Log),
+			d.Stock, d.DB, waitroom.NewRoomMetrics(d.Registerer), d.Log),
 		m: NewMetrics(d.Registerer),
 	}
 	RegisterWaitMetrics(d.Registerer, s.waits.waiting)
@@ -216,6 +216,7 @@ func (s *Server) routes(ipx echo.IPExtractor) *echo.Echo {
 	}
 	user := append(limited[:len(limited):len(limited)], s.requireUser)
 	admin := append(user[:len(user):len(user)], s.requireAdmin)
+	e.GET("/.well-known/flashsale-receipt-key", s.getReceiptKey, limited...)
 	api := e.Group("/api/v1")
 	api.GET("/items/:id", s.getItem, limited...)
 	api.GET("/items/:id/transcript", s.getTranscript, limited...)

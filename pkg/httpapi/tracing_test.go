@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -85,7 +86,10 @@ func TestTraceRequestsNewRoot(t *testing.T) {
 }
 
 // Off, the middleware costs a request no allocation: the same request
-// through routes with and without it allocates the same.
+// through routes with and without it allocates the same. AllocsPerRun
+// counts the whole process's allocations, so goroutines other tests of the
+// package left winding down (a flush, a watcher) can add one to a run: the
+// least of five runs is the request's own count (the noise only adds).
 func TestTraceRequestsOffAllocatesNothing(t *testing.T) {
 	tracing.Use(nil)
 	serve := func(mw ...echo.MiddlewareFunc) float64 {
@@ -95,7 +99,11 @@ func TestTraceRequestsOffAllocatesNothing(t *testing.T) {
 		req := httptest.NewRequest(http.MethodPost, "/api/v1/orders", nil)
 		req.Header.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
 		w := httptest.NewRecorder()
-		return testing.AllocsPerRun(200, func() { e.ServeHTTP(w, req) })
+		least := math.Inf(1)
+		for range 5 {
+			least = min(least, testing.AllocsPerRun(200, func() { e.ServeHTTP(w, req) }))
+		}
+		return least
 	}
 	without, with := serve(), serve(traceRequests)
 	if with != without {

@@ -33,11 +33,16 @@ type Item struct {
 	// Queue is true when the item has a waiting room (an item_queues row,
 	// see queues.go); QueueOpensAt is when buyers may take tickets and
 	// QueueCommitment hex(sha256(seed)); QueueRate is how many tickets a
-	// second the gate admits (pkg/waitroom). All are zero without a queue.
-	Queue           bool
-	QueueOpensAt    time.Time
-	QueueCommitment string
-	QueueRate       int
+	// second the gate admits (pkg/waitroom). QueueShuffleWindow is how long
+	// after starts_at arrivals are still drawn, in rounds of QueueRound
+	// (docs/fairness.md); 0: only the tickets taken before the start are.
+	// All are zero without a queue.
+	Queue              bool
+	QueueOpensAt       time.Time
+	QueueCommitment    string
+	QueueRate          int
+	QueueShuffleWindow time.Duration
+	QueueRound         time.Duration
 }
 
 // Bucketed reports whether the item's stock lives in item_buckets rows.
@@ -51,14 +56,15 @@ func scanItem(row interface{ Scan(...any) error }) (Item, error) {
 	var it Item
 	var opens sql.NullTime
 	var commitment sql.NullString
-	var rate sql.NullInt64
+	var rate, window, round sql.NullInt64
 	err := row.Scan(&it.ID, &it.Name, &it.PriceCents, &it.TotalStock, &it.Stock, &it.PerUserLimit, &it.StartsAt, &it.EndsAt, &it.Buckets,
-		&opens, &commitment, &rate)
+		&opens, &commitment, &rate, &window, &round)
 	if errors.Is(err, sql.ErrNoRows) {
 		return it, ErrNotFound
 	}
 	if opens.Valid && commitment.Valid {
 		it.Queue, it.QueueOpensAt, it.QueueCommitment, it.QueueRate = true, opens.Time, commitment.String, int(rate.Int64)
+		it.QueueShuffleWindow, it.QueueRound = time.Duration(window.Int64)*time.Millisecond, time.Duration(round.Int64)*time.Millisecond
 	}
 	return it, err
 }

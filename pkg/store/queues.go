@@ -22,7 +22,7 @@ type Queue struct {
 
 // queueCols are the item's queue columns as itemCols reads them, from
 // itemsFrom's join: NULL for an item without a queue.
-const queueCols = "q.opens_at, q.commitment, q.rate"
+const queueCols = "q.opens_at, q.commitment, q.rate, q.shuffle_window_ms, q.round_ms"
 
 // itemsFrom is what itemCols are read from: the item and its queue's row, in
 // one join (the primary key on both sides), rather than a subquery per column.
@@ -54,14 +54,15 @@ func saveQueue(ctx context.Context, tx *sql.Tx, it Item) (Queue, error) {
 		if err != nil {
 			return Queue{}, err
 		}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO item_queues (item_id, opens_at, seed, commitment, rate, grant_key) VALUES (?, ?, ?, ?, ?, ?)",
-			it.ID, opens, seed[:], commitment, it.QueueRate, key); err != nil {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO item_queues (item_id, opens_at, seed, commitment, rate, grant_key, shuffle_window_ms, round_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+			it.ID, opens, seed[:], commitment, it.QueueRate, key, it.QueueShuffleWindow.Milliseconds(), it.QueueRound.Milliseconds()); err != nil {
 			return Queue{}, fmt.Errorf("store: queue of %d on: %w", it.ID, err)
 		}
 	case err != nil:
 		return Queue{}, fmt.Errorf("store: queue of %d: %w", it.ID, err)
 	default:
-		if _, err := tx.ExecContext(ctx, "UPDATE item_queues SET opens_at = ?, rate = ? WHERE item_id = ?", opens, it.QueueRate, it.ID); err != nil {
+		if _, err := tx.ExecContext(ctx, "UPDATE item_queues SET opens_at = ?, rate = ?, shuffle_window_ms = ?, round_ms = ? WHERE item_id = ?",
+			opens, it.QueueRate, it.QueueShuffleWindow.Milliseconds(), it.QueueRound.Milliseconds(), it.ID); err != nil {
 			return Queue{}, fmt.Errorf("store: queue of %d: %w", it.ID, err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/lease"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom/draw"
 )
 
 // GateLeaseKey is the gate's lease (GateConfig.LeaseKey's default).
@@ -83,13 +84,14 @@ type Gate struct {
 
 	items   []store.Item
 	itemsAt time.Time
-	lines   map[int64]line // the items' serving orders (gate_offers.go)
+	lines   map[int64]line         // the items' serving orders (gate_offers.go)
+	rounds  map[int64][]draw.Round // the items' closed rounds (closeRounds)
 }
 
 // NewGate returns a gate on db and rdb; it makes no call until Run or Pass.
 func NewGate(cfg GateConfig, db *sql.DB, rdb redis.UniversalClient, m *GateMetrics, log *slog.Logger) *Gate {
 	st := stock.New(rdb)
-	return &Gate{cfg: cfg.withDefaults(), db: db, rdb: rdb, st: st, wr: NewStore(st), m: m, log: log, now: time.Now, lines: map[int64]line{}}
+	return &Gate{cfg: cfg.withDefaults(), db: db, rdb: rdb, st: st, wr: NewStore(st), m: m, log: log, now: time.Now, lines: map[int64]line{}, rounds: map[int64][]draw.Round{}}
 }
 
 // Run passes every Interval until ctx is done, then gives the lease up so
@@ -188,6 +190,12 @@ func (g *Gate) hold(ctx context.Context) (bool, error) {
 func (g *Gate) advance(ctx context.Context, it store.Item) (GateState, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.cfg.StoreTimeout)
 	defer cancel()
+	// Rounds close whether or not the pipeline has room: a round's root is
+	// published at its end, not when admissions resume.
+	closed, err := g.closeRounds(ctx, it)
+	if err != nil {
+		return GateState{}, err
+	}
 	if now := g.now(); g.cfg.MaxInFlight > 0 && !now.Before(it.StartsAt) && now.Before(it.EndsAt) {
 		n, err := g.st.InFlight(ctx, it.ID, it.Buckets)
 		if err != nil {
@@ -198,7 +206,26 @@ func (g *Gate) advance(ctx context.Context, it store.Item) (GateState, error) {
 			return g.wr.HoldGate(ctx, it.ID)
 		}
 	}
-	return g.wr.AdvanceGate(ctx, it.ID, it.QueueRate)
+	return g.wr.AdvanceGate(ctx, it.ID, it.QueueRate, admissible(it, closed))
+}
+
+// closeRounds is item it's closed rounds, closing those whose end Redis'
+// clock has passed (CloseRounds). Once every round is closed the answer is
+// kept: nothing about them changes again.
+func (g *Gate) closeRounds(ctx context.Context, it store.Item) ([]draw.Round, error) {
+	if c, ok := g.rounds[it.ID]; ok && len(c) == rounds(it) {
+		return c, nil
+	}
+	now, err := g.wr.Now(ctx)
+	if err != nil {
+		return nil, err
+	}
+	closed, err := CloseRounds(ctx, g.db, g.wr, it, now)
+	if err != nil {
+		return nil, err
+	}
+	g.rounds[it.ID] = closed
+	return closed, nil
 }
 
 // endedGrace is how long after its end a queued item is still passed: its
@@ -224,6 +251,11 @@ func (g *Gate) list(ctx context.Context) ([]store.Item, error) {
 	for id := range g.lines {
 		if !slices.ContainsFunc(items, func(it store.Item) bool { return it.ID == id }) {
 			delete(g.lines, id)
+		}
+	}
+	for id := range g.rounds {
+		if !slices.ContainsFunc(items, func(it store.Item) bool { return it.ID == id }) {
+			delete(g.rounds, id)
 		}
 	}
 	return items, nil

@@ -89,6 +89,8 @@ func (g *Gate) lineOf(ctx context.Context, it store.Item, tickets int64) (line, 
 	if err != nil {
 		return line{}, fmt.Errorf("waitlist: %w", err)
 	}
+	// Tickets of a round still open have no place yet: a line drawn
+	// without them is drawn again at the next pass.
 	ln := line{tickets: int64(len(ts))}
 	for i, t := range ts {
 		ln.cands = append(ln.cands, Candidate{Position: int64(i + 1), Ticket: t.ID, UserID: t.UserID})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -29,21 +30,22 @@ type GateState struct {
 }
 
 // AdvanceGate moves item itemID's serving position on by what rate
-// (admissions a second) allows since its last move (lua/gate_advance.lua).
-// ErrNotWarmed: the item has no meta in Redis.
-func (s *Store) AdvanceGate(ctx context.Context, itemID int64, rate int) (GateState, error) {
-	return s.advanceGate(ctx, itemID, rate, false)
+// (admissions a second) allows since its last move (lua/gate_advance.lua),
+// never past bound tickets (-1: no bound; admissible says why there is
+// one). ErrNotWarmed: the item has no meta in Redis.
+func (s *Store) AdvanceGate(ctx context.Context, itemID int64, rate int, bound int64) (GateState, error) {
+	return s.advanceGate(ctx, itemID, rate, bound, false)
 }
 
 // HoldGate is AdvanceGate when the pipeline is full: nothing moves, and
 // the time held is not banked (the gate's state is returned as it is).
 func (s *Store) HoldGate(ctx context.Context, itemID int64) (GateState, error) {
-	return s.advanceGate(ctx, itemID, 1, true)
+	return s.advanceGate(ctx, itemID, 1, -1, true)
 }
 
-func (s *Store) advanceGate(ctx context.Context, itemID int64, rate int, hold bool) (GateState, error) {
+func (s *Store) advanceGate(ctx context.Context, itemID int64, rate int, bound int64, hold bool) (GateState, error) {
 	k := stock.QueueKeysOf(itemID)
-	args := []any{max(rate, 1), flag(hold)}
+	args := []any{max(rate, 1), flag(hold), bound}
 	if s.now != nil {
 		args = append(args, s.now().UnixMilli()) // a test's clock (Store.WithClock)
 	}
@@ -103,4 +105,17 @@ func (s *Store) ReadGate(ctx context.Context, itemID int64) (GateState, error) {
 		}
 	}
 	return g, nil
+}
+
+// Now is Redis' clock, the one ticket_take.lua stamps tickets by (or a
+// test's, WithClock): a round is closed once it has passed the round's end.
+func (s *Store) Now(ctx context.Context) (time.Time, error) {
+	if s.now != nil {
+		return s.now(), nil
+	}
+	t, err := s.client().Time(ctx).Result()
+	if err != nil {
+		return time.Time{}, unavailable("waitroom: redis time", err)
+	}
+	return t, nil
 }

@@ -39,7 +39,7 @@ func TestGateAdvancesAtTheRate(t *testing.T) {
 	w := waitroom.NewStore(s).WithClock(func() time.Time { return time.UnixMilli(clock.Load()) })
 	step := func(d time.Duration) { clock.Add(d.Milliseconds()) }
 	ctx := context.Background()
-	if _, err := w.AdvanceGate(ctx, testenv.ItemID(), 10); !errors.Is(err, waitroom.ErrNotWarmed) {
+	if _, err := w.AdvanceGate(ctx, testenv.ItemID(), 10, -1); !errors.Is(err, waitroom.ErrNotWarmed) {
 		t.Fatalf("unwarmed item: %v, want ErrQueueNotWarmed", err)
 	}
 	// Tickets are taken by Redis' clock (before the end), the gate moves
@@ -56,11 +56,11 @@ func TestGateAdvancesAtTheRate(t *testing.T) {
 	window(later, start.Add(time.Hour))
 	takeTickets(t, s, later, 1, 5)
 	clock.Store(start.Add(time.Hour).UnixMilli() - 1)
-	if g, err := w.AdvanceGate(ctx, later, 1000); err != nil || g.Serving != 0 || g.Tickets != 5 {
+	if g, err := w.AdvanceGate(ctx, later, 1000, -1); err != nil || g.Serving != 0 || g.Tickets != 5 {
 		t.Fatalf("1 ms before the start: %+v %v, want serving 0 of 5", g, err)
 	}
 	clock.Store(start.Add(2 * time.Hour).UnixMilli())
-	if g, err := w.AdvanceGate(ctx, later, 1000); err != nil || g.Serving != 0 || g.Advanced != 0 {
+	if g, err := w.AdvanceGate(ctx, later, 1000, -1); err != nil || g.Serving != 0 || g.Advanced != 0 {
 		t.Fatalf("at the end: %+v %v, want serving 0 (nothing moves from the end on)", g, err)
 	}
 
@@ -68,7 +68,7 @@ func TestGateAdvancesAtTheRate(t *testing.T) {
 	window(item, start)
 	takeTickets(t, s, item, 100, 1000)
 	clock.Store(start.UnixMilli())
-	if g, err := w.AdvanceGate(ctx, item, 50); err != nil || g.Serving != 0 || g.Tickets != 1000 {
+	if g, err := w.AdvanceGate(ctx, item, 50, -1); err != nil || g.Serving != 0 || g.Tickets != 1000 {
 		t.Fatalf("at the start: %+v %v, want serving 0 of 1000", g, err)
 	}
 	// 50 a second for 1 s, in steps of 5 ms (a quarter of an admission
@@ -81,7 +81,7 @@ func TestGateAdvancesAtTheRate(t *testing.T) {
 		errs := make(chan error, 4)
 		for range 4 {
 			wg.Go(func() {
-				if _, err := w.AdvanceGate(ctx, item, rate); err != nil {
+				if _, err := w.AdvanceGate(ctx, item, rate, -1); err != nil {
 					errs <- err
 				}
 			})
@@ -92,28 +92,28 @@ func TestGateAdvancesAtTheRate(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	g, err := w.AdvanceGate(ctx, item, rate)
+	g, err := w.AdvanceGate(ctx, item, rate, -1)
 	if err != nil || g.Serving != rate || g.Tickets != 1000 || g.Advanced != 0 {
 		t.Fatalf("1 s at %d/s by 4 callers at once: %+v %v, want serving exactly %d of 1000", rate, g, err, rate)
 	}
 
 	// A fast rate catches up with every ticket and stops there...
 	step(20 * time.Millisecond)
-	if g, err = w.AdvanceGate(ctx, item, 100_000); err != nil || g.Serving != 1000 || g.Advanced != 950 {
+	if g, err = w.AdvanceGate(ctx, item, 100_000, -1); err != nil || g.Serving != 1000 || g.Advanced != 950 {
 		t.Fatalf("at 100000/s: %+v %v, want all 1000 (950 more)", g, err)
 	}
 	// ... and idle time is not banked: new arrivals are admitted at the
 	// rate from when they come, not at once.
 	step(300 * time.Millisecond)
-	if g, err = w.AdvanceGate(ctx, item, rate); err != nil || g.Serving != 1000 {
+	if g, err = w.AdvanceGate(ctx, item, rate, -1); err != nil || g.Serving != 1000 {
 		t.Fatalf("idle: %+v %v, want serving 1000", g, err)
 	}
 	takeTickets(t, s, item, 5000, 100)
-	if g, err = w.AdvanceGate(ctx, item, rate); err != nil || g.Serving != 1000 || g.Tickets != 1100 {
+	if g, err = w.AdvanceGate(ctx, item, rate, -1); err != nil || g.Serving != 1000 || g.Tickets != 1100 {
 		t.Fatalf("right after 100 late arrivals: %+v %v, want serving 1000 of 1100 (no banked time)", g, err)
 	}
 	step(100 * time.Millisecond)
-	if g, err = w.AdvanceGate(ctx, item, rate); err != nil || g.Serving != 1005 {
+	if g, err = w.AdvanceGate(ctx, item, rate, -1); err != nil || g.Serving != 1005 {
 		t.Fatalf("100 ms later: %+v %v, want serving 1005", g, err)
 	}
 	// Held for 500 ms (the pipeline full): nothing moves, and none of it
@@ -123,12 +123,12 @@ func TestGateAdvancesAtTheRate(t *testing.T) {
 		t.Fatalf("hold: %+v %v, want serving 1005", g, err)
 	}
 	step(100 * time.Millisecond)
-	if g, err = w.AdvanceGate(ctx, item, rate); err != nil || g.Serving != 1010 {
+	if g, err = w.AdvanceGate(ctx, item, rate, -1); err != nil || g.Serving != 1010 {
 		t.Fatalf("100 ms after the hold: %+v %v, want serving 1010 (the hold's time not banked)", g, err)
 	}
 	// No gate for 5 s (every reaper down): one second's worth, no burst.
 	step(5 * time.Second)
-	if g, err = w.AdvanceGate(ctx, item, rate); err != nil || g.Serving != 1010+rate {
+	if g, err = w.AdvanceGate(ctx, item, rate, -1); err != nil || g.Serving != 1010+rate {
 		t.Fatalf("after 5 s with no gate: %+v %v, want serving %d (a second banked at most)", g, err, 1010+rate)
 	}
 	if r, err := w.ReadGate(ctx, item); err != nil || r.Serving != g.Serving || r.Tickets != g.Tickets {
@@ -152,7 +152,7 @@ func TestGateAdvancesByRedisClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	takeTickets(t, s, later, 1, 5)
-	if g, err := w.AdvanceGate(ctx, later, 1000); err != nil || g.Serving != 0 || g.Tickets != 5 {
+	if g, err := w.AdvanceGate(ctx, later, 1000, -1); err != nil || g.Serving != 0 || g.Tickets != 5 {
 		t.Fatalf("before the start: %+v %v, want serving 0 of 5", g, err)
 	}
 	// Started a minute ago (far beyond any skew of Redis' clock against
@@ -166,11 +166,11 @@ func TestGateAdvancesByRedisClock(t *testing.T) {
 		takeTickets(t, s, item, 1, tickets)
 		return item
 	}
-	if g, err := w.AdvanceGate(ctx, started(20), 1); err != nil || g.Serving != 1 || g.Advanced != 1 {
+	if g, err := w.AdvanceGate(ctx, started(20), 1, -1); err != nil || g.Serving != 1 || g.Advanced != 1 {
 		t.Fatalf("first move at 1/s, a minute after the start: %+v %v, want exactly 1 (a second banked at most)", g, err)
 	}
 	item := started(20)
-	if g, err := w.AdvanceGate(ctx, item, 100_000); err != nil || g.Serving != 20 || g.Tickets != 20 {
+	if g, err := w.AdvanceGate(ctx, item, 100_000, -1); err != nil || g.Serving != 20 || g.Tickets != 20 {
 		t.Fatalf("at 100000/s: %+v %v, want all 20 and no more", g, err)
 	}
 }

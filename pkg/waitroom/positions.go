@@ -10,18 +10,23 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
+	"github.com/flashsale-dev/flashsale/pkg/api"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
-// ErrMissing is a ticket taken before starts_at that the drawn order does
-// not hold: the stores disagree, and no position can be told.
-var ErrMissing = errors.New("waitroom: a ticket taken before starts_at is missing from the order")
+// ErrMissing is a ticket of a closed round that the drawn order does not
+// hold: the stores disagree, and no position can be told.
+var ErrMissing = errors.New("waitroom: a ticket of a closed round is missing from the order")
 
-// Positions keeps, per item, the serving positions of its tickets taken
-// before starts_at (ServingLine), for a second, as the ingress's item
-// cache does, because a ticket taken just before starts_at by Redis' clock
-// may be read a moment after this replica's. One draw per item at a time,
-// whatever the number of polls asking (singleflight).
+// ErrRoundOpen is a ticket whose round has not closed yet (or whose close
+// this replica has not read yet): it has no place in line until then.
+var ErrRoundOpen = errors.New("waitroom: the ticket's round is still open")
+
+// Positions keeps, per item, the serving positions of its tickets drawn
+// in rounds (ServingLine), for a second, as the ingress's item cache does,
+// because a round's close may be published a moment after a poll asks.
+// One draw per item at a time, whatever the number of polls asking
+// (singleflight).
 type Positions struct {
 	db      store.Querier
 	wr      *Store
@@ -33,8 +38,10 @@ type Positions struct {
 }
 
 type drawnOrder struct {
-	expires time.Time
-	pos     map[string]int64 // ticket id -> position, early tickets only
+	drawnAt time.Time
+	closed  int              // the rounds closed when it was drawn
+	pos     map[string]int64 // ticket id -> position, tickets of closed rounds only
+	rounds  []roundTree      // the closed rounds' trees, for inclusion proofs
 }
 
 // NewPositions returns Positions over db and wr, each draw within timeout.
@@ -42,55 +49,99 @@ func NewPositions(db store.Querier, wr *Store, timeout time.Duration) *Positions
 	return &Positions{db: db, wr: wr, timeout: timeout, m: map[int64]drawnOrder{}}
 }
 
-// Position is t's place in item it's serving order: its rank among the
-// shuffled tickets, or its arrival number for a ticket taken after
-// starts_at (every shuffled ticket is ahead of it, and the late ones in
-// arrival order). Errors: the draw's (a store unavailable), ErrMissing, or
-// ctx's.
+// Position is t's place in item it's serving order: its rank in its
+// round's draw, after every earlier round, or its arrival number for a
+// ticket taken after the shuffle window (every round is ahead of it, and
+// the late ones in arrival order). Errors: ErrRoundOpen, the draw's (a
+// store unavailable), ErrMissing, or ctx's.
 func (p *Positions) Position(ctx context.Context, it store.Item, t Ticket) (int64, error) {
-	if !early(t, it.StartsAt) {
+	k := RoundOf(it, t.TakenAt)
+	if k == Late {
 		return t.Arrival, nil
 	}
+	d, err := p.drawn(ctx, it, k)
+	if err != nil {
+		return 0, err
+	}
+	if n := d.pos[t.ID]; n > 0 {
+		return n, nil
+	}
+	if k >= d.closed {
+		return 0, fmt.Errorf("%w: item %d, round %d", ErrRoundOpen, it.ID, k)
+	}
+	return 0, fmt.Errorf("%w: item %d, ticket %s", ErrMissing, it.ID, t.ID)
+}
+
+// drawn is item it's drawn order, drawn again when it is a second old, or
+// when round k, closed by now, was still open when it was drawn.
+func (p *Positions) drawn(ctx context.Context, it store.Item, k int) (drawnOrder, error) {
 	p.mu.Lock()
 	d, ok := p.m[it.ID]
 	p.mu.Unlock()
-	if !ok || time.Now().After(d.expires) || d.pos[t.ID] == 0 {
+	now := time.Now()
+	age := now.Sub(d.drawnAt)
+	if !ok || age > time.Second || (k >= d.closed && !now.Before(roundEnd(it, k)) && age > roundRetry) {
 		ch := p.flights.DoChan(strconv.FormatInt(it.ID, 10), func() (any, error) {
 			return p.draw(context.WithoutCancel(ctx), it)
 		})
 		select {
 		case res := <-ch:
 			if res.Err != nil {
-				return 0, fmt.Errorf("waitroom: draw the order of %d: %w", it.ID, res.Err)
+				return drawnOrder{}, fmt.Errorf("waitroom: draw the order of %d: %w", it.ID, res.Err)
 			}
 			d = res.Val.(drawnOrder)
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return drawnOrder{}, ctx.Err()
 		}
 	}
-	if n := d.pos[t.ID]; n > 0 {
-		return n, nil
-	}
-	return 0, fmt.Errorf("%w: item %d, ticket %s", ErrMissing, it.ID, t.ID)
+	return d, nil
 }
 
-// draw orders the item's tickets and keeps the early ones' positions.
+// roundRetry is how soon a draw is made again for a round that has ended
+// but whose close the last draw did not see yet (the gate publishes it
+// within a pass).
+const roundRetry = 100 * time.Millisecond
+
+// draw orders the item's tickets and keeps the positions of those drawn in
+// rounds, with each closed round's tree for the proofs.
 func (p *Positions) draw(ctx context.Context, it store.Item) (drawnOrder, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	line, err := ServingLine(ctx, p.db, p.wr, it)
+	l, err := drawLine(ctx, p.db, p.wr, it)
 	if err != nil {
 		return drawnOrder{}, err
 	}
-	d := drawnOrder{expires: time.Now().Add(time.Second), pos: make(map[string]int64, len(line))}
-	for i, t := range line {
-		if !early(t, it.StartsAt) {
-			break // the late ones follow in arrival order: position = arrival
+	d := drawnOrder{drawnAt: time.Now(), closed: len(l.closed), pos: make(map[string]int64, len(l.tickets))}
+	var last int64
+	if len(l.closed) > 0 {
+		last = l.closed[len(l.closed)-1].Last
+	}
+	for i, t := range l.tickets {
+		if t.Arrival <= last {
+			d.pos[t.ID] = int64(i + 1)
 		}
-		d.pos[t.ID] = int64(i + 1)
+	}
+	if d.rounds, err = roundTrees(l); err != nil {
+		return drawnOrder{}, err
 	}
 	p.mu.Lock()
 	p.m[it.ID] = d
 	p.mu.Unlock()
 	return d, nil
+}
+
+// Proof is t's inclusion proof in its round, once the round is closed and
+// drawn (found false before, and for a ticket after the window, which no
+// round holds).
+func (p *Positions) Proof(ctx context.Context, it store.Item, t Ticket) (*api.InclusionProof, bool, error) {
+	k := RoundOf(it, t.TakenAt)
+	if k == Late {
+		return nil, false, nil
+	}
+	d, err := p.drawn(ctx, it, k)
+	if err != nil || k >= len(d.rounds) {
+		return nil, false, err
+	}
+	pr, ok := d.rounds[k].proof(t.ID)
+	return pr, ok, nil
 }

@@ -6,8 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
@@ -57,9 +55,10 @@ type Room struct {
 	positions *Positions
 	tickets   *ticketCache
 	grants    *grantKeys
+	receipts  receiptKeys
 	admits    *admitWatch // waiting polls' fan-out of sell-outs and admissions
 	offers    *offerWatch // sold-out polls' fan-out of waitlist offers and stock again
-	m         *roomMetrics
+	m         *RoomMetrics
 	log       *slog.Logger
 	done      chan struct{} // closed by Stop: every poll answers now
 	stop      sync.Once
@@ -70,8 +69,8 @@ type Room struct {
 }
 
 // NewRoom builds the ingress's waiting room over the ledger's store st and
-// the database db, its metrics registered on reg.
-func NewRoom(cfg RoomConfig, st *stock.Store, db store.Querier, reg prometheus.Registerer, log *slog.Logger) *Room {
+// the database db, counting on m (NewRoomMetrics).
+func NewRoom(cfg RoomConfig, st *stock.Store, db store.Querier, m *RoomMetrics, log *slog.Logger) *Room {
 	if cfg.GrantTTL <= 0 {
 		cfg.GrantTTL = 30 * time.Second
 	}
@@ -86,7 +85,7 @@ func NewRoom(cfg RoomConfig, st *stock.Store, db store.Querier, reg prometheus.R
 		grants:    newGrantKeys(),
 		admits:    newAdmitWatch(st, wr, cfg.WatchEvery, cfg.StoreTimeout),
 		offers:    newOfferWatch(st, wr, cfg.WatchEvery, cfg.StoreTimeout),
-		m:         newRoomMetrics(reg),
+		m:         m,
 		done:      make(chan struct{}),
 		now:       time.Now,
 	}

@@ -5,9 +5,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
-// roomMetrics are the ingress side's waiting-room instruments (the gate's
+// RoomMetrics are the ingress side's waiting-room instruments (the gate's
 // are GateMetrics, in the reaper).
-type roomMetrics struct {
+type RoomMetrics struct {
 	// tickets counts tickets by result (new, have); grantsRefused the
 	// orders of queued items refused for their grant, by reason;
 	// offerClaims the orders accepted on a waitlist offer.
@@ -16,9 +16,10 @@ type roomMetrics struct {
 	offerClaims   prometheus.Counter
 }
 
-func newRoomMetrics(reg prometheus.Registerer) *roomMetrics {
+// NewRoomMetrics registers the Room's metrics on reg.
+func NewRoomMetrics(reg prometheus.Registerer) *RoomMetrics {
 	f := promauto.With(reg)
-	return &roomMetrics{
+	return &RoomMetrics{
 		tickets: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "flashsale_queue_tickets_total",
 			Help: "Waiting-room tickets handed out by POST /api/v1/items/{id}/queue, by result: new (taken by this call) or have (the buyer's existing ticket).",

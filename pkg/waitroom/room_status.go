@@ -70,23 +70,37 @@ func (r *Room) view(ctx context.Context, it store.Item, t Ticket) (api.TicketSta
 			return api.TicketStatus{}, unavailableView
 		}
 	}
-	v := api.TicketStatus{Ticket: t.ID, ItemID: it.ID, Arrival: t.Arrival, StockLeft: max(left, 0), ShuffleAt: it.StartsAt.UTC()}
+	v := api.TicketStatus{Ticket: t.ID, ItemID: it.ID, Arrival: t.Arrival, StockLeft: max(left, 0), ShuffleAt: DrawAt(it).UTC()}
+	withRound(&v, it, t)
 	now := time.Now()
 	switch {
 	case warmed && left <= 0:
 		v.State = api.TicketSoldOut
 	case !now.Before(it.EndsAt):
 		v.State = api.TicketExpired
-	case now.Before(it.StartsAt):
+	case v.RoundClosesAt != nil && now.Before(*v.RoundClosesAt):
+		// Its round is open by this replica's clock: no place yet, and
+		// no draw to read for it.
 		v.State = api.TicketWaiting
-		ms := it.StartsAt.Sub(now).Milliseconds()
+		ms := v.RoundClosesAt.Sub(now).Milliseconds()
 		v.EstimatedWaitMs = &ms
 		return v, nil
 	}
 	pos, err := r.position(ctx, it, t)
+	if errors.Is(err, ErrRoundOpen) {
+		// No place in line until the round closes: waiting (or where it
+		// stands, sold out or ended), with the time to the close.
+		if v.State == "" {
+			v.State = api.TicketWaiting
+			ms := max(v.RoundClosesAt.Sub(now), 0).Milliseconds()
+			v.EstimatedWaitMs = &ms
+		}
+		return v, nil
+	}
 	if err != nil {
 		return api.TicketStatus{}, err
 	}
+	r.withProof(ctx, &v, it, t)
 	if !cached {
 		g, err := r.wr.ReadGate(rctx, it.ID)
 		if err != nil {
@@ -152,11 +166,14 @@ func (r *Room) offeredView(ctx context.Context, it store.Item, t Ticket, v api.T
 	return v, nil
 }
 
-// position is t's place in item it's serving order (Positions), or
-// ErrUnavailable when it cannot be told.
+// position is t's place in item it's serving order (Positions):
+// ErrRoundOpen while its round is open, ErrUnavailable when it cannot be
+// told.
 func (r *Room) position(ctx context.Context, it store.Item, t Ticket) (int64, error) {
 	pos, err := r.positions.Position(ctx, it, t)
 	switch {
+	case errors.Is(err, ErrRoundOpen):
+		return 0, err
 	case errors.Is(err, ErrMissing):
 		r.log.ErrorContext(ctx, "queue: a ticket taken before starts_at is missing from the order", "item_id", it.ID, "ticket", t.ID)
 	case err != nil && ctx.Err() == nil:
@@ -166,4 +183,22 @@ func (r *Room) position(ctx context.Context, it store.Item, t Ticket) (int64, er
 		return 0, unavailableView
 	}
 	return pos, nil
+}
+
+// withRound sets v's round and its close, for a ticket drawn in a round.
+func withRound(v *api.TicketStatus, it store.Item, t Ticket) {
+	k := RoundOf(it, t.TakenAt)
+	if k == Late {
+		return
+	}
+	closes := roundEnd(it, k).UTC()
+	v.Round, v.RoundClosesAt = &k, &closes
+}
+
+// withProof sets v's inclusion proof once t's round is closed and drawn;
+// a proof that cannot be read leaves it out (the position stands).
+func (r *Room) withProof(ctx context.Context, v *api.TicketStatus, it store.Item, t Ticket) {
+	if pr, ok, err := r.positions.Proof(ctx, it, t); err == nil && ok {
+		v.Proof = pr
+	}
 }

@@ -20,6 +20,12 @@ func (r *Room) Take(ctx context.Context, it store.Item, user int64) (api.Ticket,
 		r.log.ErrorContext(ctx, "queue: ticket id", "err", err)
 		return api.Ticket{}, false, fmt.Errorf("ticket id: %w", ErrUnavailable)
 	}
+	// The key first: a ticket is answered with its receipt, so without a
+	// key nothing is taken (a fast 503; once read, the key is kept).
+	priv, err := r.receiptKey(ctx)
+	if err != nil {
+		return api.Ticket{}, false, err
+	}
 	rctx, cancel := context.WithTimeout(ctx, r.cfg.StoreTimeout)
 	defer cancel()
 	left, warmed, err := r.st.Stock(rctx, it.ID)
@@ -39,5 +45,10 @@ func (r *Room) Take(ctx context.Context, it store.Item, user int64) (api.Ticket,
 		result = "new"
 	}
 	r.m.tickets.WithLabelValues(result).Inc()
-	return api.Ticket{Ticket: t.ID, ItemID: it.ID, Arrival: t.Arrival, TakenAt: t.TakenAt, QueueCommitment: it.QueueCommitment}, created, nil
+	receipt, err := draw.SignReceipt(priv, draw.Receipt{Item: it.ID, Ticket: draw.Hash(t.ID), Arrival: t.Arrival, TakenAt: t.TakenAt})
+	if err != nil {
+		return api.Ticket{}, false, fmt.Errorf("receipt of ticket %s: %w", t.ID, err)
+	}
+	return api.Ticket{Ticket: t.ID, ItemID: it.ID, Arrival: t.Arrival, TakenAt: t.TakenAt, QueueCommitment: it.QueueCommitment,
+		Receipt: receipt}, created, nil
 }

@@ -29,7 +29,7 @@ func soldOutRoom(t *testing.T) (room *waitroom.Room, it store.Item, ticket strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	room = waitroom.NewRoom(waitroom.RoomConfig{StoreTimeout: 2 * time.Second}, st, db, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
+	room = waitroom.NewRoom(waitroom.RoomConfig{StoreTimeout: 2 * time.Second}, st, db, waitroom.NewRoomMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler))
 	t.Cleanup(room.Stop)
 	tk, _, err := room.Take(ctx, it, 7)
 	if err != nil {

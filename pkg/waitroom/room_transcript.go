@@ -18,19 +18,19 @@ var ErrNotRevealed = errors.New("waitroom: not revealed before starts_at")
 // starts_at on): ErrNotRevealed before the start, store.ErrNotFound when
 // the item has no waiting room, ErrUnavailable when a store does not
 // answer.
-func (r *Room) Transcript(ctx context.Context, it store.Item) (draw.Transcript, error) {
+func (r *Room) Transcript(ctx context.Context, it store.Item) (draw.RoundTranscript, error) {
 	if time.Now().Before(it.StartsAt) {
-		return draw.Transcript{}, ErrNotRevealed
+		return draw.RoundTranscript{}, ErrNotRevealed
 	}
 	rctx, cancel := context.WithTimeout(ctx, r.cfg.StoreTimeout)
 	defer cancel()
 	tr, err := Transcript(rctx, r.db, r.wr, it)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return draw.Transcript{}, err
+		return draw.RoundTranscript{}, err
 	case err != nil:
 		r.log.WarnContext(ctx, "queue: transcript", "item_id", it.ID, "err", err)
-		return draw.Transcript{}, fmt.Errorf("transcript of item %d: %w", it.ID, ErrUnavailable)
+		return draw.RoundTranscript{}, fmt.Errorf("transcript of item %d: %w", it.ID, ErrUnavailable)
 	}
 	return tr, nil
 }

@@ -2,6 +2,7 @@ package waitroom
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/flashsale-dev/flashsale/pkg/api"
@@ -24,9 +25,12 @@ func (r *Room) awaitTicket(ctx context.Context, it store.Item, t Ticket, v api.T
 	defer deadline.Stop()
 	wi := r.admits.acquire(it.ID)
 	defer r.admits.release(it.ID, wi)
+	// A ticket without a place waits for its round's close, and learns
+	// its place there (the gate publishes the close within a pass: until
+	// then the poll looks again every roundRetry).
 	var start <-chan time.Time
-	if v.State == api.TicketWaiting && time.Now().Before(it.StartsAt) {
-		st := time.NewTimer(time.Until(it.StartsAt))
+	if v.State == api.TicketWaiting && v.Position == nil && v.RoundClosesAt != nil {
+		st := time.NewTimer(max(time.Until(*v.RoundClosesAt), 0))
 		defer st.Stop()
 		start = st.C
 	}
@@ -46,11 +50,16 @@ func (r *Room) awaitTicket(ctx context.Context, it store.Item, t Ticket, v api.T
 		case <-start:
 			start = nil
 			pos, err := r.position(ctx, it, t)
+			if errors.Is(err, ErrRoundOpen) {
+				start = time.After(roundRetry)
+				continue
+			}
 			if err != nil {
 				return v
 			}
 			ahead := pos - 1
 			v.Position, v.Ahead = &pos, &ahead
+			r.withProof(ctx, &v, it, t)
 		case <-moved:
 		case <-end.C:
 			if nv, err := r.view(ctx, it, t); err == nil {

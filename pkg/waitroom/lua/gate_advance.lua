@@ -11,7 +11,10 @@
 --         flight as the gate allows (pkg/gate), so nothing moves and the
 --         time held is not banked: admissions resume at the rate, never in
 --         a burst, once orders are written
--- ARGV[3] optional: now, Unix ms, used instead of Redis' TIME (only a
+-- ARGV[3] how many tickets may be admitted at most: the last arrival of
+--         the item's last closed round while a round of its shuffle window
+--         is open (its tickets have no place in line yet), -1 for no bound
+-- ARGV[4] optional: now, Unix ms, used instead of Redis' TIME (only a
 --         test's clock passes it: waitroom.Store.WithClock)
 -- Returns {serving, tickets, advanced, pool, offers, cursor}, or {"unknown"}
 -- for an item not warmed. Before start_ms and from end_ms on nothing moves. The position never passes the
@@ -25,7 +28,7 @@ if not meta[1] then
   return {"unknown"}
 end
 local start, endms = tonumber(meta[1]), tonumber(meta[2])
-local now = ARGV[3] and tonumber(ARGV[3])
+local now = ARGV[4] and tonumber(ARGV[4])
 if not now then
   local t = redis.call("TIME")
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -44,14 +47,22 @@ if ARGV[2] == "1" then
   return {tostring(serving), tostring(tickets), "0", pool, offers, cursor}
 end
 local rate = tonumber(ARGV[1])
+-- The position stops at the bound as it does at the last ticket: time
+-- spent there is not banked, so a round that closes is admitted at the
+-- rate, not in a burst.
+local limit = tickets
+local cap = tonumber(ARGV[3])
+if cap >= 0 and cap < limit then
+  limit = cap
+end
 -- At most a second of credit: after a gap with no gate (every reaper
 -- down) the queue resumes at the rate, not with a burst of the whole gap.
 local last = math.max(tonumber(g[2] or "0"), start, now - 1000)
 local n = math.floor((now - last) * rate / 1000)
 local advanced = 0
-if serving + n >= tickets then
-  advanced = math.max(tickets - serving, 0)
-  serving = math.max(serving, tickets)
+if serving + n >= limit then
+  advanced = math.max(limit - serving, 0)
+  serving = math.max(serving, limit)
   last = now
 else
   advanced = n
