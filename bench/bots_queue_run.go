@@ -18,6 +18,10 @@ func RunBotsQueue(ctx context.Context, s Settings, bs BotSettings) (BotsReport, 
 	return g.queued(ctx, g.itemID(false))
 }
 
+// defaultQueueWindow is the server's queue_shuffle_window_ms for a new
+// queue that does not name one (pkg/httpapi admin_body.go).
+const defaultQueueWindow = 10 * time.Second
+
 func (g *botsRig) queued(ctx context.Context, id int64) (BotsReport, error) {
 	s, bs := g.s, g.bs
 	humans, bots := s.Buyers, bs.Bots
@@ -30,10 +34,17 @@ func (g *botsRig) queued(ctx context.Context, id int64) (BotsReport, error) {
 	slog.Info("bots: queued sale created", "item", id, "units", s.Units, "humans", humans, "bots", bots, "queue_rate", bs.QueueRate,
 		"opens_in", time.Until(opens).Round(time.Millisecond), "starts_in", time.Until(start).Round(time.Millisecond), "server_clock_offset", g.offset.Round(time.Millisecond))
 
+	// The first round, drawn at the window's end (one round: the bench
+	// leaves queue_round_ms out), holds the tickets taken before it.
+	window := bs.QueueWindow
+	if window < 0 {
+		window = defaultQueueWindow
+	}
+	drawServer := startServer.Add(window)
 	// Room for the gate to admit every ticket if the item does not sell
 	// out, on top of the first-come-first-served run's bound.
 	admitAll := time.Duration(float64(humans+bots) / float64(bs.QueueRate) * float64(time.Second))
-	bound := bs.StartIn + bs.HumansAfter + admitAll + s.PollTimeout
+	bound := bs.StartIn + window + bs.HumansAfter + admitAll + s.PollTimeout
 	if bs.Unpaid > 0 {
 		// The resale's own bound (watchResale) ends the players first;
 		// this is the backstop.
@@ -71,7 +82,7 @@ func (g *botsRig) queued(ctx context.Context, id int64) (BotsReport, error) {
 	}
 	wg.Wait()
 	attackEnd := time.Now()
-	rep := summarizeQueue(runs, humans, start, startServer, s.Units, bs.QueueRate)
+	rep := summarizeQueue(runs, humans, start, drawServer, s.Units, bs.QueueRate)
 	orders := make([]buyerRun, len(runs))
 	var claims []buyerRun // in the runs' order, for the resale
 	if game.resale != nil {

@@ -56,6 +56,7 @@ type Room struct {
 	tickets   *ticketCache
 	grants    *grantKeys
 	receipts  receiptKeys
+	reads     *itemReads  // ticket reads' shared reads of an item's stock and gate
 	admits    *admitWatch // waiting polls' fan-out of sell-outs and admissions
 	offers    *offerWatch // sold-out polls' fan-out of waitlist offers and stock again
 	m         *RoomMetrics
@@ -83,6 +84,7 @@ func NewRoom(cfg RoomConfig, st *stock.Store, db store.Querier, m *RoomMetrics, 
 		positions: NewPositions(db, wr, cfg.StoreTimeout),
 		tickets:   newTicketCache(),
 		grants:    newGrantKeys(),
+		reads:     newItemReads(),
 		admits:    newAdmitWatch(st, wr, cfg.WatchEvery, cfg.StoreTimeout),
 		offers:    newOfferWatch(st, wr, cfg.WatchEvery, cfg.StoreTimeout),
 		m:         m,

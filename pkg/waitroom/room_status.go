@@ -60,16 +60,13 @@ var unavailableView = fmt.Errorf("ticket: %w", ErrUnavailable)
 func (r *Room) view(ctx context.Context, it store.Item, t Ticket) (api.TicketStatus, error) {
 	rctx, cancel := context.WithTimeout(ctx, r.cfg.StoreTimeout)
 	defer cancel()
-	// What this replica's reader of the item read in the last interval
-	// and a half stands for a read of our own.
-	left, serving, cached := r.admits.fresh(it.ID, r.cfg.WatchEvery*3/2)
-	warmed := cached
-	if !cached {
-		var err error
-		if left, warmed, err = r.st.Stock(rctx, it.ID); err != nil {
-			return api.TicketStatus{}, unavailableView
-		}
+	// The item's stock and gate as this replica last read them (at most an
+	// interval and a half ago), shared by every ticket read (itemReads).
+	snap, err := r.read(rctx, it.ID)
+	if err != nil {
+		return api.TicketStatus{}, unavailableView
 	}
+	left, warmed, serving := snap.left, snap.warmed, snap.serving
 	v := api.TicketStatus{Ticket: t.ID, ItemID: it.ID, Arrival: t.Arrival, StockLeft: max(left, 0), ShuffleAt: DrawAt(it).UTC()}
 	withRound(&v, it, t)
 	now := time.Now()
@@ -101,22 +98,15 @@ func (r *Room) view(ctx context.Context, it store.Item, t Ticket) (api.TicketSta
 		return api.TicketStatus{}, err
 	}
 	r.withProof(ctx, &v, it, t)
-	if !cached {
-		g, err := r.wr.ReadGate(rctx, it.ID)
-		if err != nil {
-			return api.TicketStatus{}, unavailableView
-		}
-		serving = g.Serving
-	}
 	ahead := pos - 1
 	v.Position, v.Ahead, v.ServingPosition = &pos, &ahead, &serving
-	if cached && v.State == "" && pos <= serving {
-		// The reader's stock may predate the sell-out by up to its
-		// interval and a half, and admitted is the one answer a stale
-		// stock makes false: the buyer would order and get 410. So the
-		// stock that admits is read from Redis, the store whose last
-		// DECR sold out (one read, for tickets whose turn has come; the
-		// waiting ones keep the reader's).
+	if v.State == "" && pos <= serving {
+		// The shared read may predate the sell-out by up to an interval
+		// and a half, and admitted is the one answer a stale stock makes
+		// false: the buyer would order and get 410. So the stock that
+		// admits is read from Redis, the store whose last DECR sold out
+		// (one read, for tickets whose turn has come; the waiting ones
+		// keep the shared read).
 		l, w, err := r.st.Stock(rctx, it.ID)
 		if err != nil {
 			return api.TicketStatus{}, unavailableView
