@@ -28,13 +28,13 @@ func (r *Room) Take(ctx context.Context, it store.Item, user int64) (api.Ticket,
 	}
 	rctx, cancel := context.WithTimeout(ctx, r.cfg.StoreTimeout)
 	defer cancel()
-	// Sold out by the shared read (itemReads): up to an interval stale, so
-	// a ticket taken just after the sell-out reads sold_out at once.
-	snap, err := r.read(rctx, it.ID)
+	// The stock read fresh, not the ticket reads' shared read: a take
+	// after the sell-out is 410, never a ticket that can only read sold_out.
+	left, warmed, err := r.st.Stock(rctx, it.ID)
 	if err != nil {
 		return api.Ticket{}, false, fmt.Errorf("stock of item %d: %w", it.ID, ErrUnavailable)
 	}
-	t, created, err := r.wr.TakeTicket(rctx, it.ID, user, fresh, it.QueueOpensAt, snap.warmed && snap.left <= 0)
+	t, created, err := r.wr.TakeTicket(rctx, it.ID, user, fresh, it.QueueOpensAt, warmed && left <= 0)
 	switch {
 	case errors.Is(err, ErrNotOpen), errors.Is(err, ErrEnded), errors.Is(err, ErrSoldOut), errors.Is(err, ErrNotWarmed):
 		return api.Ticket{}, false, err
