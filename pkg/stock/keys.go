@@ -92,15 +92,17 @@ func (k Keys) RestoreGuard(requestID string) string {
 	return k.prefix + "restored:" + requestID
 }
 
-// Status is the cached buyer-visible status of one request.
+// Status is the cached buyer-visible status of one request. pkg/orderstatus
+// owns the cache and its scripts; the name is here with every other key of
+// a bucket, so all of them carry the bucket's hash tag by one rule.
 func (k Keys) Status(requestID string) string {
 	return k.prefix + "st:" + requestID
 }
 
 // StatusChannel is the item's shard channel (SPUBLISH/SSUBSCRIBE) on which
-// status_put.lua announces the request id of every status it stores. It
-// carries the bucket's hash tag, so it lives on the shard of the bucket's
-// keys.
+// pkg/orderstatus's status_put.lua announces the request id of every status
+// it stores. It carries the bucket's hash tag, so it lives on the shard of
+// the bucket's keys.
 func (k Keys) StatusChannel() string {
 	return k.prefix + "stn"
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/orderstatus"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
@@ -29,11 +30,11 @@ func TestClusterReservedItemsScansEveryPrimary(t *testing.T) {
 	}
 	idle := testenv.ItemID()
 	warmAt(t, s, idle, 10)
-	var sts []stock.StatusEntry
+	var sts []orderstatus.StatusEntry
 	for u := range 3000 {
-		sts = append(sts, stock.StatusEntry{ItemID: idle, RequestID: fmt.Sprintf("r-%d", u), Rank: stock.RankFinal, JSON: []byte(`{}`)})
+		sts = append(sts, orderstatus.StatusEntry{ItemID: idle, RequestID: fmt.Sprintf("r-%d", u), Rank: orderstatus.RankFinal, JSON: []byte(`{}`)})
 	}
-	if err := s.PutStatuses(ctx, sts); err != nil {
+	if err := orderstatus.NewStore(s).PutStatuses(ctx, sts); err != nil {
 		t.Fatal(err)
 	}
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/orderstatus"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
@@ -22,8 +23,9 @@ func TestReservedItems(t *testing.T) {
 	a, b, idle := warmItem(t, s, 10, 1), warmItem(t, s, 10, 1), warmItem(t, s, 10, 1)
 	admit(t, s, a, 1, 1, "")
 	admit(t, s, b, 2, 1, "")
+	statuses := orderstatus.NewStore(s)
 	for u := range 3000 { // more keys than one SCAN page
-		if err := s.PutStatus(ctx, idle, fmt.Sprintf("r-%d", u), stock.RankFinal, []byte(`{}`)); err != nil {
+		if err := statuses.PutStatus(ctx, idle, fmt.Sprintf("r-%d", u), orderstatus.RankFinal, []byte(`{}`)); err != nil {
 			t.Fatal(err)
 		}
 	}

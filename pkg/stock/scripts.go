@@ -26,11 +26,8 @@ var (
 	releaseScript     = mustScript("release.lua")
 	settleScript      = mustScript("settle.lua")
 	restoreScript     = mustScript("restore.lua")
-	statusPutScript   = mustScript("status_put.lua")
 	warmScript        = mustScript("warm.lua")
 	ackScript         = mustScript("ack.lua")
-	lookupScript      = mustScript("lookup.lua")
-	statusMarkScript  = mustScript("status_mark.lua")
 	wantLowerScript   = mustScript("want_lower.lua")
 	stockChangeScript = mustScript("stock_change.lua")
 )
@@ -38,8 +35,9 @@ var (
 // allScripts is every script under lua/ (the cluster test checks each shard
 // caches them all after a NOSCRIPT retry). The rebalancer's scripts are its
 // own (pkg/rebalance, lua/), and it loads them itself; the waiting
-// room's are pkg/waitroom's (LoadScripts there).
-var allScripts = []*redis.Script{admitScript, releaseScript, settleScript, restoreScript, statusPutScript, warmScript, ackScript, lookupScript, statusMarkScript,
+// room's are pkg/waitroom's and the status cache's pkg/orderstatus's
+// (LoadScripts there).
+var allScripts = []*redis.Script{admitScript, releaseScript, settleScript, restoreScript, warmScript, ackScript,
 	retireScript, wantLowerScript, stockChangeScript}
 
 // LoadScripts loads every script once at start-up so the first requests do
