@@ -16,7 +16,7 @@
 // (config, ops, startup, tracing, schema for the migration check, and the
 // store clients of store, stock and orderlog), and of the features that run
 // Lua over the shared Redis client only their LoadScripts, to preload their
-// scripts with the ledger's (waitroom, orderstatus). It never imports a
+// scripts with the ledger's (waitroom, orderstatus, stockchange). It never imports a
 // feature's work (httpapi, admission, orderwriter, reap, rebalance, auditor,
 // ...): those are what the mains hand it. The one-shot setup command does not
 // use it: it serves nothing, runs no workers and is bounded by

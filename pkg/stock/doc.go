@@ -16,14 +16,16 @@
 // waitlist offer, restore.lua fills the waitlist's pool, warm.lua and
 // release.lua keep them); taking tickets, moving the gate and offering the
 // pool are pkg/waitroom's, with its own scripts run through Eval. It names
-// the status cache's keys and channel (Keys.Status, Keys.StatusChannel) by
-// the same rule as every key of a bucket; the cache, its scripts and the
-// status subscription are pkg/orderstatus's, run through Eval and RunBatch
-// (its lookup.lua and status_mark.lua read the reservations hash). It also
-// names and changes the holder bitmap, the per-user rate window, the want
-// flags, the stock change guards, the tally hash's name (pkg/tally writes it)
-// and the set of warmed items (WarmedItems). Two kinds of key are not its:
-// the leases (pkg/lease) and the per-IP rate-limit counters (pkg/httpapi).
+// the status cache's keys and channel (Keys.Status, Keys.StatusChannel) and
+// the stock change guards (Keys.StockChangeGuard) by the same rule as every
+// key of a bucket; the cache, its scripts and the status subscription are
+// pkg/orderstatus's, run through Eval and RunBatch (its lookup.lua and
+// status_mark.lua read the reservations hash), and a restock's or withdraw's
+// change of a bucket's stock is pkg/stockchange's, with its own script. It
+// also names and changes the holder bitmap, the per-user rate window, the
+// want flags, the tally hash's name (pkg/tally writes it) and the set of
+// warmed items (WarmedItems). Two kinds of key are not its: the leases
+// (pkg/lease) and the per-IP rate-limit counters (pkg/httpapi).
 //
 // Nearly every package that touches Redis imports it: pkg/admission,
 // pkg/orderstatus, pkg/orderwriter, pkg/reap, pkg/rebalance, pkg/waitroom,
@@ -32,6 +34,6 @@
 // consumer, reaper and bench commands. It imports only pkg/config (the Redis
 // settings) and pkg/reqid (the bucket in a request id), never pkg/store,
 // pkg/orderlog or the HTTP layer: it is handed a Redis client and knows
-// nothing of MySQL or Kafka. Nor does it import a feature that runs over
-// it (pkg/waitroom, pkg/orderstatus): they import it.
+// nothing of MySQL or Kafka. Nor does it import a feature that runs over it
+// (pkg/waitroom, pkg/orderstatus, pkg/stockchange): they import it.
 package stock

@@ -107,6 +107,16 @@ func (k Keys) StatusChannel() string {
 	return k.prefix + "stn"
 }
 
+// StockChangeGuard is the key that keeps what operation id changed in this
+// bucket (pkg/stockchange, lua/stock_change.lua). Operation ids are the
+// caller's, checked by the admin API to be short and of a safe alphabet.
+// pkg/stockchange owns the changes and their script; the name is here with
+// every other key of a bucket, so all of them carry the bucket's hash tag
+// by one rule.
+func (k Keys) StockChangeGuard(operationID string) string {
+	return k.prefix + "chg:" + operationID
+}
+
 // TransferGuard records that transfer id's step dir ("out" of the donor,
 // "cut" of it, "in" to the recipient) ran in this bucket, and how it ended,
 // so a repeated step is a no-op. pkg/rebalance owns the transfers and their
