@@ -53,23 +53,23 @@ func (s *Store) GetReservation(ctx context.Context, itemID int64, requestID stri
 
 // ScanReservations calls fn for every pending reservation of the item, in
 // every bucket Redis knows of, in HSCAN pages (no blocking HGETALL on a big
-// hash).
+// hash): the audit's and the reaper's orphan sweep's read of them.
 func (s *Store) ScanReservations(ctx context.Context, itemID int64, fn func(Reservation) error) error {
 	n, _, err := s.Buckets(ctx, itemID)
 	if err != nil {
 		return err
 	}
 	for b := range max(n, 1) {
-		if err := s.ScanBucketReservations(ctx, itemID, b, fn); err != nil {
+		if err := s.scanBucketReservations(ctx, itemID, b, fn); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// ScanBucketReservations calls fn for every pending reservation of one
+// scanBucketReservations calls fn for every pending reservation of one
 // bucket of the item.
-func (s *Store) ScanBucketReservations(ctx context.Context, itemID int64, bucket int, fn func(Reservation) error) error {
+func (s *Store) scanBucketReservations(ctx context.Context, itemID int64, bucket int, fn func(Reservation) error) error {
 	key := BucketKeys(itemID, bucket).Reservations
 	var cursor uint64
 	for {
