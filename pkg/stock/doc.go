@@ -3,8 +3,10 @@
 // restore guards, and the Lua scripts (one file per operation, under lua/)
 // that change them atomically. It names every key of a bucket, the transfer
 // guards and marks too, but moving units between buckets is pkg/rebalance's,
-// with its own scripts and lease; this package only reads the transfer marks
-// (BucketSnapshot, ReadTransferMark).
+// with its own scripts and lease, and reading the buckets across those moves
+// (the snapshot the ingress judges "sold out" by, the marks, the want flags)
+// is pkg/bucketview's; this package reads each bucket's stock (BucketStocks),
+// which that snapshot brackets with the marks.
 //
 // Every key of one item's stock bucket carries the bucket's hash tag
 // ({item:<id>} for bucket 0, {item:<id>:b<n>} for bucket n), so all keys one
@@ -29,11 +31,12 @@
 //
 // Nearly every package that touches Redis imports it: pkg/admission,
 // pkg/orderstatus, pkg/orderwriter, pkg/reap, pkg/rebalance, pkg/waitroom,
-// pkg/catalog, pkg/stockchange, pkg/tally, pkg/audit, pkg/auditor,
-// pkg/httpapi, pkg/service, pkg/startup, internal/testenv and the ingress,
-// consumer, reaper and bench commands. It imports only pkg/config (the Redis
-// settings) and pkg/reqid (the bucket in a request id), never pkg/store,
-// pkg/orderlog or the HTTP layer: it is handed a Redis client and knows
-// nothing of MySQL or Kafka. Nor does it import a feature that runs over it
-// (pkg/waitroom, pkg/orderstatus, pkg/stockchange): they import it.
+// pkg/catalog, pkg/stockchange, pkg/bucketview, pkg/tally, pkg/audit,
+// pkg/auditor, pkg/httpapi, pkg/service, pkg/startup, internal/testenv and
+// the ingress, consumer, reaper and bench commands. It imports only
+// pkg/config (the Redis settings) and pkg/reqid (the bucket in a request id),
+// never pkg/store, pkg/orderlog or the HTTP layer: it is handed a Redis
+// client and knows nothing of MySQL or Kafka. Nor does it import a feature
+// that runs over it (pkg/waitroom, pkg/orderstatus, pkg/stockchange,
+// pkg/bucketview): they import it.
 package stock

@@ -131,9 +131,9 @@ func (k Keys) TransferGuard(id int64, dir string) string {
 // bucket 0's. With the stock keys they make a consistent "is every bucket
 // empty" read: a unit in flight is in neither bucket, so "sold out" may only
 // be answered when no transfer was live or finished while the buckets were
-// read (BucketSnapshot, which the ingress judges "sold out" by). The
-// rebalancer (pkg/rebalance) writes both; the ingress and the audit read
-// them.
+// read (pkg/bucketview's Snapshot, which the ingress judges "sold out" by).
+// The rebalancer (pkg/rebalance) writes both; the ingress and the audit read
+// them through pkg/bucketview.
 func (k Keys) TransfersLive() string { return bucketPrefix(k.ItemID, 0) + "xlive" }
 
 // TransfersDone: see TransfersLive.
