@@ -126,9 +126,9 @@ cluster-up:
 ## test-cluster: bring the cluster up, run setup on it, then the tests of
 ## build tag cluster (stores and topics on the clusters) against it
 test-cluster: cluster-up
-	@$(GO) vet -tags cluster ./pkg/stock/ ./pkg/orderlog/ ./pkg/rebalance/
+	@$(GO) vet -tags cluster ./pkg/stock/ ./pkg/orderstatus/ ./pkg/reap/ ./pkg/orderlog/ ./pkg/rebalance/
 	@$(CLUSTER_ENV) $(GO) run ./setup
-	@$(CLUSTER_ENV) $(GO) test $(GOTEST_FLAGS) -tags cluster -run Cluster ./pkg/stock/ ./pkg/orderlog/ ./pkg/rebalance/
+	@$(CLUSTER_ENV) $(GO) test $(GOTEST_FLAGS) -tags cluster -run Cluster ./pkg/stock/ ./pkg/orderstatus/ ./pkg/reap/ ./pkg/orderlog/ ./pkg/rebalance/
 
 ## test-faults-cluster: bring the cluster up, run setup on it, then the
 ## cluster fault tests (a broker or a Redis primary killed, paused or

@@ -13,9 +13,9 @@ import (
 )
 
 // The Redis Cluster script-cache helpers of the packages that embed Lua
-// scripts (pkg/stock, pkg/rebalance, each under its lua/): after a
-// restart or a failover a shard has none cached, and every call must
-// still find its script.
+// scripts and test them on a Cluster (pkg/stock, pkg/orderstatus,
+// pkg/rebalance, each under its lua/): after a restart or a failover a
+// shard has none cached, and every call must still find its script.
 
 // ScriptSHAs are the SHA1 digests, which EVALSHA names, of the scripts
 // that glob (relative to the test's package directory, e.g. "lua/*.lua")

@@ -10,12 +10,12 @@ import (
 // awaitStock handles a home bucket found short while the item has other
 // buckets, keeping the bucket promise (promise.go). "Sold out" is answered
 // only when no bucket has the qty, by a read that cannot miss units moving
-// between buckets (stock.BucketSnapshot). Otherwise the script already raised the bucket's
-// want flag, the rebalancer moves stock here within a pass or two, and the
-// admission is tried again (same request id: the script is idempotent per
-// id) once the shared view of the buckets (bucketViews, read at most every
-// BucketPoll) shows stock at home; at most until BucketWait. A wait that
-// runs out answers StockMoving: nothing is reserved, try again.
+// between buckets (bucketview.Snapshot). Otherwise the script already raised
+// the bucket's want flag, the rebalancer moves stock here within a pass or
+// two, and the admission is tried again (same request id: the script is
+// idempotent per id) once the shared view of the buckets (bucketViews, read
+// at most every BucketPoll) shows stock at home; at most until BucketWait. A
+// wait that runs out answers StockMoving: nothing is reserved, try again.
 func (s *Service) awaitStock(ctx context.Context, r Request, rid string, now time.Time, ar stock.AdmitResult) (stock.AdmitResult, time.Time, error) {
 	start := s.now()
 	result := "error"

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
+	"github.com/flashsale-dev/flashsale/pkg/bucketview"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
@@ -21,7 +22,7 @@ import (
 // runs the script again only when the snapshot shows its home bucket has
 // the qty.
 type bucketViews struct {
-	st     *stock.Store
+	st     *bucketview.Store
 	maxAge time.Duration
 	sf     singleflight.Group
 	mu     sync.Mutex
@@ -29,17 +30,17 @@ type bucketViews struct {
 }
 
 type bucketView struct {
-	snap stock.BucketSnapshot
+	snap bucketview.Snapshot
 	at   time.Time
 }
 
 func newBucketViews(st *stock.Store, maxAge time.Duration) *bucketViews {
-	return &bucketViews{st: st, maxAge: maxAge, m: map[int64]bucketView{}}
+	return &bucketViews{st: bucketview.NewStore(st), maxAge: maxAge, m: map[int64]bucketView{}}
 }
 
 // get returns a snapshot of item's n buckets read at most maxAge ago, or
 // read now (once, for all concurrent callers) when the last is older.
-func (v *bucketViews) get(ctx context.Context, item int64, n int, timeout time.Duration) (stock.BucketSnapshot, error) {
+func (v *bucketViews) get(ctx context.Context, item int64, n int, timeout time.Duration) (bucketview.Snapshot, error) {
 	v.mu.Lock()
 	cur, ok := v.m[item]
 	v.mu.Unlock()
@@ -54,7 +55,7 @@ func (v *bucketViews) get(ctx context.Context, item int64, n int, timeout time.D
 		// leaving must not fail the others.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 		defer cancel()
-		snap, err := v.st.BucketSnapshot(rctx, item, n)
+		snap, err := v.st.Snapshot(rctx, item, n)
 		if err != nil {
 			return nil, err
 		}
@@ -64,7 +65,7 @@ func (v *bucketViews) get(ctx context.Context, item int64, n int, timeout time.D
 		return snap, nil
 	})
 	if err != nil {
-		return stock.BucketSnapshot{}, err
+		return bucketview.Snapshot{}, err
 	}
-	return res.(stock.BucketSnapshot), nil
+	return res.(bucketview.Snapshot), nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/bucketview"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
@@ -24,14 +25,14 @@ func TestBucketViewsKeepCountsApart(t *testing.T) {
 	// second joins it or reads on its own; only then may it end.
 	const test, inRead = "admission.TestBucketViewsKeepCountsApart", "singleflight.(*Group).Do("
 	r.Pause() // holds the first read in flight
-	first := make(chan stock.BucketSnapshot, 1)
+	first := make(chan bucketview.Snapshot, 1)
 	go func() {
 		snap, _ := v.get(context.Background(), item, 4, 5*time.Second)
 		first <- snap
 	}()
 	testenv.Eventually(t, 10*time.Second, time.Millisecond, func() bool { return goroutinesIn(inRead, test) == 1 },
 		"the caller of 4 buckets never started its read")
-	second := make(chan stock.BucketSnapshot, 1)
+	second := make(chan bucketview.Snapshot, 1)
 	go func() {
 		snap, _ := v.get(context.Background(), item, 8, 5*time.Second)
 		second <- snap

@@ -1,6 +1,6 @@
 package admission
 
-import "github.com/flashsale-dev/flashsale/pkg/stock"
+import "github.com/flashsale-dev/flashsale/pkg/bucketview"
 
 // The bucket promise: what a buyer of qty units (1 to the item's per-user
 // limit) of an item of n > 1 stock buckets is answered, whatever the
@@ -12,7 +12,7 @@ import "github.com/flashsale-dev/flashsale/pkg/stock"
 //     bucket: an order is never split).
 //  2. 410 sold_out from Redis only when one read of every bucket, with no
 //     transfer between buckets under way and none finished while it read
-//     (stock.BucketSnapshot.Consistent), found the buckets together holding
+//     (bucketview.Snapshot.Consistent), found the buckets together holding
 //     fewer than qty units. That read is at most BucketPoll older than the
 //     answer (bucketViews shares it), and units only leave an item by
 //     being sold (a transfer moves them, counted in flight), so: while
@@ -43,7 +43,7 @@ const (
 
 // judge reads snap for a buyer of qty homed on bucket home. It is the only
 // place a bucketed item's 410 is decided (clause 2).
-func judge(snap stock.BucketSnapshot, home, qty int) look {
+func judge(snap bucketview.Snapshot, home, qty int) look {
 	switch {
 	case snap.SoldOut(qty):
 		return lookSoldOut

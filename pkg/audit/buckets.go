@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/flashsale-dev/flashsale/pkg/api"
+	"github.com/flashsale-dev/flashsale/pkg/bucketview"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
@@ -30,9 +31,9 @@ import (
 //     the bucket its request id names (reqid.Bucket), a restore in
 //     stock_restores.bucket. Only while no transfer of the item is open
 //     (store.OpenTransfersOf) and none ran during the audit (the Redis
-//     TransferMark read before and after): a transfer under way has moved
-//     its units in one store and not yet in the other. The report then says
-//     so in Info, not as a violation.
+//     bucketview.TransferMark read before and after): a transfer under way
+//     has moved its units in one store and not yet in the other. The report
+//     then says so in Info, not as a violation.
 //   - I7 per bucket: no bucket negative in either store.
 
 // BucketReport is one bucket's numbers, as Report's are the item's:
@@ -192,7 +193,8 @@ func checkBuckets(n numbers, per []BucketReport) (violations, info []string) {
 // readBucketState reads what the per-bucket checks need, around the
 // item-level reads (read): the transfer mark before and after them all.
 func readBucketState(ctx context.Context, db *sql.DB, st *stock.Store, n *numbers, read func() error) error {
-	before, err := st.ReadTransferMark(ctx, n.item.ID)
+	marks := bucketview.NewStore(st)
+	before, err := marks.ReadTransferMark(ctx, n.item.ID)
 	if err != nil {
 		return err
 	}
@@ -202,7 +204,7 @@ func readBucketState(ctx context.Context, db *sql.DB, st *stock.Store, n *number
 	if err := readBuckets(ctx, db, n.item.ID, n.item.Buckets, &n.buckets); err != nil {
 		return err
 	}
-	after, err := st.ReadTransferMark(ctx, n.item.ID)
+	after, err := marks.ReadTransferMark(ctx, n.item.ID)
 	if err != nil {
 		return err
 	}

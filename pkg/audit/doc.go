@@ -16,18 +16,22 @@
 // It owns no state and writes nothing: it reads MySQL with its own SELECTs
 // (items, item_buckets, orders, request_outcomes, stock_restores,
 // stock_changes; a bucketed item's sums in one read-only REPEATABLE READ
-// transaction) and Redis through pkg/stock's read calls, so it may run at any
-// time on a live sale. Its Report, BucketReport and Waitlist are the JSON of
-// the admin API's audit, live and queue views: aliases of pkg/api's
-// AuditReport, AuditBucket and Waitlist, declared there so a client of the
-// API (flashsalectl) decodes them without linking this package.
+// transaction) and Redis through the read calls of the packages that own each
+// part of it (pkg/stock the ledger, pkg/bucketview the transfer marks,
+// pkg/stockchange a pending change's guards, pkg/waitroom the waitlist), so
+// it may run at any time on a live sale. Its Report, BucketReport and
+// Waitlist are the JSON of the admin API's audit, live and queue views:
+// aliases of pkg/api's AuditReport, AuditBucket and Waitlist, declared there
+// so a client of the API (flashsalectl) decodes them without linking this
+// package.
 //
-// Importers: pkg/httpapi (the admin audit and the live view), pkg/auditor (the
-// periodic audit), the bench tool and the fault suite's tests. It imports
-// pkg/api (the report's types), the store clients (pkg/store, pkg/stock) and
-// pkg/stockchange, only for Spread, the rule that splits a change over the
-// buckets. It never imports the HTTP layer,
+// Importers: pkg/httpapi (the admin audit and the live view), pkg/auditor
+// (the periodic audit), the bench tool and the fault suite's tests. It
+// imports pkg/api (the report's types), the store clients (pkg/store,
+// pkg/stock), pkg/bucketview for the transfer marks, pkg/stockchange for its
+// guards' read and Spread, the rule that splits a change over the buckets,
+// and pkg/waitroom for its waitlist's read. It never imports the HTTP layer,
 // pkg/orderlog, or the workers whose results it checks (orderwriter, reap,
-// rebalance, gate): it judges what the stores hold, not what the code meant to
-// write.
+// rebalance; of pkg/waitroom, whose gate is one, it calls only the waitlist's
+// read): it judges what the stores hold, not what the code meant to write.
 package audit

@@ -61,8 +61,9 @@ func readChanges(ctx context.Context, db *sql.DB, st *stock.Store, itemID int64)
 	if err != nil {
 		return v, err
 	}
+	guards := stockchange.NewStore(st)
 	for _, c := range pending {
-		units, ran, err := st.StockChangeGuards(ctx, itemID, c.Buckets, c.OperationID)
+		units, ran, err := guards.Guards(ctx, itemID, c.Buckets, c.OperationID)
 		if err != nil {
 			return v, err
 		}

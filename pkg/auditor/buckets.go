@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/flashsale-dev/flashsale/pkg/audit"
+	"github.com/flashsale-dev/flashsale/pkg/bucketview"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
@@ -77,7 +78,7 @@ func newBucketMetrics(f promauto.Factory) *bucketMetrics {
 // audit.
 type bucketSignals struct {
 	wants []bool // every bucket's
-	mark  stock.TransferMark
+	mark  bucketview.TransferMark
 	// open transfers in MySQL, and the oldest one's age
 	open    int64
 	openAge time.Duration
@@ -91,10 +92,11 @@ func readSignals(ctx context.Context, db store.Querier, st *stock.Store, r audit
 		return s, nil
 	}
 	var err error
-	if s.wants, err = st.BucketWants(ctx, r.ItemID, r.Buckets); err != nil {
+	bv := bucketview.NewStore(st)
+	if s.wants, err = bv.Wants(ctx, r.ItemID, r.Buckets); err != nil {
 		return s, err
 	}
-	if s.mark, err = st.ReadTransferMark(ctx, r.ItemID); err != nil {
+	if s.mark, err = bv.ReadTransferMark(ctx, r.ItemID); err != nil {
 		return s, err
 	}
 	s.open, s.openAge, err = store.OpenTransferAge(ctx, db, r.ItemID)

@@ -23,9 +23,11 @@
 // flashsale_bucket_stock_drift_units, flashsale_bucket_empty_buckets,
 // flashsale_bucket_starved_buckets and flashsale_bucket_wanted) and no stored
 // state: it reads the recent item ids from MySQL's items table and everything
-// else through pkg/audit, pkg/store and pkg/stock.
+// else through pkg/audit, pkg/store, pkg/stock and pkg/bucketview (the
+// buckets' want flags and transfer marks).
 //
 // Only the reaper's main imports it: the audit runs in the reaper. It never
 // imports the HTTP layer, nor the reaper's other workers (reap, rebalance,
-// gate), whose effects it watches through the stores like any other writer's.
+// the waiting room's gate), whose effects it watches through the stores like
+// any other writer's.
 package auditor

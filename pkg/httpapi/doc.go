@@ -3,9 +3,11 @@
 // behind the routes lives in admission (orders), catalog (admin) and audit.
 //
 // The work behind them is also in pkg/stockchange (restock and withdraw),
-// pkg/orderstatus (order status), pkg/tally (the live counts), pkg/waitroom
-// (the waiting room: its routes are adapters over waitroom.Room), pkg/console (the console page) and pkg/ops (the
-// readiness checks and the ops routes).
+// pkg/orderstatus (order status: its cache, the pay's in-doubt marker, the
+// poll's lookup and the status subscription wait.go fans out), pkg/tally (the
+// live counts), pkg/waitroom (the waiting room: its routes are adapters over
+// waitroom.Room), pkg/console (the console page) and pkg/ops (the readiness
+// checks and the ops routes).
 //
 // It owns what is the HTTP layer's own: the routes and middleware, the per-IP
 // rate limit (a one-second counter per client IP in Redis, the keys

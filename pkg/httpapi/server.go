@@ -18,6 +18,7 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/config"
 	"github.com/flashsale-dev/flashsale/pkg/ops"
 	"github.com/flashsale-dev/flashsale/pkg/orderlog"
+	"github.com/flashsale-dev/flashsale/pkg/orderstatus"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/stockchange"
 	"github.com/flashsale-dev/flashsale/pkg/tally"
@@ -66,6 +67,7 @@ type Server struct {
 	cfg       Config
 	db        *sql.DB
 	st        *stock.Store
+	status    *orderstatus.Store // the status cache: polls, their waits, the pay's marker
 	verifier  *auth.Verifier
 	admission *admission.Service
 	pub       admission.Publisher // the admission path's; a DLQ replay publishes through it
@@ -106,12 +108,13 @@ func New(cfg Config, d Deps) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: trusted proxies: %w", err)
 	}
+	status := orderstatus.NewStore(d.Stock)
 	s := &Server{
-		cfg: cfg, db: d.DB, st: d.Stock, log: d.Log, openAPI: d.OpenAPI, pub: d.Publisher,
+		cfg: cfg, db: d.DB, st: d.Stock, status: status, log: d.Log, openAPI: d.OpenAPI, pub: d.Publisher,
 		verifier: newVerifier(cfg.Ingress, d.Log),
 		items:    newItemCache(time.Second),
 		reqs:     newRequestCache(),
-		waits:    newStatusWaits(d.Stock, cfg.Ingress.StatusWaiters, cfg.StoreTimeout, d.Log),
+		waits:    newStatusWaits(status, cfg.Ingress.StatusWaiters, cfg.StoreTimeout, d.Log),
 		room: waitroom.NewRoom(waitroom.RoomConfig{StoreTimeout: cfg.StoreTimeout, GrantTTL: cfg.Ingress.QueueGrantTTL},
 			d.Stock, d.DB, waitroom.NewRoomMetrics(d.Registerer), d.Log),
 		m: NewMetrics(d.Registerer),

@@ -26,7 +26,7 @@ func (s *Server) requestView(ctx context.Context, rid string, user int64) (order
 		return orderstatus.View{}, err
 	}
 	rctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
-	lk, err := s.st.LookupRequest(rctx, item, rid)
+	lk, err := s.status.LookupRequest(rctx, item, rid)
 	cancel()
 	if err != nil {
 		s.log.WarnContext(ctx, "status: redis unavailable", "err", err)
@@ -92,13 +92,13 @@ func viewOfState(rid string, st store.RequestState) orderstatus.View {
 }
 
 // inDoubtView answers a poll that found the pay's in-doubt marker
-// (stock.MarkInDoubt): a pay may have committed PAID without caching it, so
-// only MySQL knows. The read is this poll's own, started after the poll
-// arrived: sharing a read in flight (singleflight) could hand it an UNPAID
-// read before a commit whose 200 PAID the buyer has already seen. A final
-// status read replaces the marker (the cache is repaired); an UNPAID does
-// not, since a pay may still be about to commit. Only the owner's polls of
-// an order being paid come here, so the MySQL cost is theirs alone.
+// (orderstatus.Store.MarkInDoubt): a pay may have committed PAID without
+// caching it, so only MySQL knows. The read is this poll's own, started after
+// the poll arrived: sharing a read in flight (singleflight) could hand it an
+// UNPAID read before a commit whose 200 PAID the buyer has already seen. A
+// final status read replaces the marker (the cache is repaired); an UNPAID
+// does not, since a pay may still be about to commit. Only the owner's polls
+// of an order being paid come here, so the MySQL cost is theirs alone.
 func (s *Server) inDoubtView(ctx context.Context, rid string, user int64) (orderstatus.View, error) {
 	dctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
 	st, err := store.RequestStatus(dctx, s.db, rid)

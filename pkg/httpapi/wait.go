@@ -10,8 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/flashsale-dev/flashsale/pkg/orderlog"
+	"github.com/flashsale-dev/flashsale/pkg/orderstatus"
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
-	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
 // statusWaits is the per-process fan-out behind GET ...?wait=: ONE Redis
@@ -25,7 +25,7 @@ import (
 // is the number of subscriptions, one per item with a waiter. An item's
 // subscription closes with its last waiter.
 type statusWaits struct {
-	st    *stock.Store
+	st    *orderstatus.Store
 	max   int
 	log   *slog.Logger
 	subTO time.Duration // bounds one subscribe
@@ -41,7 +41,7 @@ type statusWaits struct {
 type itemWatch struct {
 	ready   chan struct{} // closed once subscribed, or the subscribe failed
 	ok      bool          // subscribed (read after ready)
-	sub     *stock.StatusSubscription
+	sub     *orderstatus.StatusSubscription
 	waiters map[string]map[*waiter]struct{}
 	refs    int
 	stopped bool // no waiter left: the subscription goes
@@ -55,7 +55,7 @@ type waiter struct {
 	wake chan struct{} // buffered 1: a wake is never lost, never blocks
 }
 
-func newStatusWaits(st *stock.Store, max int, subTimeout time.Duration, log *slog.Logger) *statusWaits {
+func newStatusWaits(st *orderstatus.Store, max int, subTimeout time.Duration, log *slog.Logger) *statusWaits {
 	return &statusWaits{st: st, max: max, log: log, subTO: subTimeout,
 		items: map[orderlog.StockKey]*itemWatch{}, done: make(chan struct{})}
 }

@@ -39,7 +39,7 @@ func TestWaitAnswersALostAnnouncement(t *testing.T) {
 	}
 	key := stock.RequestKeys(item, rid).Status(rid)
 	stored := time.Now()
-	if err := h.rdb.Set(context.Background(), key, strconv.Itoa(int(stock.RankUnpaid))+"|"+string(b), 15*time.Minute).Err(); err != nil {
+	if err := h.rdb.Set(context.Background(), key, strconv.Itoa(int(orderstatus.RankUnpaid))+"|"+string(b), 15*time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
 	r := <-got

@@ -39,11 +39,11 @@ type cached struct {
 }
 
 // rank orders statuses so the cache never moves backwards.
-func rank(status string) stock.StatusRank {
+func rank(status string) StatusRank {
 	if status == Unpaid || status == Pending {
-		return stock.RankUnpaid
+		return RankUnpaid
 	}
-	return stock.RankFinal
+	return RankFinal
 }
 
 // FromOrder is the view of a request that became an order.
@@ -65,20 +65,20 @@ func Put(ctx context.Context, s *stock.Store, v View) error {
 	if err != nil {
 		return fmt.Errorf("orderstatus: encode: %w", err)
 	}
-	return s.PutStatus(ctx, v.ItemID, v.RequestID, rank(v.Status), b)
+	return NewStore(s).PutStatus(ctx, v.ItemID, v.RequestID, rank(v.Status), b)
 }
 
 // PutMany caches many views in one Redis round trip.
 func PutMany(ctx context.Context, s *stock.Store, views []View) error {
-	entries := make([]stock.StatusEntry, 0, len(views))
+	entries := make([]StatusEntry, 0, len(views))
 	for _, v := range views {
 		b, err := json.Marshal(cached{View: v, Owner: v.UserID})
 		if err != nil {
 			return fmt.Errorf("orderstatus: encode: %w", err)
 		}
-		entries = append(entries, stock.StatusEntry{ItemID: v.ItemID, RequestID: v.RequestID, Rank: rank(v.Status), JSON: b})
+		entries = append(entries, StatusEntry{ItemID: v.ItemID, RequestID: v.RequestID, Rank: rank(v.Status), JSON: b})
 	}
-	return s.PutStatuses(ctx, entries)
+	return NewStore(s).PutStatuses(ctx, entries)
 }
 
 // Decode parses a cached status as stored by Put (for readers that fetched
@@ -94,7 +94,7 @@ func Decode(b []byte) (View, error) {
 
 // Get returns the cached view of a request, if any.
 func Get(ctx context.Context, s *stock.Store, itemID int64, requestID string) (View, bool, error) {
-	b, ok, err := s.GetStatus(ctx, itemID, requestID)
+	b, ok, err := NewStore(s).GetStatus(ctx, itemID, requestID)
 	if err != nil || !ok {
 		return View{}, false, err
 	}

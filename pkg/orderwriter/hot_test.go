@@ -64,7 +64,7 @@ func TestHotItemWithRebalancingReplicas(t *testing.T) {
 		t.Errorf("redis: stock %d pending %d buyers %d; want 0, 0, %d (rejected buyers may try again)", st.Stock, st.Pending, st.Buyers, units)
 	}
 	// A sample of statuses: every request has a terminal one cached. An
-	// UNPAID one lives only stock.UnpaidStatusTTL, which a slow run (-race)
+	// UNPAID one lives only orderstatus.UnpaidStatusTTL, which a slow run (-race)
 	// outlasts; pending 0 above shows its after-commit step ran.
 	for i := 0; i < n; i += 97 {
 		v, ok, err := orderstatus.Get(ctx, e.st, e.item, msgs[i].RequestID)

@@ -16,9 +16,12 @@
 // counted and simply run again next interval.
 //
 // It owns the pass and the flashsale_reaper_* and
-// flashsale_orphan_grace_seconds metrics. The statements are pkg/store's, the
-// guarded Redis steps pkg/stock's, a pending change's repair
-// pkg/stockchange's, and the status it caches pkg/orderstatus's.
+// flashsale_orphan_grace_seconds metrics, and the sweep's scan for items that
+// hold reservations (reserved.go: the registry of warmed items and one
+// existence check per item, read over the ledger's client; the keys are
+// pkg/stock's). The statements are pkg/store's, the guarded Redis steps
+// pkg/stock's, a pending change's repair pkg/stockchange's, and the status it
+// caches pkg/orderstatus's.
 //
 // Only the reaper's main imports it. It never imports the HTTP layer,
 // pkg/admission or pkg/orderwriter: it meets them only through the stores (the

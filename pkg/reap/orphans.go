@@ -106,7 +106,7 @@ func (r *Reaper) unknownItems(ctx context.Context, known []int64, now time.Time)
 		return nil, nil
 	}
 	cctx, cancel := r.callCtx(ctx, unknownScanCalls)
-	reserved, err := r.stock.ReservedItems(cctx)
+	reserved, err := reservedItems(cctx, r.stock)
 	cancel()
 	if err != nil {
 		return nil, err

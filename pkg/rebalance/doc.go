@@ -3,16 +3,17 @@
 // exactly once in MySQL and in Redis. It runs in the reaper.
 //
 // A move is a transfer with a stock_transfers row and three writes in two
-// stores, each idempotent on its own. The package owns all of it: the
-// row's statements (transfers_sql.go, movesql.go), the Redis steps
-// (steps.go) and their scripts (lua/, scripts.go); the lease is
-// pkg/lease's, shared with the waiting room's gate. pkg/store keeps the row's shape and the reads of it others
-// make (a warm refuses while one is open, the auditor counts them);
-// pkg/stock keeps the key names and the live/done marks the ingress reads.
+// stores, each idempotent on its own. The package owns all of it: the row's
+// statements (transfers_sql.go, movesql.go), the Redis steps (steps.go) and
+// their scripts (lua/, scripts.go); the lease is pkg/lease's, shared with the
+// waiting room's gate. pkg/store keeps the row's shape and the reads of it
+// others make (a warm refuses while one is open, the auditor counts them);
+// pkg/stock keeps the key names of the live/done marks, and pkg/bucketview
+// the reads of them that the ingress and the audit make.
 //
 //  1. PlanTransfer inserts the row PLANNED; the id joins the item's
 //     TransfersLive in Redis before any stock moves, so the ingress's
-//     check (stock.BucketSnapshot, judged by BucketSnapshot.SoldOut in
+//     check (bucketview.Snapshot, judged by Snapshot.SoldOut in
 //     pkg/admission) never sees units in flight as "gone".
 //  2. transfer_out.lua takes the qty from the donor's Redis stock, or
 //     finds it short (or the bucket gone), once: its guard keeps the
@@ -52,5 +53,6 @@
 //
 // Only the reaper's main imports it. It imports pkg/lease, pkg/stock and
 // pkg/store, and never the HTTP layer or pkg/admission: the ingress sees
-// transfers only through the Redis marks pkg/stock names.
+// transfers only through the Redis marks pkg/stock names and pkg/bucketview
+// reads (as this package's tests judge "sold out").
 package rebalance

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/bucketview"
 	"github.com/flashsale-dev/flashsale/pkg/catalog"
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
@@ -53,9 +54,9 @@ func (e *env) rebalancer(cfg Config) *Rebalancer {
 }
 
 // soldOut is the ingress's judgement of an item's n buckets for a buyer of
-// qty (pkg/admission: a stock.BucketSnapshot, then SoldOut).
+// qty (pkg/admission: a bucketview.Snapshot, then SoldOut).
 func (e *env) soldOut(item int64, n, qty int) (bool, error) {
-	snap, err := e.st.BucketSnapshot(context.Background(), item, n)
+	snap, err := bucketview.NewStore(e.st).Snapshot(context.Background(), item, n)
 	return snap.SoldOut(qty), err
 }
 

@@ -354,7 +354,7 @@ func (r *Rebalancer) rebalanceItem(ctx context.Context, it bucketedItem, open ma
 // sweepLive finishes the ids in the item's TransfersLive whose transfer is
 // final in MySQL (a mover died after the last state change and before the
 // SREM), and forgets ids MySQL does not know. While such an id stays, no
-// stock.BucketSnapshot is consistent, so the ingress never answers "sold
+// bucketview.Snapshot is consistent, so the ingress never answers "sold
 // out" for the item. Ids open in MySQL are left to their drivers.
 func (r *Rebalancer) sweepLive(ctx context.Context, itemID int64, live []int64, open map[int64]bool) error {
 	var errs []error

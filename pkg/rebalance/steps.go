@@ -15,7 +15,8 @@ import (
 // guarded per transfer and direction (stock.Keys.TransferGuard), so it runs
 // at most once however often it is called. The item's TransfersLive and
 // TransfersDone (stock.Keys) are the marks pkg/admission and pkg/audit read
-// to tell a unit in flight from one sold (stock.BucketSnapshot).
+// (through pkg/bucketview) to tell a unit in flight from one sold
+// (bucketview.Snapshot).
 
 // step is the answer of a transfer's Redis step.
 type step string
@@ -106,7 +107,7 @@ func transferCutTo(ctx context.Context, rdb redis.UniversalClient, t ref, free i
 }
 
 // markLive adds transfer id to item's TransfersLive, which must happen
-// before its first step moves anything: a stock.BucketSnapshot then knows
+// before its first step moves anything: a bucketview.Snapshot then knows
 // units may be in neither bucket, and the ingress does not answer "sold
 // out" while they are.
 func markLive(ctx context.Context, rdb redis.UniversalClient, itemID, id int64) error {

@@ -11,8 +11,10 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/config"
 	"github.com/flashsale-dev/flashsale/pkg/ops"
 	"github.com/flashsale-dev/flashsale/pkg/orderlog"
+	"github.com/flashsale-dev/flashsale/pkg/orderstatus"
 	"github.com/flashsale-dev/flashsale/pkg/startup"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
+	"github.com/flashsale-dev/flashsale/pkg/stockchange"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 	"github.com/flashsale-dev/flashsale/schema"
@@ -23,8 +25,9 @@ type Needs struct {
 	// MySQLConns and RedisConns size the two pools.
 	MySQLConns, RedisConns int
 	// Kafka builds the brokers' TLS and SASL (orderlog.Security) and checks
-	// them; Scripts preloads pkg/stock's and pkg/waitroom's Lua scripts (an optimisation: a
-	// failure is a warning, each script loads on its first use).
+	// them; Scripts preloads the Lua scripts of pkg/stock, pkg/waitroom,
+	// pkg/orderstatus and pkg/stockchange (an optimisation: a failure is a
+	// warning, each script loads on its first use).
 	Kafka, Scripts bool
 }
 
@@ -68,7 +71,8 @@ func (p *Process) Open(ctx context.Context, n Needs) (*Stores, error) {
 		}
 	}
 	if n.Scripts {
-		if err := errors.Join(stock.LoadScripts(ctx, rdb), waitroom.LoadScripts(ctx, rdb)); err != nil {
+		if err := errors.Join(stock.LoadScripts(ctx, rdb), waitroom.LoadScripts(ctx, rdb), orderstatus.LoadScripts(ctx, rdb),
+			stockchange.LoadScripts(ctx, rdb)); err != nil {
 			p.Log.Warn("lua scripts not preloaded; they load on first use", "err", err)
 		}
 	}

@@ -10,29 +10,6 @@ import (
 // trip for a whole consumer batch instead of one per request, which is what
 // lets the order writer's after-commit step keep up with its MySQL step.
 
-// StatusEntry is one request's status for PutStatuses.
-type StatusEntry struct {
-	ItemID    int64
-	RequestID string
-	Rank      StatusRank
-	JSON      []byte
-}
-
-// PutStatuses caches many statuses in one round trip (each never replacing
-// a newer one, as PutStatus).
-func (s *Store) PutStatuses(ctx context.Context, entries []StatusEntry) error {
-	if len(entries) == 0 {
-		return nil
-	}
-	calls := make([]scriptCall, len(entries))
-	for i, e := range entries {
-		keys, args := statusPutCall(e.ItemID, e.RequestID, e.Rank, e.JSON)
-		calls[i] = scriptCall{statusPutScript, keys, args}
-	}
-	_, err := s.pipelined(ctx, "stock: put statuses", calls)
-	return err
-}
-
 // ReleaseEntry is one reservation to release for ReleaseMany.
 type ReleaseEntry struct {
 	ItemID    int64
@@ -46,10 +23,10 @@ func (s *Store) ReleaseMany(ctx context.Context, entries []ReleaseEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	calls := make([]scriptCall, len(entries))
+	calls := make([]ScriptCall, len(entries))
 	for i, e := range entries {
 		keys, args := releaseCall(e.ItemID, e.RequestID, e.Options)
-		calls[i] = scriptCall{releaseScript, keys, args}
+		calls[i] = ScriptCall{releaseScript, keys, args}
 	}
 	_, err := s.pipelined(ctx, "stock: release many", calls)
 	return err
@@ -72,9 +49,9 @@ func (s *Store) RestoreMany(ctx context.Context, entries []RestoreEntry) ([]Rest
 	if len(entries) == 0 {
 		return nil, nil
 	}
-	calls := make([]scriptCall, len(entries))
+	calls := make([]ScriptCall, len(entries))
 	for i, e := range entries {
-		calls[i] = scriptCall{restoreScript, restoreKeys(e.ItemID, e.Bucket, e.RequestID), []any{e.Qty}}
+		calls[i] = ScriptCall{restoreScript, restoreKeys(e.ItemID, e.Bucket, e.RequestID), []any{e.Qty}}
 	}
 	cmds, err := s.pipelined(ctx, "stock: restore many", calls)
 	if err != nil {
@@ -113,15 +90,25 @@ func (s *Store) ExpireRestoreGuards(ctx context.Context, entries []RestoreEntry)
 	return nil
 }
 
-// scriptCall is one script call of a batch.
-type scriptCall struct {
-	script *redis.Script
-	keys   []string
-	args   []any
+// ScriptCall is one script call of a batch (RunBatch).
+type ScriptCall struct {
+	Script *redis.Script
+	Keys   []string
+	Args   []any
 }
 
-// pipelined sends calls by EVALSHA in one pipeline and returns their
-// commands, in the order of calls.
+// pipelined runs calls as one batch on the Store's client (RunBatch), and
+// loads the ledger's scripts again after a NOSCRIPT.
+func (s *Store) pipelined(ctx context.Context, op string, calls []ScriptCall) ([]redis.Cmder, error) {
+	return RunBatch(ctx, s.rdb, op, calls, LoadScripts)
+}
+
+// RunBatch sends calls by EVALSHA in one pipeline on rdb and returns their
+// commands, in the order of calls; a failure to reach Redis is op's error,
+// wrapping ErrUnavailable. It is the batch path of the ledger's scripts
+// (ReleaseMany, RestoreMany, SettleMany) and of other features' that run
+// many calls at once (pkg/orderstatus's PutStatuses), as Store.Eval is
+// their single call's.
 //
 // A shard that lost its script cache (Redis restarted, a failover to a
 // replica that never ran them) answers NOSCRIPT for its part only; on a
@@ -132,13 +119,13 @@ type scriptCall struct {
 // answer a second time: RestoreMany reported a restore applied at the first
 // send as "seen", and the reaper's count of restored orders came out short.
 //
-// The scripts are loaded on every shard too, so later batches find them;
-// that is an optimisation, and its failure (a replica down) does not fail
-// the batch.
-func (s *Store) pipelined(ctx context.Context, op string, calls []scriptCall) ([]redis.Cmder, error) {
-	cmds, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+// The scripts are loaded on every shard too (load: the caller's
+// LoadScripts), so later batches find them; that is an optimisation, and
+// its failure (a replica down) does not fail the batch.
+func RunBatch(ctx context.Context, rdb redis.UniversalClient, op string, calls []ScriptCall, load func(context.Context, redis.Scripter) error) ([]redis.Cmder, error) {
+	cmds, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, c := range calls {
-			c.script.EvalSha(ctx, p, c.keys, c.args...)
+			c.Script.EvalSha(ctx, p, c.Keys, c.Args...)
 		}
 		return nil
 	})
@@ -157,11 +144,11 @@ func (s *Store) pipelined(ctx context.Context, op string, calls []scriptCall) ([
 	if len(again) == 0 || len(cmds) != len(calls) {
 		return nil, unavailable(op, err)
 	}
-	_ = LoadScripts(ctx, s.rdb)
-	resent, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_ = load(ctx, rdb)
+	resent, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, i := range again {
 			c := calls[i]
-			c.script.Eval(ctx, p, c.keys, c.args...)
+			c.Script.Eval(ctx, p, c.Keys, c.Args...)
 		}
 		return nil
 	})

@@ -92,17 +92,29 @@ func (k Keys) RestoreGuard(requestID string) string {
 	return k.prefix + "restored:" + requestID
 }
 
-// Status is the cached buyer-visible status of one request.
+// Status is the cached buyer-visible status of one request. pkg/orderstatus
+// owns the cache and its scripts; the name is here with every other key of
+// a bucket, so all of them carry the bucket's hash tag by one rule.
 func (k Keys) Status(requestID string) string {
 	return k.prefix + "st:" + requestID
 }
 
 // StatusChannel is the item's shard channel (SPUBLISH/SSUBSCRIBE) on which
-// status_put.lua announces the request id of every status it stores. It
-// carries the bucket's hash tag, so it lives on the shard of the bucket's
-// keys.
+// pkg/orderstatus's status_put.lua announces the request id of every status
+// it stores. It carries the bucket's hash tag, so it lives on the shard of
+// the bucket's keys.
 func (k Keys) StatusChannel() string {
 	return k.prefix + "stn"
+}
+
+// StockChangeGuard is the key that keeps what operation id changed in this
+// bucket (pkg/stockchange, lua/stock_change.lua). Operation ids are the
+// caller's, checked by the admin API to be short and of a safe alphabet.
+// pkg/stockchange owns the changes and their script; the name is here with
+// every other key of a bucket, so all of them carry the bucket's hash tag
+// by one rule.
+func (k Keys) StockChangeGuard(operationID string) string {
+	return k.prefix + "chg:" + operationID
 }
 
 // TransferGuard records that transfer id's step dir ("out" of the donor,
@@ -119,9 +131,9 @@ func (k Keys) TransferGuard(id int64, dir string) string {
 // bucket 0's. With the stock keys they make a consistent "is every bucket
 // empty" read: a unit in flight is in neither bucket, so "sold out" may only
 // be answered when no transfer was live or finished while the buckets were
-// read (BucketSnapshot, which the ingress judges "sold out" by). The
-// rebalancer (pkg/rebalance) writes both; the ingress and the audit read
-// them.
+// read (pkg/bucketview's Snapshot, which the ingress judges "sold out" by).
+// The rebalancer (pkg/rebalance) writes both; the ingress and the audit read
+// them through pkg/bucketview.
 func (k Keys) TransfersLive() string { return bucketPrefix(k.ItemID, 0) + "xlive" }
 
 // TransfersDone: see TransfersLive.

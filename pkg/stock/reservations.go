@@ -21,7 +21,10 @@ type Reservation struct {
 	ReservedAt time.Time
 }
 
-func parseReservation(id, v string) (Reservation, error) {
+// ParseReservation reads one entry of a reservations hash (request id ->
+// "user:qty:reserved_ms", as admit.lua writes it), for readers of the hash
+// outside this package (pkg/orderstatus's lookup of a request).
+func ParseReservation(id, v string) (Reservation, error) {
 	parts := strings.Split(v, ":")
 	if len(parts) != 3 {
 		return Reservation{}, fmt.Errorf("stock: malformed reservation %q", v)
@@ -44,29 +47,29 @@ func (s *Store) GetReservation(ctx context.Context, itemID int64, requestID stri
 	if err != nil {
 		return Reservation{}, false, unavailable("stock: get reservation", err)
 	}
-	r, err := parseReservation(requestID, v)
+	r, err := ParseReservation(requestID, v)
 	return r, err == nil, err
 }
 
 // ScanReservations calls fn for every pending reservation of the item, in
 // every bucket Redis knows of, in HSCAN pages (no blocking HGETALL on a big
-// hash).
+// hash): the audit's and the reaper's orphan sweep's read of them.
 func (s *Store) ScanReservations(ctx context.Context, itemID int64, fn func(Reservation) error) error {
 	n, _, err := s.Buckets(ctx, itemID)
 	if err != nil {
 		return err
 	}
 	for b := range max(n, 1) {
-		if err := s.ScanBucketReservations(ctx, itemID, b, fn); err != nil {
+		if err := s.scanBucketReservations(ctx, itemID, b, fn); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// ScanBucketReservations calls fn for every pending reservation of one
+// scanBucketReservations calls fn for every pending reservation of one
 // bucket of the item.
-func (s *Store) ScanBucketReservations(ctx context.Context, itemID int64, bucket int, fn func(Reservation) error) error {
+func (s *Store) scanBucketReservations(ctx context.Context, itemID int64, bucket int, fn func(Reservation) error) error {
 	key := BucketKeys(itemID, bucket).Reservations
 	var cursor uint64
 	for {
@@ -75,7 +78,7 @@ func (s *Store) ScanBucketReservations(ctx context.Context, itemID int64, bucket
 			return unavailable("stock: scan reservations", err)
 		}
 		for i := 0; i+1 < len(kv); i += 2 {
-			r, err := parseReservation(kv[i], kv[i+1])
+			r, err := ParseReservation(kv[i], kv[i+1])
 			if err != nil {
 				return err
 			}

@@ -22,25 +22,22 @@ func mustScript(name string) *redis.Script {
 // The scripts run by EVALSHA; go-redis falls back to EVAL on NOSCRIPT (after
 // a Redis restart or failover), which also loads them again.
 var (
-	admitScript       = mustScript("admit.lua")
-	releaseScript     = mustScript("release.lua")
-	settleScript      = mustScript("settle.lua")
-	restoreScript     = mustScript("restore.lua")
-	statusPutScript   = mustScript("status_put.lua")
-	warmScript        = mustScript("warm.lua")
-	ackScript         = mustScript("ack.lua")
-	lookupScript      = mustScript("lookup.lua")
-	statusMarkScript  = mustScript("status_mark.lua")
-	wantLowerScript   = mustScript("want_lower.lua")
-	stockChangeScript = mustScript("stock_change.lua")
+	admitScript     = mustScript("admit.lua")
+	releaseScript   = mustScript("release.lua")
+	settleScript    = mustScript("settle.lua")
+	restoreScript   = mustScript("restore.lua")
+	warmScript      = mustScript("warm.lua")
+	ackScript       = mustScript("ack.lua")
+	wantLowerScript = mustScript("want_lower.lua")
 )
 
 // allScripts is every script under lua/ (the cluster test checks each shard
 // caches them all after a NOSCRIPT retry). The rebalancer's scripts are its
 // own (pkg/rebalance, lua/), and it loads them itself; the waiting
-// room's are pkg/waitroom's (LoadScripts there).
-var allScripts = []*redis.Script{admitScript, releaseScript, settleScript, restoreScript, statusPutScript, warmScript, ackScript, lookupScript, statusMarkScript,
-	retireScript, wantLowerScript, stockChangeScript}
+// room's are pkg/waitroom's, the status cache's pkg/orderstatus's and the
+// stock changes' pkg/stockchange's (LoadScripts there).
+var allScripts = []*redis.Script{admitScript, releaseScript, settleScript, restoreScript, warmScript, ackScript,
+	retireScript, wantLowerScript}
 
 // LoadScripts loads every script once at start-up so the first requests do
 // not pay for EVAL. It is an optimisation: NOSCRIPT is handled on every call.

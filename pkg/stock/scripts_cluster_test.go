@@ -4,7 +4,6 @@ package stock_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -20,7 +19,8 @@ import (
 // items on every primary: the single calls (Script.Run: EVALSHA, then EVAL
 // on NOSCRIPT) and the batch calls of batch.go, whose pipeline the cluster
 // client splits per node, so any node's part may answer NOSCRIPT; they load
-// the scripts on every shard and send the whole pipeline once more.
+// the scripts on every shard and send again the calls that met NOSCRIPT.
+// The status cache's batch is pkg/orderstatus's (its scripts_cluster_test.go).
 func TestClusterScriptsAfterFlushOnEveryShard(t *testing.T) {
 	cc := testenv.RedisCluster(t)
 	s := stock.New(cc)
@@ -74,20 +74,6 @@ func TestClusterScriptsAfterFlushOnEveryShard(t *testing.T) {
 		expectState(t, s, id, 10, 0, 0)
 	}
 	expectScriptsOnEveryShard(t, cc)
-
-	flushScripts(t, cc)
-	var sts []stock.StatusEntry
-	for _, id := range items {
-		sts = append(sts, stock.StatusEntry{ItemID: id, RequestID: held[id], Rank: stock.RankFinal, JSON: []byte(fmt.Sprintf(`{"item":%d}`, id))})
-	}
-	if err := s.PutStatuses(ctx, sts); err != nil {
-		t.Fatalf("put statuses after flush: %v", err)
-	}
-	for _, id := range items {
-		if b, ok, err := s.GetStatus(ctx, id, held[id]); err != nil || !ok || string(b) != fmt.Sprintf(`{"item":%d}`, id) {
-			t.Fatalf("item %d: status %q %v %v", id, b, ok, err)
-		}
-	}
 
 	flushScripts(t, cc)
 	var rest []stock.RestoreEntry

@@ -11,8 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// MinRedisVersion is the oldest Redis the scripts and the status channel
-// run on: SPUBLISH and SSUBSCRIBE (shard channels, pkg/stock/statussub.go)
+// MinRedisVersion is the oldest Redis the scripts and the status channel run
+// on: SPUBLISH and SSUBSCRIBE (shard channels, pkg/orderstatus/subscribe.go)
 // came in 7.0.
 var MinRedisVersion = [2]int{7, 0}
 

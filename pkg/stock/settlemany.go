@@ -13,7 +13,7 @@ type SettleEntry struct {
 // writer's set-based batch settles its hundreds of items so, instead of
 // with a round trip each.
 func (s *Store) SettleMany(ctx context.Context, entries []SettleEntry) error {
-	var calls []scriptCall
+	var calls []ScriptCall
 	for _, e := range entries {
 		byBucket := map[int][]any{}
 		var order []int
@@ -25,7 +25,7 @@ func (s *Store) SettleMany(ctx context.Context, entries []SettleEntry) error {
 			byBucket[b] = append(byBucket[b], id)
 		}
 		for _, b := range order {
-			calls = append(calls, scriptCall{settleScript, []string{BucketKeys(e.ItemID, b).Reservations}, byBucket[b]})
+			calls = append(calls, ScriptCall{settleScript, []string{BucketKeys(e.ItemID, b).Reservations}, byBucket[b]})
 		}
 	}
 	if len(calls) == 0 {

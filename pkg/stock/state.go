@@ -109,7 +109,7 @@ func (s *Store) readBucketState(ctx context.Context, itemID int64, bucket int) (
 	st.Buyers = buyersCmd.Val()
 	st.Pending = pendCmd.Val()
 	if st.Pending > 0 {
-		err := s.ScanBucketReservations(ctx, itemID, bucket, func(r Reservation) error {
+		err := s.scanBucketReservations(ctx, itemID, bucket, func(r Reservation) error {
 			st.PendingQty += int64(r.Qty)
 			if st.OldestReservedAt.IsZero() || r.ReservedAt.Before(st.OldestReservedAt) {
 				st.OldestReservedAt = r.ReservedAt

@@ -223,26 +223,6 @@ func TestWarmRefusesWhilePendingAndGuardsRestores(t *testing.T) {
 	}
 }
 
-func TestStatusNeverMovesBackwards(t *testing.T) {
-	t.Parallel()
-	s := stock.New(testenv.Redis(t))
-	ctx := context.Background()
-	item := testenv.ItemID()
-	rid := reqid.New(item, time.Now())
-	for _, step := range []struct {
-		rank stock.StatusRank
-		body string
-	}{{stock.RankUnpaid, "unpaid"}, {stock.RankFinal, "paid"}, {stock.RankUnpaid, "unpaid-late"}} {
-		if err := s.PutStatus(ctx, item, rid, step.rank, []byte(step.body)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got, ok, err := s.GetStatus(ctx, item, rid)
-	if err != nil || !ok || string(got) != "paid" {
-		t.Fatalf("status %q %v %v, want paid", got, ok, err)
-	}
-}
-
 func TestRedisDownIsUnavailable(t *testing.T) {
 	t.Parallel()
 	r := testenv.StartPrivateRedis(t)

@@ -16,9 +16,9 @@ type Store struct {
 // New returns a Store on rdb.
 func New(rdb redis.UniversalClient) *Store { return &Store{rdb: rdb} }
 
-// WithCoalescer returns a Store whose hot-path calls (Admit, Ack,
-// LookupRequest, PutStatus) share round trips through co; the rest go
-// straight to rdb.
+// WithCoalescer returns a Store whose hot-path calls (Admit, Ack, and the
+// scripts other features run through Eval: the status cache's, the waiting
+// room's) share round trips through co; the rest go straight to rdb.
 // The caller closes co after the Store's last use.
 func (s *Store) WithCoalescer(co *Coalescer) *Store {
 	c := *s
@@ -28,8 +28,9 @@ func (s *Store) WithCoalescer(co *Coalescer) *Store {
 
 // Eval runs another feature's script on the ledger's path: through the
 // Coalescer when there is one, else alone with an exact "never sent"
-// (sendonce.go). The waiting room's scripts (pkg/waitroom) share the
-// item's hash tag and the buyer's path, so they share the round trips too.
+// (sendonce.go). The waiting room's scripts (pkg/waitroom) and the status
+// cache's (pkg/orderstatus) share the item's hash tag and the buyer's
+// path, so they share the round trips too.
 func (s *Store) Eval(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
 	return s.run(ctx, script, keys, args...)
 }

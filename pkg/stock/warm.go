@@ -60,7 +60,7 @@ func (snap Snapshot) Buckets() int { return max(len(snap.BucketStock), 1) }
 func (s *Store) Warm(ctx context.Context, snap Snapshot) error {
 	n := snap.Buckets()
 	// Registered before the warm, so the registry holds every item that
-	// can have reservations (ReservedItems).
+	// can have reservations (the reaper's scan of them, pkg/reap).
 	if err := s.rdb.SAdd(ctx, WarmedItems(), snap.ItemID).Err(); err != nil {
 		return unavailable("stock: register warmed item", err)
 	}

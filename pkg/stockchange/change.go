@@ -36,7 +36,7 @@ type Result struct {
 // on the same stores.
 type Changer struct {
 	db      *sql.DB
-	st      *stock.Store
+	redis   *Store
 	timeout time.Duration
 	log     *slog.Logger
 
@@ -51,7 +51,7 @@ func New(db *sql.DB, st *stock.Store, timeout time.Duration, log *slog.Logger) *
 	if timeout <= 0 {
 		timeout = 2 * time.Second
 	}
-	return &Changer{db: db, st: st, timeout: timeout, log: log}
+	return &Changer{db: db, redis: NewStore(st), timeout: timeout, log: log}
 }
 
 // Change restocks (delta > 0) or withdraws (delta < 0) item's units once for
@@ -187,7 +187,7 @@ func (c *Changer) Apply(ctx context.Context, rec store.StockChange) (store.Stock
 	rec.State = store.StockChangeApplied
 	ectx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	if err := c.st.ExpireStockChangeGuards(ectx, rec.ItemID, n, rec.OperationID); err != nil {
+	if err := c.redis.ExpireGuards(ectx, rec.ItemID, n, rec.OperationID); err != nil {
 		// Marked: no applier comes back for these guards, which stay
 		// without TTL (memory, not correctness).
 		c.log.Warn("stock change guards keep no TTL", "operation_id", rec.OperationID, "err", err)
@@ -199,7 +199,7 @@ func (c *Changer) Apply(ctx context.Context, rec store.StockChange) (store.Stock
 func (c *Changer) change(ctx context.Context, rec store.StockChange, b int, delta int64) (int64, error) {
 	cctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	u, _, err := c.st.ChangeBucketStock(cctx, rec.ItemID, b, rec.OperationID, delta)
+	u, _, err := c.redis.ChangeBucketStock(cctx, rec.ItemID, b, rec.OperationID, delta)
 	return u, err
 }
 

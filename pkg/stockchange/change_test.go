@@ -136,7 +136,7 @@ func TestCrashAfterRedisBeforeMark(t *testing.T) {
 					if d == 0 {
 						continue
 					}
-					u, _, err := st.ChangeBucketStock(ctx, rec.ItemID, b, rec.OperationID, d)
+					u, _, err := stockchange.NewStore(st).ChangeBucketStock(ctx, rec.ItemID, b, rec.OperationID, d)
 					if err != nil {
 						return err
 					}
@@ -261,7 +261,7 @@ func TestWarmRefusedWhilePending(t *testing.T) {
 			ctx := context.Background()
 			ch.AfterRecord = func(ctx context.Context, rec store.StockChange) error {
 				if rec.Delta < 0 { // the take ran, MySQL not yet
-					if _, _, err := st.ChangeBucketStock(ctx, rec.ItemID, 0, rec.OperationID, rec.Delta); err != nil {
+					if _, _, err := stockchange.NewStore(st).ChangeBucketStock(ctx, rec.ItemID, 0, rec.OperationID, rec.Delta); err != nil {
 						return err
 					}
 				}

@@ -3,7 +3,7 @@
 //
 // An operation is (item, signed delta, operation id). The id makes it
 // idempotent: a stock_changes row keyed by it (pkg/store) and, in each
-// bucket's Redis slot, a guard keyed by it (pkg/stock, lua/stock_change.lua)
+// bucket's Redis slot, a guard keyed by it (Store, lua/stock_change.lua)
 // that keeps what the bucket's stock changed by. The order of the writes is
 // the rebalancer's rule, "Redis is taken from before MySQL and given to
 // after it", so Redis never holds a unit MySQL does not, and the consumer
@@ -37,9 +37,13 @@
 // PENDING (store.ErrStockChangesPending): a copy of MySQL would undo the
 // half that Redis has.
 //
-// It owns the operation's protocol; the row's statements are pkg/store's
-// (stockchanges.go) and the guarded script pkg/stock's. Importers: pkg/httpapi
-// (the admin restock and withdraw), pkg/reap (Repair) and pkg/audit (Spread).
-// It imports only pkg/stock and pkg/store, never the HTTP layer or the
-// reaper's packages, so both callers drive the same steps.
+// It owns the operation's protocol and its Redis part (Store: the guarded
+// script, one file under lua/, run over the ledger's client, and the guards'
+// reads and TTLs); the row's statements are pkg/store's (stockchanges.go),
+// and the guard's key name pkg/stock's (Keys.StockChangeGuard), with every
+// key of a bucket. Importers: pkg/httpapi (the admin restock and withdraw),
+// pkg/reap (Repair), pkg/audit (the guards of a PENDING change, and Spread)
+// and pkg/service (LoadScripts, to preload the script). It imports only
+// pkg/stock and pkg/store, never the HTTP layer or the reaper's packages, so
+// both callers drive the same steps; pkg/stock never imports it.
 package stockchange

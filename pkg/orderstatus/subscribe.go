@@ -1,4 +1,4 @@
-package stock
+package orderstatus
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
 // StatusSubscription follows one item's status channel, on which
@@ -50,10 +52,10 @@ const resubscribePause = 50 * time.Millisecond
 // confirmed it: every status of a request of that bucket stored after that
 // is announced to it.
 func (s *Store) SubscribeStatuses(ctx context.Context, itemID int64, bucket int) (*StatusSubscription, error) {
-	ss := &StatusSubscription{rdb: s.rdb, ch: BucketKeys(itemID, bucket).StatusChannel()}
+	ss := &StatusSubscription{rdb: s.client(), ch: stock.BucketKeys(itemID, bucket).StatusChannel()}
 	ps, err := ss.subscribe(ctx)
 	if err != nil {
-		return nil, unavailable("stock: subscribe statuses", err)
+		return nil, unavailable("orderstatus: subscribe statuses", err)
 	}
 	ss.ps = ps
 	return ss, nil
@@ -115,7 +117,7 @@ func (ss *StatusSubscription) Next(ctx context.Context) (requestID string, gap b
 			continue
 		}
 		if errors.Is(err, redis.ErrClosed) || ctx.Err() != nil {
-			return "", false, fmt.Errorf("stock: status subscription: %w", err)
+			return "", false, fmt.Errorf("orderstatus: status subscription: %w", err)
 		}
 		var nerr interface{ Timeout() bool }
 		if errors.As(err, &nerr) && nerr.Timeout() {
@@ -138,7 +140,7 @@ func (ss *StatusSubscription) current() (*redis.PubSub, error) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if ss.closed {
-		return nil, fmt.Errorf("stock: status subscription: %w", redis.ErrClosed)
+		return nil, fmt.Errorf("orderstatus: status subscription: %w", redis.ErrClosed)
 	}
 	return ss.ps, nil
 }
@@ -160,7 +162,7 @@ func (ss *StatusSubscription) resubscribe(ctx context.Context, old *redis.PubSub
 			if ps != nil {
 				_ = ps.Close()
 			}
-			return fmt.Errorf("stock: status subscription: %w", redis.ErrClosed)
+			return fmt.Errorf("orderstatus: status subscription: %w", redis.ErrClosed)
 		case err == nil:
 			ss.ps = ps
 			ss.mu.Unlock()
@@ -170,7 +172,7 @@ func (ss *StatusSubscription) resubscribe(ctx context.Context, old *redis.PubSub
 		select {
 		case <-time.After(resubscribePause):
 		case <-ctx.Done():
-			return fmt.Errorf("stock: status subscription: subscribe again: %w (%w)", ctx.Err(), err)
+			return fmt.Errorf("orderstatus: status subscription: subscribe again: %w (%w)", ctx.Err(), err)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package stock_test
+package reap_test
 
 import (
 	"context"
@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/orderstatus"
+	"github.com/flashsale-dev/flashsale/pkg/reap"
+	"github.com/flashsale-dev/flashsale/pkg/reqid"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
@@ -19,15 +22,16 @@ func TestReservedItems(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := stock.New(testenv.StartPrivateRedis(t).Client(5 * time.Second))
-	a, b, idle := warmItem(t, s, 10, 1), warmItem(t, s, 10, 1), warmItem(t, s, 10, 1)
-	admit(t, s, a, 1, 1, "")
-	admit(t, s, b, 2, 1, "")
+	a, b, idle := warmSelling(t, s, 10), warmSelling(t, s, 10), warmSelling(t, s, 10)
+	admitOne(t, s, a, 1)
+	admitOne(t, s, b, 2)
+	statuses := orderstatus.NewStore(s)
 	for u := range 3000 { // more keys than one SCAN page
-		if err := s.PutStatus(ctx, idle, fmt.Sprintf("r-%d", u), stock.RankFinal, []byte(`{}`)); err != nil {
+		if err := statuses.PutStatus(ctx, idle, fmt.Sprintf("r-%d", u), orderstatus.RankFinal, []byte(`{}`)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got, err := s.ReservedItems(ctx)
+	got, err := reap.ReservedItems(ctx, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,12 +52,12 @@ func TestReservedItemsDoesNotWalkTheKeyspace(t *testing.T) {
 	ctx := context.Background()
 	rdb := testenv.StartPrivateRedis(t).Client(5 * time.Second)
 	s := stock.New(rdb)
-	a := warmItem(t, s, 10, 1)
-	admit(t, s, a, 1, 1, "")
+	a := warmSelling(t, s, 10)
+	admitOne(t, s, a, 1)
 	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.ReservedItems(ctx)
+	got, err := reap.ReservedItems(ctx, s)
 	if err != nil || !slices.Equal(got, []int64{a}) {
 		t.Fatalf("ReservedItems = %v, %v; want [%d]", got, err, a)
 	}
@@ -63,5 +67,28 @@ func TestReservedItemsDoesNotWalkTheKeyspace(t *testing.T) {
 	}
 	if strings.Contains(stats, "cmdstat_scan:") {
 		t.Fatalf("ReservedItems walked the keyspace with SCAN:\n%s", stats)
+	}
+}
+
+// warmSelling warms a fresh item of units on sale now (one per buyer).
+func warmSelling(t *testing.T, s *stock.Store, units int64) int64 {
+	t.Helper()
+	id := testenv.ItemID()
+	now := time.Now()
+	err := s.Warm(context.Background(), stock.Snapshot{ItemID: id, Stock: units, StartsAt: now.Add(-time.Minute),
+		EndsAt: now.Add(time.Hour), PerUserLimit: 1})
+	if err != nil {
+		t.Fatalf("warm: %v", err)
+	}
+	return id
+}
+
+// admitOne admits user for one unit of item: a reservation in Redis.
+func admitOne(t *testing.T, s *stock.Store, item, user int64) {
+	t.Helper()
+	r, err := s.Admit(context.Background(), stock.AdmitRequest{ItemID: item, UserID: user, Qty: 1,
+		RequestID: reqid.New(item, time.Now()), Now: time.Now()})
+	if err != nil || r.Code != stock.Admitted {
+		t.Fatalf("admit user %d of item %d: %+v %v", user, item, r, err)
 	}
 }

@@ -1,6 +1,6 @@
 //go:build cluster
 
-package stock_test
+package orderstatus_test
 
 import (
 	"context"
@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/orderstatus"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
@@ -22,7 +25,7 @@ import (
 // status change that follows, within 1 s, instead of waiting out its time.
 func TestClusterStatusSubscriptionFollowsSlotMigration(t *testing.T) {
 	cc := testenv.RedisCluster(t)
-	s := stock.New(cc)
+	s := orderstatus.NewStore(stock.New(cc))
 	item, slot := itemInEmptySlot(t, cc)
 	home := testenv.ClusterNodeAt(t, testenv.PrimaryOf(t, cc, item))
 	var dst testenv.SlotNode
@@ -40,7 +43,7 @@ func TestClusterStatusSubscriptionFollowsSlotMigration(t *testing.T) {
 	t.Cleanup(func() { testenv.PutSlotBack(t, slot, home, dst, others) })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := s.PutStatus(ctx, item, "before", stock.RankUnpaid, []byte(`{}`)); err != nil {
+	if err := s.PutStatus(ctx, item, "before", orderstatus.RankUnpaid, []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
 	sub, err := s.SubscribeStatuses(ctx, item, 0)
@@ -81,7 +84,7 @@ func TestClusterStatusSubscriptionFollowsSlotMigration(t *testing.T) {
 		return slices.ContainsFunc(events, func(e subEvent) bool { return e.gap })
 	}, "slot %d moved %s -> %s: the subscription saw no gap", slot, home.Addr, dst.Addr)
 	changed := time.Now()
-	if err := s.PutStatus(ctx, item, "after", stock.RankFinal, []byte(`{}`)); err != nil {
+	if err := s.PutStatus(ctx, item, "after", orderstatus.RankFinal, []byte(`{}`)); err != nil {
 		t.Fatalf("put status on the new primary: %v", err)
 	}
 	var woke *subEvent
@@ -139,4 +142,28 @@ func (l eventList) String() string {
 		out += fmt.Sprintf("%s at %+v", e.String(), e.at.Sub(l.since).Round(time.Millisecond))
 	}
 	return out + "]"
+}
+
+// itemInEmptySlot returns a fresh item whose slot holds no key yet, so the
+// move carries only this test's keys (as pkg/stock's reshard tests pick
+// theirs).
+func itemInEmptySlot(t *testing.T, cc *redis.ClusterClient) (int64, int) {
+	t.Helper()
+	ctx := context.Background()
+	for range 100 {
+		id := testenv.ItemID()
+		slot, err := cc.ClusterKeySlot(ctx, stock.KeysOf(id).Stock).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := testenv.ClusterNodeAt(t, testenv.PrimaryOf(t, cc, id)).C.ClusterCountKeysInSlot(ctx, int(slot)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return id, int(slot)
+		}
+	}
+	t.Fatal("no item in an empty slot among 100")
+	return 0, 0
 }

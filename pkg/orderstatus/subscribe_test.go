@@ -1,4 +1,4 @@
-package stock_test
+package orderstatus_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/orderstatus"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
@@ -13,7 +14,7 @@ import (
 // batch) is announced on the item's channel with its request id; a status
 // kept back because a newer one is cached is not.
 func TestStatusPutAnnounces(t *testing.T) {
-	s := stock.New(testenv.Redis(t))
+	s := orderstatus.NewStore(stock.New(testenv.Redis(t)))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	item := testenv.ItemID()
@@ -22,18 +23,18 @@ func TestStatusPutAnnounces(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sub.Close()
-	if err := s.PutStatus(ctx, item, "r1", stock.RankFinal, []byte(`{}`)); err != nil {
+	if err := s.PutStatus(ctx, item, "r1", orderstatus.RankFinal, []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
 	// Kept back (r1 is final): no announcement.
-	if err := s.PutStatus(ctx, item, "r1", stock.RankUnpaid, []byte(`{}`)); err != nil {
+	if err := s.PutStatus(ctx, item, "r1", orderstatus.RankUnpaid, []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
 	other := testenv.ItemID() // another item's channel: not ours
-	err = s.PutStatuses(ctx, []stock.StatusEntry{
-		{ItemID: item, RequestID: "r2", Rank: stock.RankUnpaid, JSON: []byte(`{}`)},
-		{ItemID: other, RequestID: "x", Rank: stock.RankUnpaid, JSON: []byte(`{}`)},
-		{ItemID: item, RequestID: "r3", Rank: stock.RankFinal, JSON: []byte(`{}`)},
+	err = s.PutStatuses(ctx, []orderstatus.StatusEntry{
+		{ItemID: item, RequestID: "r2", Rank: orderstatus.RankUnpaid, JSON: []byte(`{}`)},
+		{ItemID: other, RequestID: "x", Rank: orderstatus.RankUnpaid, JSON: []byte(`{}`)},
+		{ItemID: item, RequestID: "r3", Rank: orderstatus.RankFinal, JSON: []byte(`{}`)},
 	})
 	if err != nil {
 		t.Fatal(err)

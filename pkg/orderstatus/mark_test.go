@@ -1,4 +1,4 @@
-package stock_test
+package orderstatus_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/orderstatus"
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
@@ -17,16 +18,16 @@ import (
 func TestMarkInDoubt(t *testing.T) {
 	t.Parallel()
 	rdb := testenv.Redis(t)
-	s := stock.New(rdb)
+	s := orderstatus.NewStore(stock.New(rdb))
 	ctx := context.Background()
 	item := testenv.ItemID()
-	mark := func(rid string, want stock.MarkResult) {
+	mark := func(rid string, want orderstatus.MarkResult) {
 		t.Helper()
 		if got, err := s.MarkInDoubt(ctx, item, rid); err != nil || got != want {
 			t.Fatalf("mark %s: %q %v, want %q", rid, got, err, want)
 		}
 	}
-	lookup := func(rid string) stock.Lookup {
+	lookup := func(rid string) orderstatus.Lookup {
 		t.Helper()
 		lk, err := s.LookupRequest(ctx, item, rid)
 		if err != nil {
@@ -34,7 +35,7 @@ func TestMarkInDoubt(t *testing.T) {
 		}
 		return lk
 	}
-	put := func(rid string, rank stock.StatusRank, js string) {
+	put := func(rid string, rank orderstatus.StatusRank, js string) {
 		t.Helper()
 		if err := s.PutStatus(ctx, item, rid, rank, []byte(js)); err != nil {
 			t.Fatal(err)
@@ -42,33 +43,33 @@ func TestMarkInDoubt(t *testing.T) {
 	}
 
 	unpaid := reqid.New(item, time.Now())
-	put(unpaid, stock.RankUnpaid, `{"status":"UNPAID"}`)
-	mark(unpaid, stock.Marked)
+	put(unpaid, orderstatus.RankUnpaid, `{"status":"UNPAID"}`)
+	mark(unpaid, orderstatus.Marked)
 	if lk := lookup(unpaid); !lk.InDoubt || lk.Status != nil {
 		t.Fatalf("after the mark: %+v, want in doubt", lk)
 	}
 	if _, ok, err := s.GetStatus(ctx, item, unpaid); ok || err != nil {
 		t.Fatalf("GetStatus of the marker: ok %v %v, want a miss", ok, err)
 	}
-	if ttl := rdb.PTTL(ctx, stock.KeysOf(item).Status(unpaid)).Val(); ttl <= 5*time.Second || ttl > stock.InDoubtTTL {
-		t.Fatalf("marker lives %v, want more than UNPAID's 5 s and at most %v", ttl, stock.InDoubtTTL)
+	if ttl := rdb.PTTL(ctx, stock.KeysOf(item).Status(unpaid)).Val(); ttl <= 5*time.Second || ttl > orderstatus.InDoubtTTL {
+		t.Fatalf("marker lives %v, want more than UNPAID's 5 s and at most %v", ttl, orderstatus.InDoubtTTL)
 	}
-	put(unpaid, stock.RankUnpaid, `{"status":"UNPAID","late":true}`) // a fill from a read before the commit
+	put(unpaid, orderstatus.RankUnpaid, `{"status":"UNPAID","late":true}`) // a fill from a read before the commit
 	if lk := lookup(unpaid); !lk.InDoubt {
 		t.Fatalf("a late UNPAID replaced the marker: %+v", lk)
 	}
-	mark(unpaid, stock.Marked) // a second pay
-	put(unpaid, stock.RankFinal, `{"status":"PAID"}`)
+	mark(unpaid, orderstatus.Marked) // a second pay
+	put(unpaid, orderstatus.RankFinal, `{"status":"PAID"}`)
 	if lk := lookup(unpaid); lk.InDoubt || string(lk.Status) != `{"status":"PAID"}` {
 		t.Fatalf("PAID did not replace the marker: %+v %s", lk, lk.Status)
 	}
-	mark(unpaid, stock.MarkFinal)
+	mark(unpaid, orderstatus.MarkFinal)
 	if lk := lookup(unpaid); string(lk.Status) != `{"status":"PAID"}` {
 		t.Fatalf("a mark replaced a final status: %+v %s", lk, lk.Status)
 	}
 
 	absent := reqid.New(item, time.Now())
-	mark(absent, stock.Marked)
+	mark(absent, orderstatus.Marked)
 	if lk := lookup(absent); !lk.InDoubt {
 		t.Fatalf("no marker where nothing was cached: %+v", lk)
 	}
@@ -78,7 +79,7 @@ func TestMarkInDoubt(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rdb.HDel(context.Background(), stock.RequestKeys(item, pending).Reservations, pending) })
-	mark(pending, stock.MarkPending)
+	mark(pending, orderstatus.MarkPending)
 	if v := rdb.Exists(ctx, stock.KeysOf(item).Status(pending)).Val(); v != 0 {
 		t.Fatalf("a pending request was marked")
 	}

@@ -1,4 +1,4 @@
-package stock
+package orderstatus
 
 import (
 	"context"
@@ -8,7 +8,14 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
+
+// The status cache: one entry per request, "<rank>|<JSON>", under the
+// request's status key in the bucket it was admitted in (stock.Keys.Status),
+// written by status_put.lua, which never moves it backwards and announces
+// it (subscribe.go), and marked in doubt by status_mark.lua before a pay.
 
 // StatusRank orders buyer-visible statuses so the cache never moves backwards.
 type StatusRank int
@@ -70,17 +77,17 @@ const (
 // the older status. An error means nothing was marked for certain (the
 // marker may have been written): the caller must not commit.
 func (s *Store) MarkInDoubt(ctx context.Context, itemID int64, requestID string) (MarkResult, error) {
-	k := RequestKeys(itemID, requestID)
-	res, err := s.run(ctx, statusMarkScript, []string{k.Status(requestID), k.Reservations},
+	k := stock.RequestKeys(itemID, requestID)
+	res, err := s.eval(ctx, statusMarkScript, []string{k.Status(requestID), k.Reservations},
 		requestID, int(RankInDoubt), int(RankFinal), InDoubtTTL.Milliseconds(), k.StatusChannel()).Text()
 	if err != nil {
-		return "", unavailable("stock: mark status in doubt", err)
+		return "", unavailable("orderstatus: mark status in doubt", err)
 	}
 	switch r := MarkResult(res); r {
 	case Marked, MarkFinal, MarkPending:
 		return r, nil
 	}
-	return "", fmt.Errorf("stock: mark status in doubt: unexpected reply %q", res)
+	return "", fmt.Errorf("orderstatus: mark status in doubt: unexpected reply %q", res)
 }
 
 // inDoubt reports whether a cached status value (after its "rank|") is the
@@ -98,9 +105,9 @@ func (r StatusRank) ttl() time.Duration {
 // PutStatus caches the JSON status of a request unless a newer one is cached.
 func (s *Store) PutStatus(ctx context.Context, itemID int64, requestID string, rank StatusRank, json []byte) error {
 	keys, args := statusPutCall(itemID, requestID, rank, json)
-	err := s.run(ctx, statusPutScript, keys, args...).Err()
+	err := s.eval(ctx, statusPutScript, keys, args...).Err()
 	if err != nil {
-		return unavailable("stock: put status", err)
+		return unavailable("orderstatus: put status", err)
 	}
 	return nil
 }
@@ -108,7 +115,7 @@ func (s *Store) PutStatus(ctx context.Context, itemID int64, requestID string, r
 // statusPutCall is status_put.lua's keys and arguments: the key, then rank,
 // JSON, TTL and the item's status channel with the request id to publish.
 func statusPutCall(itemID int64, requestID string, rank StatusRank, json []byte) ([]string, []any) {
-	k := RequestKeys(itemID, requestID)
+	k := stock.RequestKeys(itemID, requestID)
 	return []string{k.Status(requestID)},
 		[]any{int(rank), json, rank.ttl().Milliseconds(), k.StatusChannel(), requestID}
 }
@@ -116,16 +123,41 @@ func statusPutCall(itemID int64, requestID string, rank StatusRank, json []byte)
 // GetStatus returns the cached JSON status of a request, if any (the
 // in-doubt marker is a miss).
 func (s *Store) GetStatus(ctx context.Context, itemID int64, requestID string) ([]byte, bool, error) {
-	v, err := s.rdb.Get(ctx, RequestKeys(itemID, requestID).Status(requestID)).Result()
+	v, err := s.client().Get(ctx, stock.RequestKeys(itemID, requestID).Status(requestID)).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, unavailable("stock: get status", err)
+		return nil, false, unavailable("orderstatus: get status", err)
 	}
 	_, js, ok := strings.Cut(v, "|")
 	if inDoubt(js) {
 		return nil, false, nil // "ask MySQL", like a miss
 	}
 	return []byte(js), ok, nil
+}
+
+// StatusEntry is one request's status for PutStatuses.
+type StatusEntry struct {
+	ItemID    int64
+	RequestID string
+	Rank      StatusRank
+	JSON      []byte
+}
+
+// PutStatuses caches many statuses in one round trip (each never replacing
+// a newer one, as PutStatus): one pipeline for a whole consumer batch or
+// reaper pass instead of a call per request (stock.RunBatch, which sends
+// again only the calls that met NOSCRIPT).
+func (s *Store) PutStatuses(ctx context.Context, entries []StatusEntry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	calls := make([]stock.ScriptCall, len(entries))
+	for i, e := range entries {
+		keys, args := statusPutCall(e.ItemID, e.RequestID, e.Rank, e.JSON)
+		calls[i] = stock.ScriptCall{Script: statusPutScript, Keys: keys, Args: args}
+	}
+	_, err := stock.RunBatch(ctx, s.client(), "orderstatus: put statuses", calls, LoadScripts)
+	return err
 }

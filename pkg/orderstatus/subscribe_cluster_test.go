@@ -1,6 +1,6 @@
 //go:build cluster
 
-package stock_test
+package orderstatus_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/orderstatus"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
@@ -19,12 +20,12 @@ import (
 // batch pipeline the client splits per node, and nothing of the others.
 func TestClusterStatusAnnouncements(t *testing.T) {
 	cc := testenv.RedisCluster(t)
-	s := stock.New(cc)
+	s := orderstatus.NewStore(stock.New(cc))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	items := testenv.ItemsOnEveryPrimary(t, cc)
-	subs := map[int64]*stock.StatusSubscription{}
-	var entries []stock.StatusEntry
+	subs := map[int64]*orderstatus.StatusSubscription{}
+	var entries []orderstatus.StatusEntry
 	for _, id := range items {
 		sub, err := s.SubscribeStatuses(ctx, id, 0)
 		if err != nil {
@@ -32,13 +33,13 @@ func TestClusterStatusAnnouncements(t *testing.T) {
 		}
 		defer sub.Close()
 		subs[id] = sub
-		entries = append(entries, stock.StatusEntry{ItemID: id, RequestID: fmt.Sprint("batch-", id), Rank: stock.RankUnpaid, JSON: []byte(`{}`)})
+		entries = append(entries, orderstatus.StatusEntry{ItemID: id, RequestID: fmt.Sprint("batch-", id), Rank: orderstatus.RankUnpaid, JSON: []byte(`{}`)})
 	}
 	if err := s.PutStatuses(ctx, entries); err != nil {
 		t.Fatalf("put statuses: %v", err)
 	}
 	for _, id := range items {
-		if err := s.PutStatus(ctx, id, fmt.Sprint("single-", id), stock.RankFinal, []byte(`{}`)); err != nil {
+		if err := s.PutStatus(ctx, id, fmt.Sprint("single-", id), orderstatus.RankFinal, []byte(`{}`)); err != nil {
 			t.Fatalf("item %d: put status: %v", id, err)
 		}
 	}

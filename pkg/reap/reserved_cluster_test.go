@@ -1,14 +1,17 @@
 //go:build cluster
 
-package stock_test
+package reap_test
 
 import (
 	"context"
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/orderstatus"
+	"github.com/flashsale-dev/flashsale/pkg/reap"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
@@ -23,21 +26,19 @@ func TestClusterReservedItemsScansEveryPrimary(t *testing.T) {
 	items := testenv.ItemsOnEveryPrimary(t, cc)
 	for _, id := range items {
 		warmAt(t, s, id, 10)
-		if r := admitAt(t, s, id, 1, 1); r.Code != stock.Admitted {
-			t.Fatalf("item %d: %+v", id, r)
-		}
+		admitOne(t, s, id, 1)
 	}
 	idle := testenv.ItemID()
 	warmAt(t, s, idle, 10)
-	var sts []stock.StatusEntry
+	var sts []orderstatus.StatusEntry
 	for u := range 3000 {
-		sts = append(sts, stock.StatusEntry{ItemID: idle, RequestID: fmt.Sprintf("r-%d", u), Rank: stock.RankFinal, JSON: []byte(`{}`)})
+		sts = append(sts, orderstatus.StatusEntry{ItemID: idle, RequestID: fmt.Sprintf("r-%d", u), Rank: orderstatus.RankFinal, JSON: []byte(`{}`)})
 	}
-	if err := s.PutStatuses(ctx, sts); err != nil {
+	if err := orderstatus.NewStore(s).PutStatuses(ctx, sts); err != nil {
 		t.Fatal(err)
 	}
 
-	got, err := s.ReservedItems(ctx)
+	got, err := reap.ReservedItems(ctx, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,5 +49,16 @@ func TestClusterReservedItemsScansEveryPrimary(t *testing.T) {
 	}
 	if slices.Contains(got, idle) {
 		t.Errorf("idle item %d (on %s) has no reservation, ReservedItems reported it", idle, testenv.PrimaryOf(t, cc, idle))
+	}
+}
+
+// warmAt warms item id of units on sale now.
+func warmAt(t *testing.T, s *stock.Store, id, units int64) {
+	t.Helper()
+	now := time.Now()
+	err := s.Warm(context.Background(), stock.Snapshot{ItemID: id, Stock: units, StartsAt: now.Add(-time.Minute),
+		EndsAt: now.Add(time.Hour), PerUserLimit: 2})
+	if err != nil {
+		t.Fatalf("warm item %d: %v", id, err)
 	}
 }

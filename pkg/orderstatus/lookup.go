@@ -1,4 +1,4 @@
-package stock
+package orderstatus
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
 // Lookup is what Redis knows about one request: its cached status and its
@@ -19,24 +21,24 @@ type Lookup struct {
 	// only MySQL knows the status.
 	InDoubt bool
 	// Reservation is set while the request waits for its outcome.
-	Reservation    Reservation
+	Reservation    stock.Reservation
 	HasReservation bool
 }
 
 // LookupRequest reads the status cache and the reservation of requestID in
 // one call (lookup.lua), which shares a round trip with other hot-path calls
-// when the Store has a Coalescer.
+// when the stock.Store under it has a Coalescer (stock.Store.Eval).
 func (s *Store) LookupRequest(ctx context.Context, itemID int64, requestID string) (Lookup, error) {
-	k := RequestKeys(itemID, requestID)
-	res, err := s.run(ctx, lookupScript, []string{k.Status(requestID), k.Reservations}, requestID).Slice()
+	k := stock.RequestKeys(itemID, requestID)
+	res, err := s.eval(ctx, lookupScript, []string{k.Status(requestID), k.Reservations}, requestID).Slice()
 	if redis.IsTryAgainError(err) {
 		res, err = s.lookupApart(ctx, k, requestID)
 	}
 	if err != nil {
-		return Lookup{}, unavailable("stock: lookup request", err)
+		return Lookup{}, unavailable("orderstatus: lookup request", err)
 	}
 	if len(res) != 2 {
-		return Lookup{}, fmt.Errorf("stock: lookup request: unexpected reply %v", res)
+		return Lookup{}, fmt.Errorf("orderstatus: lookup request: unexpected reply %v", res)
 	}
 	var out Lookup
 	if v, ok := res[0].(string); ok {
@@ -49,7 +51,7 @@ func (s *Store) LookupRequest(ctx context.Context, itemID int64, requestID strin
 		}
 	}
 	if v, ok := res[1].(string); ok {
-		r, err := parseReservation(requestID, v)
+		r, err := stock.ParseReservation(requestID, v)
 		if err != nil {
 			return Lookup{}, err
 		}
@@ -67,12 +69,12 @@ func (s *Store) LookupRequest(ctx context.Context, itemID int64, requestID strin
 // can only make the reservation read miss too, and a lookup with neither
 // falls back to MySQL, the truth; so the pair is never a view that did
 // not exist.
-func (s *Store) lookupApart(ctx context.Context, k Keys, requestID string) ([]any, error) {
-	st, err := s.rdb.Get(ctx, k.Status(requestID)).Result()
+func (s *Store) lookupApart(ctx context.Context, k stock.Keys, requestID string) ([]any, error) {
+	st, err := s.client().Get(ctx, k.Status(requestID)).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, err
 	}
-	res, err := s.rdb.HGet(ctx, k.Reservations, requestID).Result()
+	res, err := s.client().HGet(ctx, k.Reservations, requestID).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, err
 	}

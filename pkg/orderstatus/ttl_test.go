@@ -1,4 +1,4 @@
-package stock_test
+package orderstatus_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/orderstatus"
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
@@ -18,14 +19,14 @@ import (
 func TestUnpaidStatusIsShortLived(t *testing.T) {
 	t.Parallel()
 	rdb := testenv.Redis(t)
-	s := stock.New(rdb)
+	s := orderstatus.NewStore(stock.New(rdb))
 	ctx := context.Background()
 	item := testenv.ItemID()
 	unpaid, final := reqid.New(item, time.Now()), reqid.New(item, time.Now())
-	if err := s.PutStatus(ctx, item, unpaid, stock.RankUnpaid, []byte("unpaid")); err != nil {
+	if err := s.PutStatus(ctx, item, unpaid, orderstatus.RankUnpaid, []byte("unpaid")); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PutStatus(ctx, item, final, stock.RankFinal, []byte("paid")); err != nil {
+	if err := s.PutStatus(ctx, item, final, orderstatus.RankFinal, []byte("paid")); err != nil {
 		t.Fatal(err)
 	}
 	const bound = 5 * time.Second
