@@ -19,6 +19,7 @@
 // the HTTP layer (pkg/httpapi, Echo, net/http): it answers with a Result whose
 // Outcome the HTTP layer turns into a status code, so everything HTTP stays
 // in pkg/httpapi. Nor does it import the other
-// deployables' workers (orderwriter, reap, rebalance, gate): it meets them
+// deployables' workers (orderwriter, reap, rebalance, the waiting room's
+// gate): it meets them
 // only through the stores.
 package admission

@@ -10,8 +10,9 @@
 // lease key, the holder's name, with a TTL. The key names are its users':
 // fs:rebalance:lease (pkg/rebalance) and fs:queue:gate:lease (pkg/waitroom).
 //
-// Importers: pkg/rebalance and pkg/waitroom, which hold leases, and pkg/httpapi,
-// which only reads the gate's holder (Current) for an operator's view. It
-// imports no other package of the module, only a go-redis client, so it knows
-// nothing of what it guards.
+// Importers: pkg/rebalance and pkg/waitroom, which hold leases (the waiting
+// room also reads the gate's holder, Current, for an operator's view). It
+// imports no other package of the module but internal/luascript (how every
+// package loads its Lua), and a go-redis client, so it knows nothing of what
+// it guards.
 package lease

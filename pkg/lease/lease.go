@@ -11,18 +11,14 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale-dev/flashsale/internal/luascript"
 )
 
 //go:embed lua/*.lua
 var luaFS embed.FS
 
-func mustScript(name string) *redis.Script {
-	b, err := luaFS.ReadFile("lua/" + name)
-	if err != nil {
-		panic(fmt.Sprintf("lease: embedded script %s: %v", name, err)) // build-time invariant
-	}
-	return redis.NewScript(string(b))
-}
+func mustScript(name string) *redis.Script { return luascript.Must(luaFS, "lease", name) }
 
 var (
 	holdScript = mustScript("hold.lua")

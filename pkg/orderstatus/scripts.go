@@ -3,9 +3,10 @@ package orderstatus
 import (
 	"context"
 	"embed"
-	"fmt"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale-dev/flashsale/internal/luascript"
 )
 
 // The status cache's own scripts, one file per operation under lua/:
@@ -16,13 +17,7 @@ import (
 //go:embed lua/*.lua
 var luaFS embed.FS
 
-func mustScript(name string) *redis.Script {
-	b, err := luaFS.ReadFile("lua/" + name)
-	if err != nil {
-		panic(fmt.Sprintf("orderstatus: embedded script %s: %v", name, err)) // build-time invariant
-	}
-	return redis.NewScript(string(b))
-}
+func mustScript(name string) *redis.Script { return luascript.Must(luaFS, "orderstatus", name) }
 
 var (
 	statusPutScript  = mustScript("status_put.lua")
@@ -35,10 +30,5 @@ var (
 // EVAL; PutStatuses loads them again after a NOSCRIPT. An optimisation:
 // NOSCRIPT is handled on every call.
 func LoadScripts(ctx context.Context, rdb redis.Scripter) error {
-	for _, s := range []*redis.Script{statusPutScript, statusMarkScript, lookupScript} {
-		if err := s.Load(ctx, rdb).Err(); err != nil {
-			return fmt.Errorf("orderstatus: load script: %w", err)
-		}
-	}
-	return nil
+	return luascript.Load(ctx, rdb, "orderstatus", statusPutScript, statusMarkScript, lookupScript)
 }

@@ -3,9 +3,10 @@ package rebalance
 import (
 	"context"
 	"embed"
-	"fmt"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale-dev/flashsale/internal/luascript"
 
 	"github.com/flashsale-dev/flashsale/pkg/lease"
 )
@@ -21,13 +22,7 @@ import (
 //go:embed lua/*.lua
 var luaFS embed.FS
 
-func mustScript(name string) *redis.Script {
-	b, err := luaFS.ReadFile("lua/" + name)
-	if err != nil {
-		panic(fmt.Sprintf("rebalance: embedded script %s: %v", name, err)) // build-time invariant
-	}
-	return redis.NewScript(string(b))
-}
+func mustScript(name string) *redis.Script { return luascript.Must(luaFS, "rebalance", name) }
 
 var (
 	transferOutScript = mustScript("transfer_out.lua")
@@ -43,10 +38,5 @@ var allScripts = append([]*redis.Script{transferOutScript, transferInScript, tra
 // pay for EVAL. Run calls it once at its start; it is an optimisation only,
 // as NOSCRIPT is handled on every call.
 func loadScripts(ctx context.Context, rdb redis.Scripter) error {
-	for _, s := range allScripts {
-		if err := s.Load(ctx, rdb).Err(); err != nil {
-			return fmt.Errorf("rebalance: load script: %w", err)
-		}
-	}
-	return nil
+	return luascript.Load(ctx, rdb, "rebalance", allScripts...)
 }

@@ -6,8 +6,8 @@ import (
 )
 
 // retireScript empties one bucket of an old layout (lua/retire.lua). It
-// runs only when an item's bucket count changes, so it is not among the
-// scripts loaded at start-up.
+// runs only when an item's bucket count changes; it is loaded at start-up
+// with the others (allScripts), so its first run is never a NOSCRIPT.
 var retireScript = mustScript("retire.lua")
 
 // RetireLayout empties buckets prev-1 down to 0 of item's layout of prev

@@ -3,21 +3,16 @@ package stock
 import (
 	"context"
 	"embed"
-	"fmt"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale-dev/flashsale/internal/luascript"
 )
 
 //go:embed lua/*.lua
 var luaFS embed.FS
 
-func mustScript(name string) *redis.Script {
-	b, err := luaFS.ReadFile("lua/" + name)
-	if err != nil {
-		panic(fmt.Sprintf("stock: embedded script %s: %v", name, err)) // build-time invariant
-	}
-	return redis.NewScript(string(b))
-}
+func mustScript(name string) *redis.Script { return luascript.Must(luaFS, "stock", name) }
 
 // The scripts run by EVALSHA; go-redis falls back to EVAL on NOSCRIPT (after
 // a Redis restart or failover), which also loads them again.
@@ -42,10 +37,5 @@ var allScripts = []*redis.Script{admitScript, releaseScript, settleScript, resto
 // LoadScripts loads every script once at start-up so the first requests do
 // not pay for EVAL. It is an optimisation: NOSCRIPT is handled on every call.
 func LoadScripts(ctx context.Context, rdb redis.Scripter) error {
-	for _, s := range allScripts {
-		if err := s.Load(ctx, rdb).Err(); err != nil {
-			return fmt.Errorf("stock: load script: %w", err)
-		}
-	}
-	return nil
+	return luascript.Load(ctx, rdb, "stock", allScripts...)
 }

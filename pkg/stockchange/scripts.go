@@ -3,9 +3,10 @@ package stockchange
 import (
 	"context"
 	"embed"
-	"fmt"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale-dev/flashsale/internal/luascript"
 )
 
 // The stock changes' own script, one file per operation under lua/: one
@@ -17,13 +18,7 @@ import (
 //go:embed lua/*.lua
 var luaFS embed.FS
 
-func mustScript(name string) *redis.Script {
-	b, err := luaFS.ReadFile("lua/" + name)
-	if err != nil {
-		panic(fmt.Sprintf("stockchange: embedded script %s: %v", name, err)) // build-time invariant
-	}
-	return redis.NewScript(string(b))
-}
+func mustScript(name string) *redis.Script { return luascript.Must(luaFS, "stockchange", name) }
 
 var stockChangeScript = mustScript("stock_change.lua")
 
@@ -31,10 +26,5 @@ var stockChangeScript = mustScript("stock_change.lua")
 // Cluster, on every shard), so the first change does not pay for EVAL. An
 // optimisation: NOSCRIPT is handled on every call.
 func LoadScripts(ctx context.Context, rdb redis.Scripter) error {
-	for _, s := range []*redis.Script{stockChangeScript} {
-		if err := s.Load(ctx, rdb).Err(); err != nil {
-			return fmt.Errorf("stockchange: load script: %w", err)
-		}
-	}
-	return nil
+	return luascript.Load(ctx, rdb, "stockchange", stockChangeScript)
 }

@@ -3,9 +3,10 @@ package waitroom
 import (
 	"context"
 	"embed"
-	"fmt"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale-dev/flashsale/internal/luascript"
 )
 
 // The waiting room's own scripts, one file per operation under lua/: taking
@@ -15,13 +16,7 @@ import (
 //go:embed lua/*.lua
 var luaFS embed.FS
 
-func mustScript(name string) *redis.Script {
-	b, err := luaFS.ReadFile("lua/" + name)
-	if err != nil {
-		panic(fmt.Sprintf("waitroom: embedded script %s: %v", name, err)) // build-time invariant
-	}
-	return redis.NewScript(string(b))
-}
+func mustScript(name string) *redis.Script { return luascript.Must(luaFS, "waitroom", name) }
 
 var (
 	ticketTakeScript    = mustScript("ticket_take.lua")
@@ -33,10 +28,5 @@ var (
 // Cluster, on every shard), so the first tickets do not pay for EVAL. An
 // optimisation: NOSCRIPT is handled on every call.
 func LoadScripts(ctx context.Context, rdb redis.Scripter) error {
-	for _, s := range []*redis.Script{ticketTakeScript, gateAdvanceScript, waitlistOfferScript} {
-		if err := s.Load(ctx, rdb).Err(); err != nil {
-			return fmt.Errorf("waitroom: load script: %w", err)
-		}
-	}
-	return nil
+	return luascript.Load(ctx, rdb, "waitroom", ticketTakeScript, gateAdvanceScript, waitlistOfferScript)
 }
