@@ -57,6 +57,9 @@ type CapacityReport struct {
 	BytesPerMessage float64       `json:"kafka_bytes_per_message"`
 	PollsPerOrder   float64       `json:"polls_per_order"`
 	Runs            []CapacityRun `json:"runs"`
+	// Calibrations is how many pairs of calibration sales the costs are
+	// the medians of (the first 2×Calibrations Runs).
+	Calibrations int `json:"calibrations"`
 	// CheckMedianErrorPct is the median of the check runs' errors.
 	CheckMedianErrorPct float64  `json:"check_median_error_pct"`
 	Sizing              Sizing   `json:"sizing"`
@@ -93,42 +96,67 @@ func RunCapacity(ctx context.Context, c config.Common, s Settings, cs CapacitySe
 	sale := func(i int, kind string, units int) (CapacityRun, error) {
 		return capacitySale(ctx, c, s, cs, comps, i, kind, units)
 	}
-	lo, err := sale(0, "sold-out-heavy", max(1, cs.Buyers/20))
-	if err != nil {
-		return rep, err
-	}
-	hi, err := sale(1, "order-heavy", cs.Buyers)
-	if err != nil {
-		return rep, err
-	}
-	rep.Runs = []CapacityRun{lo, hi}
-	overrides, _ := parseCostOverrides(cs.Costs)
-	for _, cp := range comps {
-		cost := Cost{Name: cp.name, SingleThread: cp.singleThread, CoLocatedOnly: cp.coLocated, Source: "not measured"}
-		if cp.sel.measured() {
+	// Each pair of calibration sales gives every component a cost per 410
+	// and per 202; the cost kept is the median over the pairs, and the
+	// spread is reported beside it.
+	type pairCosts map[string][2]float64
+	var pairs []pairCosts
+	var lo, hi CapacityRun
+	for k := range max(cs.Calibrations, 1) {
+		var err error
+		if lo, err = sale(2*k, "sold-out-heavy", max(1, cs.Buyers/20)); err != nil {
+			return rep, err
+		}
+		if hi, err = sale(2*k+1, "order-heavy", cs.Buyers); err != nil {
+			return rep, err
+		}
+		rep.Runs = append(rep.Runs, lo, hi)
+		pc := pairCosts{}
+		for _, cp := range comps {
+			if !cp.sel.measured() {
+				continue
+			}
 			so, or, err := solveCosts(lo.CPU[cp.name], float64(lo.SoldOut), float64(lo.Accepted),
 				hi.CPU[cp.name], float64(hi.SoldOut), float64(hi.Accepted))
 			if err != nil {
 				return rep, fmt.Errorf("capacity: %s: %w", cp.name, err)
 			}
-			cost.SoldOut, cost.Order, cost.Measured, cost.Source = so, or, true, "measured"
+			pc[cp.name] = [2]float64{so, or}
+		}
+		pairs = append(pairs, pc)
+	}
+	calibrationRuns := len(rep.Runs)
+	overrides, _ := parseCostOverrides(cs.Costs)
+	for _, cp := range comps {
+		cost := Cost{Name: cp.name, SingleThread: cp.singleThread, CoLocatedOnly: cp.coLocated, Source: "not measured"}
+		if cp.sel.measured() {
+			var sos, ors []float64
+			for _, pc := range pairs {
+				sos, ors = append(sos, pc[cp.name][0]), append(ors, pc[cp.name][1])
+			}
+			cost.SoldOut, cost.Order, cost.Measured, cost.Source = median(sos), median(ors), true, "measured"
+			cost.SoldOutRange, cost.OrderRange = spread(sos), spread(ors)
 		}
 		if o, ok := overrides[cp.name]; ok {
 			cost.SoldOut, cost.Order, cost.Measured, cost.Source = o[0], o[1], true, "flag"
+			cost.SoldOutRange, cost.OrderRange = [2]float64{}, [2]float64{}
 		}
 		rep.Costs = append(rep.Costs, cost)
 	}
+	rep.Calibrations = len(pairs)
 	if hi.Accepted > 0 {
 		rep.PollsPerOrder = float64(hi.Polls) / float64(hi.Accepted)
 	}
 	rep.BytesPerMessage = orderRecordBytes()
 	t := cs.Target
 	t.BytesPerMessage = rep.BytesPerMessage
-	if rep.Sizing, err = size(rep.Costs, t); err != nil {
+	sizing, err := size(rep.Costs, t)
+	if err != nil {
 		return rep, err
 	}
+	rep.Sizing = sizing
 	for i := range cs.Checks {
-		r, err := sale(2+i, "check", cs.Buyers/2)
+		r, err := sale(calibrationRuns+i, "check", cs.Buyers/2)
 		if err != nil {
 			return rep, err
 		}
@@ -142,10 +170,12 @@ func RunCapacity(ctx context.Context, c config.Common, s Settings, cs CapacitySe
 		}
 	}
 	var errs []float64
-	for _, r := range rep.Runs[2:] {
+	for _, r := range rep.Runs[calibrationRuns:] {
 		errs = append(errs, r.ErrorPct)
 	}
-	rep.CheckMedianErrorPct = median(errs)
+	if len(errs) > 0 {
+		rep.CheckMedianErrorPct = median(errs)
+	}
 	for _, r := range rep.Runs {
 		if r.Other > 0 {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s sale: %d answers neither 202 nor 410 (429, 503, errors) cost CPU the model splits over the others", r.Kind, r.Other))
@@ -216,6 +246,14 @@ func orderRecordBytes() float64 {
 }
 
 // median of xs (0 for none).
+// spread is the least and the most of xs.
+func spread(xs []float64) [2]float64 {
+	if len(xs) == 0 {
+		return [2]float64{}
+	}
+	return [2]float64{slices.Min(xs), slices.Max(xs)}
+}
+
 func median(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0

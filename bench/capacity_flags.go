@@ -15,8 +15,14 @@ type CapacitySettings struct {
 	// Buyers is each calibration run's buyers; Concurrency its closed loop.
 	Buyers, Concurrency int
 	// Checks is how many check runs (a mix of half 202s, half 410s) are
-	// predicted and measured; the report gives their median.
+	// predicted and measured; the report gives their median. 0 measures
+	// the costs alone (bench -capacity -capacity-checks 0: the per-answer
+	// CPU table, issue 42).
 	Checks int
+	// Calibrations is how many pairs of calibration sales are run; each
+	// component's cost is the median of the pairs' (the machine is shared
+	// and noisy: one pair can land on another process's burst).
+	Calibrations int
 	// Procs are the process selectors per component (capacity_procs.go).
 	Ingress, Consumer, Redis, Kafka, MySQL string
 	// Costs override measured costs: "name=SOLDOUT/ORDER" µs, comma-separated
@@ -30,7 +36,8 @@ func (c *CapacitySettings) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.Capacity, "capacity", false, "capacity model: measure each component's CPU per 410 and per 202 in two calibration sales, print a sizing for -capacity-buyers-per-s etc., and check the model's prediction for this machine against measured sales")
 	fs.IntVar(&c.Buyers, "capacity-buyers", 20_000, "buyers of each calibration and check sale")
 	fs.IntVar(&c.Concurrency, "capacity-concurrency", 128, "closed-loop workers of each calibration and check sale")
-	fs.IntVar(&c.Checks, "capacity-checks", 3, "check sales (half 202s, half 410s) predicted and measured; the median is reported")
+	fs.IntVar(&c.Checks, "capacity-checks", 3, "check sales (half 202s, half 410s) predicted and measured; the median is reported; 0 = the per-answer CPU table alone")
+	fs.IntVar(&c.Calibrations, "capacity-calibrations", 3, "pairs of calibration sales (one sold-out-heavy, one order-heavy); each cost is the median over the pairs")
 	fs.StringVar(&c.Ingress, "capacity-ingress", "comm:ingress", "processes of the ingress: comm:NAME[|NAME], cmd:TEXT, pid:N, self or none (remote)")
 	fs.StringVar(&c.Consumer, "capacity-consumer", "comm:consumer", "processes of the consumer (order writers), as -capacity-ingress")
 	fs.StringVar(&c.Redis, "capacity-redis", "", "processes of Redis, as -capacity-ingress; empty = the redis-server serving -redis-addr")
@@ -52,8 +59,9 @@ func (c *CapacitySettings) Validate() error {
 	if !c.Capacity {
 		return nil
 	}
-	if c.Buyers < 100 || c.Concurrency < 1 || c.Checks < 1 {
-		return fmt.Errorf("FLASHSALE_CAPACITY_BUYERS, _CONCURRENCY, _CHECKS: %d, %d, %d (expected at least 100 buyers, 1 worker, 1 check)", c.Buyers, c.Concurrency, c.Checks)
+	if c.Buyers < 100 || c.Concurrency < 1 || c.Checks < 0 || c.Calibrations < 1 {
+		return fmt.Errorf("FLASHSALE_CAPACITY_BUYERS, _CONCURRENCY, _CHECKS, _CALIBRATIONS: %d, %d, %d, %d (expected at least 100 buyers, 1 worker, 0 checks, 1 calibration)",
+			c.Buyers, c.Concurrency, c.Checks, c.Calibrations)
 	}
 	for _, s := range []string{c.Ingress, c.Consumer, c.Kafka, c.MySQL} {
 		if _, err := parseProcSelector(s); err != nil {

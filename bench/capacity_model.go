@@ -27,6 +27,11 @@ type Cost struct {
 	Source   string  `json:"source"` // "measured", "flag", "not measured"
 	SoldOut  float64 `json:"us_per_sold_out"`
 	Order    float64 `json:"us_per_order"`
+	// SoldOutRange and OrderRange are the least and most over the
+	// calibration pairs (SoldOut and Order are their medians); zero for
+	// a cost given by flag.
+	SoldOutRange [2]float64 `json:"us_per_sold_out_range"`
+	OrderRange   [2]float64 `json:"us_per_order_range"`
 	// SingleThread marks a component whose one instance runs on one core
 	// (Redis): its per-instance rate is 1e6 / Order admissions/s, and it
 	// scales by shards, not by cores.

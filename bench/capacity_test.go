@@ -20,7 +20,7 @@ func TestCapacityReport(t *testing.T) {
 	c.OrdersTopic, c.ConsumerGroup = p.Topic, p.Group
 	s := testSettings(p.URL)
 	s.ReapWait = 0
-	cs := CapacitySettings{Capacity: true, Buyers: 2000, Concurrency: 16, Checks: 1,
+	cs := CapacitySettings{Capacity: true, Buyers: 2000, Concurrency: 16, Checks: 1, Calibrations: 2,
 		Ingress: "self", Consumer: "none", Kafka: "cmd:kafka.Kafka", MySQL: "comm:mariadbd|mysqld",
 		Target: Target{BuyersPerSec: 100_000, Units: 1_000_000, Items: 1000, Headroom: 1.5, NodeCores: 8,
 			RowOrdersPerSec: 28_512, PartitionOrdersPerSec: 4_066, Replication: 3}}
@@ -51,6 +51,11 @@ func TestCapacityReport(t *testing.T) {
 		if !co.Measured || co.Order <= 0 {
 			t.Errorf("%s: %+v, want a measured cost per 202 above 0", n, co)
 		}
+		// The cost is the median of the two pairs' (their mean): inside
+		// their least..most.
+		if co.OrderRange[0] > co.Order || co.Order > co.OrderRange[1] || co.SoldOutRange[0] > co.SoldOut || co.SoldOut > co.SoldOutRange[1] {
+			t.Errorf("%s: %+v, want each median within its range", n, co)
+		}
 	}
 	if names["ingress"].SoldOut <= 0 {
 		t.Errorf("ingress per 410: %v, want above 0", names["ingress"].SoldOut)
@@ -58,8 +63,9 @@ func TestCapacityReport(t *testing.T) {
 	if rep.BytesPerMessage <= 0 || rep.PollsPerOrder <= 0 {
 		t.Errorf("bytes per message %v, polls per order %v: want both above 0", rep.BytesPerMessage, rep.PollsPerOrder)
 	}
-	if len(rep.Runs) != 3 || rep.Runs[0].Kind != "sold-out-heavy" || rep.Runs[1].Kind != "order-heavy" || rep.Runs[2].Kind != "check" {
-		t.Fatalf("runs %+v, want the two calibration sales and one check", rep.Runs)
+	if rep.Calibrations != 2 || len(rep.Runs) != 5 || rep.Runs[0].Kind != "sold-out-heavy" || rep.Runs[1].Kind != "order-heavy" ||
+		rep.Runs[2].Kind != "sold-out-heavy" || rep.Runs[3].Kind != "order-heavy" || rep.Runs[4].Kind != "check" {
+		t.Fatalf("runs %+v, want two pairs of calibration sales and one check", rep.Runs)
 	}
 	for _, r := range rep.Runs {
 		if r.Accepted+r.SoldOut == 0 || r.AnswersPerSec <= 0 || r.Predicted <= 0 {
@@ -76,7 +82,7 @@ func TestCapacityReport(t *testing.T) {
 	if err := WriteCapacity(&out, rep, false); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"CPU per answer", "sizing for 100000 buyers/s", "assumptions:", "not measured", "check median error"} {
+	for _, want := range []string{"CPU per answer", "median of 2 calibration pairs", "total (pipeline)", "sizing for 100000 buyers/s", "assumptions:", "not measured", "check median error"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("text report lacks %q:\n%s", want, out.String())
 		}

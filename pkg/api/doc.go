@@ -6,8 +6,8 @@
 // It owns the types and their JSON tags, nothing else: no handler, no
 // computation, no client. So far it holds the audit report (audit.go: the
 // Audit, AuditBucket and Waitlist schemas of the admin audit, live and queue
-// views) and the waiting room's answers (queue.go: Ticket, TicketStatus,
-// AdminQueue); the other shapes still sit beside their handlers and clients and
+// views), the waiting room's answers (queue.go: Ticket, TicketStatus,
+// AdminQueue, ReceiptKey) and the dead-letter topic's (dlq.go); the other shapes still sit beside their handlers and clients and
 // move here as they are touched. A test holds each moved type to its schema
 // in ingress/openapi.yaml, property for property, nested objects included.
 //

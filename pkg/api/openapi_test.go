@@ -1,6 +1,7 @@
 package api
 
 import (
+	"maps"
 	"os"
 	"os/exec"
 	"reflect"
@@ -46,6 +47,12 @@ func jsonFields(t *testing.T, typ reflect.Type) map[string]reflect.StructField {
 	for i := range typ.NumField() {
 		f := typ.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			// An embedded struct's fields are the outer object's, as
+			// encoding/json writes them.
+			maps.Copy(out, jsonFields(t, f.Type))
+			continue
+		}
 		if !f.IsExported() || name == "-" {
 			continue
 		}
@@ -155,7 +162,7 @@ func TestAuditMatchesOpenAPI(t *testing.T) {
 	}
 }
 
-// TestQueueMatchesOpenAPI: the waiting room's answers are what
+// TestQueueMatchesOpenAPI: the waiting room's and the dead letters' answers are what
 // ingress/openapi.yaml says, property for property both ways: the ticket
 // taken (Ticket), its status (TicketStatus, with its InclusionProof), the
 // operator's view (AdminQueue, with its Waitlist), the receipt key and the
@@ -179,6 +186,10 @@ func TestQueueMatchesOpenAPI(t *testing.T) {
 		// The transcript is the pure draw package's type (flashsalectl
 		// decodes it too); held to the schema here with the others.
 		"Transcript": reflect.TypeFor[draw.RoundTranscript](),
+		// The dead-letter topic's answers.
+		"DeadLetterPage":   reflect.TypeFor[DeadLetterPage](),
+		"DeadLetterDetail": reflect.TypeFor[DeadLetterDetail](),
+		"DeadLetterReplay": reflect.TypeFor[DeadLetterReplay](),
 	} {
 		seen := map[string]bool{}
 		matchSchema(t, schemas, name, typ, seen)

@@ -6,42 +6,11 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/flashsale-dev/flashsale/pkg/api"
 )
-
-// Letter is a DeadLetter / DeadLetterDetail of ingress/openapi.yaml.
-type Letter struct {
-	Offset     int64     `json:"offset"`
-	AppendedAt time.Time `json:"appended_at"`
-	FailedAt   time.Time `json:"failed_at"`
-	Reason     string    `json:"reason"`
-	Key        string    `json:"key"`
-	RequestID  string    `json:"request_id"`
-	Source     struct {
-		Topic     string `json:"topic"`
-		Partition int    `json:"partition"`
-		Offset    int64  `json:"offset"`
-	} `json:"source"`
-	Size            int    `json:"size"`
-	Payload         string `json:"payload"`
-	PayloadEncoding string `json:"payload_encoding"`
-	Replayable      bool   `json:"replayable"`
-	DecodeError     string `json:"decode_error"`
-	Decision        *struct {
-		Outcome string `json:"outcome"`
-		Reason  string `json:"reason"`
-	} `json:"decision"`
-}
-
-type letterPage struct {
-	FirstOffset int64    `json:"first_offset"`
-	EndOffset   int64    `json:"end_offset"`
-	Letters     []Letter `json:"letters"`
-	NextBefore  *int64   `json:"next_before"`
-	NextAfter   *int64   `json:"next_after"`
-}
 
 func dlqCmd(o *options) *cobra.Command {
 	c := &cobra.Command{
@@ -79,7 +48,7 @@ func dlqList(o *options) *cobra.Command {
 			if cmd.Flags().Changed("after") {
 				q.Set("after", strconv.FormatInt(after, 10))
 			}
-			var p letterPage
+			var p api.DeadLetterPage
 			raw, err := o.get(cmd, "/api/v1/admin/dlq", q, &p)
 			if err != nil {
 				return err
@@ -126,7 +95,7 @@ func dlqShow(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var l Letter
+			var l api.DeadLetterDetail
 			raw, err := o.get(cmd, p, nil, &l)
 			if err != nil {
 				return err
@@ -157,15 +126,7 @@ func dlqReplay(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var r struct {
-				Offset    int64  `json:"offset"`
-				RequestID string `json:"request_id"`
-				Topic     string `json:"topic"`
-				Decision  *struct {
-					Outcome string `json:"outcome"`
-					Reason  string `json:"reason"`
-				} `json:"decision"`
-			}
+			var r api.DeadLetterReplay
 			raw, err := o.send(cmd, http.MethodPost, p+"/replay", nil, "", &r)
 			if err != nil {
 				return err

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/api"
 	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
 )
@@ -86,7 +87,7 @@ func TestReplayTwiceOrdersOnce(t *testing.T) {
 	}
 
 	// Dead-lettered, undecided.
-	var page letterPage
+	var page api.DeadLetterPage
 	testenv.Eventually(t, 30*time.Second, 100*time.Millisecond, func() bool {
 		_, out, _ := run(t, g.lookup, "dlq", "list", "-o", "json")
 		return json.Unmarshal([]byte(out), &page) == nil && len(page.Letters) == 1
@@ -137,7 +138,7 @@ func TestReplayTwiceOrdersOnce(t *testing.T) {
 	if n := g.count(t, "SELECT COUNT(*) FROM request_outcomes WHERE item_id = ?", id); n != 1 {
 		t.Errorf("%d decisions, want 1", n)
 	}
-	var dlqAfter letterPage
+	var dlqAfter api.DeadLetterPage
 	_ = json.Unmarshal([]byte(mustRun(t, g.lookup, "dlq", "list", "-o", "json")), &dlqAfter)
 	if len(dlqAfter.Letters) != 1 {
 		t.Errorf("%d letters after the replays, want still 1 (nothing dead-lettered again)", len(dlqAfter.Letters))

@@ -7,11 +7,11 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"time"
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/flashsale-dev/flashsale/pkg/api"
 	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
@@ -23,83 +23,13 @@ const (
 	maxDLQLimit     = 500
 )
 
-// dlqSource is where a letter was consumed from (its flashsale-original-*
-// headers); absent parts are -1 or "".
-type dlqSource struct {
-	Topic     string `json:"topic"`
-	Partition int    `json:"partition"`
-	Offset    int64  `json:"offset"`
-}
-
-// dlqLetter is one dead letter in a list (DeadLetter in
-// ingress/openapi.yaml).
-type dlqLetter struct {
-	Offset     int64     `json:"offset"`
-	AppendedAt time.Time `json:"appended_at"`
-	// FailedAt is when the consumer gave up on it; AppendedAt when a
-	// letter lacks the header.
-	FailedAt  time.Time `json:"failed_at"`
-	Reason    string    `json:"reason"`
-	Key       string    `json:"key"`
-	RequestID string    `json:"request_id,omitempty"`
-	Source    dlqSource `json:"source"`
-	Size      int       `json:"size"`
-}
-
-type dlqHeader struct {
-	Key   string `json:"key"`
-	Value string `json:"value"`
-}
-
-type dlqDecision struct {
-	Outcome   string    `json:"outcome"`
-	Reason    string    `json:"reason,omitempty"`
-	DecidedAt time.Time `json:"decided_at"`
-}
-
-// dlqLetterDetail is one letter with its payload (DeadLetterDetail).
-type dlqLetterDetail struct {
-	dlqLetter
-	// Payload is the original message's value: its text when it is UTF-8
-	// (an order message is JSON), else base64 (PayloadEncoding says which).
-	Payload         string      `json:"payload"`
-	PayloadEncoding string      `json:"payload_encoding"`
-	Headers         []dlqHeader `json:"headers"`
-	// Replayable is whether this ingress decodes the payload as an order
-	// message; DecodeError says why not. A letter that does not decode
-	// would only be dead-lettered again, so replay refuses it.
-	Replayable  bool   `json:"replayable"`
-	DecodeError string `json:"decode_error,omitempty"`
-	// Decision is the arbiter's decision of the request, when it has one
-	// (absent: undecided, or MySQL unavailable).
-	Decision *dlqDecision `json:"decision,omitempty"`
-}
-
-type dlqPage struct {
-	FirstOffset int64       `json:"first_offset"`
-	EndOffset   int64       `json:"end_offset"`
-	Letters     []dlqLetter `json:"letters"`
-	NextBefore  *int64      `json:"next_before,omitempty"`
-	NextAfter   *int64      `json:"next_after,omitempty"`
-}
-
-// dlqReplay is the answer of a replay (DeadLetterReplay).
-type dlqReplay struct {
-	Offset    int64  `json:"offset"`
-	RequestID string `json:"request_id"`
-	Topic     string `json:"topic"`
-	// Decision is the request's decision before the replay, if it had one:
-	// then the consumer drops the replayed message (its idempotent path).
-	Decision *dlqDecision `json:"decision,omitempty"`
-}
-
-func toDLQLetter(l orderlog.DeadLetter) dlqLetter {
+func toDLQLetter(l orderlog.DeadLetter) api.DeadLetter {
 	failed := l.FailedAt
 	if failed.IsZero() {
 		failed = l.Time
 	}
-	return dlqLetter{Offset: l.Offset, AppendedAt: l.Time, FailedAt: failed, Reason: l.Reason, Key: string(l.Key),
-		RequestID: l.RequestID(), Source: dlqSource{Topic: l.Topic, Partition: l.Partition, Offset: l.SourceOffset}, Size: len(l.Value)}
+	return api.DeadLetter{Offset: l.Offset, AppendedAt: l.Time, FailedAt: failed, Reason: l.Reason, Key: string(l.Key),
+		RequestID: l.RequestID(), Source: api.DeadLetterSource{Topic: l.Topic, Partition: l.Partition, Offset: l.SourceOffset}, Size: len(l.Value)}
 }
 
 // listDLQ is GET /api/v1/admin/dlq?limit=&before=&after=: the newest
@@ -128,7 +58,7 @@ func (s *Server) listDLQ(c echo.Context) error {
 		s.log.WarnContext(c.Request().Context(), "admin: dlq bounds", "err", err)
 		return unavailable("kafka unavailable")
 	}
-	page := dlqPage{FirstOffset: b.First, EndOffset: b.End, Letters: []dlqLetter{}}
+	page := api.DeadLetterPage{FirstOffset: b.First, EndOffset: b.End, Letters: []api.DeadLetter{}}
 	var lo, hi int64
 	top := min(before, b.End)
 	if hasAfter {
@@ -202,14 +132,14 @@ func (s *Server) readLetter(c echo.Context) (orderlog.DeadLetter, error) {
 
 // decisionOf is the arbiter's decision of requestID, nil when undecided or
 // unreadable (it only informs; the consumer decides).
-func (s *Server) decisionOf(ctx context.Context, requestID string) *dlqDecision {
+func (s *Server) decisionOf(ctx context.Context, requestID string) *api.DeadLetterDecision {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
 	defer cancel()
 	d, err := store.GetDecision(ctx, s.db, requestID)
 	if err != nil {
 		return nil
 	}
-	return &dlqDecision{Outcome: string(d.Outcome), Reason: d.Reason, DecidedAt: d.DecidedAt.UTC()}
+	return &api.DeadLetterDecision{Outcome: string(d.Outcome), Reason: d.Reason, DecidedAt: d.DecidedAt.UTC()}
 }
 
 // getDLQ is GET /api/v1/admin/dlq/{offset}: one letter, its payload, and
@@ -219,12 +149,12 @@ func (s *Server) getDLQ(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	d := dlqLetterDetail{dlqLetter: toDLQLetter(l), Headers: []dlqHeader{}, PayloadEncoding: "utf-8", Payload: string(l.Value)}
+	d := api.DeadLetterDetail{DeadLetter: toDLQLetter(l), Headers: []api.DeadLetterHeader{}, PayloadEncoding: "utf-8", Payload: string(l.Value)}
 	if !utf8.Valid(l.Value) {
 		d.PayloadEncoding, d.Payload = "base64", base64.StdEncoding.EncodeToString(l.Value)
 	}
 	for _, h := range l.Headers {
-		d.Headers = append(d.Headers, dlqHeader{Key: h.Key, Value: string(h.Value)})
+		d.Headers = append(d.Headers, api.DeadLetterHeader{Key: h.Key, Value: string(h.Value)})
 	}
 	m, err := orderlog.Decode(l.Value)
 	d.Replayable = err == nil
@@ -268,5 +198,5 @@ func (s *Server) replayDLQ(c echo.Context) error {
 		return unavailable("kafka unavailable; the letter may or may not have been replayed (a second replay is harmless)")
 	}
 	s.log.InfoContext(c.Request().Context(), "dead letter replayed", "offset", l.Offset, "request_id", m.RequestID, "topic", s.cfg.Topic)
-	return c.JSON(http.StatusOK, dlqReplay{Offset: l.Offset, RequestID: m.RequestID, Topic: s.cfg.Topic, Decision: before})
+	return c.JSON(http.StatusOK, api.DeadLetterReplay{Offset: l.Offset, RequestID: m.RequestID, Topic: s.cfg.Topic, Decision: before})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/api"
 	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 )
@@ -63,7 +64,7 @@ func offsetsOf(t *testing.T, r resp) ([]int64, map[string]any) {
 	if r.Code != http.StatusOK {
 		t.Fatalf("list: %d %s", r.Code, r.Body)
 	}
-	var page dlqPage
+	var page api.DeadLetterPage
 	if err := json.Unmarshal(r.Body, &page); err != nil {
 		t.Fatal(err)
 	}
