@@ -67,12 +67,18 @@ type CapacityReport struct {
 }
 
 // capacityComponents resolves the selectors; Redis defaults to the
-// redis-server serving the configured address, as the drain's split does.
+// redis-server serving the configured address (FLASHSALE_REDIS_URL's when
+// set: FLASHSALE_REDIS_ADDR keeps its default beside a URL, and a selector
+// built from it measured an idle server at 0 µs), as the drain's split does.
 func capacityComponents(c config.Common, cs CapacitySettings) []capacityComponent {
 	sel := func(s string) procSelector { p, _ := parseProcSelector(s); return p }
 	redis := sel(cs.Redis)
 	if cs.Redis == "" {
-		redis = procSelector{Kind: "cmd", Value: " " + c.RedisAddr}
+		addr := c.RedisAddr
+		if addrs := c.RedisAddrs(); len(addrs) > 0 {
+			addr = addrs[0]
+		}
+		redis = procSelector{Kind: "cmd", Value: " " + addr}
 	}
 	return []capacityComponent{
 		{name: "ingress", sel: sel(cs.Ingress)},
@@ -144,6 +150,11 @@ func RunCapacity(ctx context.Context, c config.Common, s Settings, cs CapacitySe
 		rep.Costs = append(rep.Costs, cost)
 	}
 	rep.Calibrations = len(pairs)
+	for _, c := range rep.Costs {
+		if c.Source == "measured" && c.SoldOut == 0 && c.Order == 0 {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: its processes spent no CPU in the calibration sales: the selector likely names no process of the pipeline (a TLS port a process's command line does not show); give -capacity-%s", c.Name, c.Name))
+		}
+	}
 	if hi.Accepted > 0 {
 		rep.PollsPerOrder = float64(hi.Polls) / float64(hi.Accepted)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"github.com/flashsale-dev/flashsale/pkg/config"
 	"strings"
 	"testing"
 	"time"
@@ -85,6 +86,20 @@ func TestCapacityReport(t *testing.T) {
 	for _, want := range []string{"CPU per answer", "median of 2 calibration pairs", "total (pipeline)", "sizing for 100000 buyers/s", "assumptions:", "not measured", "check median error"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("text report lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestCapacityRedisSelectorFollowsTheURL: with FLASHSALE_REDIS_URL set (the
+// TLS stack), Redis is looked for at the URL's address, not at
+// FLASHSALE_REDIS_ADDR's default, which named another, idle server.
+func TestCapacityRedisSelectorFollowsTheURL(t *testing.T) {
+	var c config.Common
+	c.RedisAddr = "127.0.0.1:6379"
+	c.Redis.URL = "rediss://flashsale@127.0.0.1:16380"
+	for _, cp := range capacityComponents(c, CapacitySettings{}) {
+		if cp.name == "redis" && (cp.sel.Kind != "cmd" || cp.sel.Value != " 127.0.0.1:16380") {
+			t.Fatalf("redis selector %+v, want the URL's address", cp.sel)
 		}
 	}
 }
