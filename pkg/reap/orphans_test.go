@@ -230,16 +230,48 @@ func TestOrphanSweepRacesConsumer(t *testing.T) {
 		return e.count("SELECT COUNT(*) FROM request_outcomes WHERE item_id = ? AND outcome = 'VOIDED'", it.ID) > 0
 	}, "the sweep voided nothing: no race to test")
 
+	// The writers keep pace with the sweep: writer i starts once the sweep
+	// has voided i/3+1 requests (or after a second, a hang guard), so the
+	// sweep is still voiding while writers win, whatever the machine's
+	// load. Spread over a fixed 120 ms instead, a loaded machine (cold run
+	// 12 of 2026-12-06, packages testing in parallel) paused the sweep for
+	// the whole spread: voided 1, ordered 59, no race to test.
+	var voids atomic.Int64
+	voids.Store(1)
+	pollCtx, stopPoll := context.WithCancel(ctx)
+	defer stopPoll()
+	go func() {
+		tk := time.NewTicker(2 * time.Millisecond)
+		defer tk.Stop()
+		for {
+			voids.Store(int64(e.count("SELECT COUNT(*) FROM request_outcomes WHERE item_id = ? AND outcome = 'VOIDED'", it.ID)))
+			select {
+			case <-tk.C:
+			case <-pollCtx.Done():
+				return
+			}
+		}
+	}()
 	var wg sync.WaitGroup
 	ordered := make([]bool, n)
 	var dropped atomic.Int64
 	for i, m := range msgs {
 		wg.Go(func() {
-			// Real time is the subject: the sweep voids on its own loop
-			// (every millisecond) while the writers write; starting each
-			// writer at a random instant of the next 120 ms spreads them
-			// over the sweep's passes, so both sides win some requests.
-			time.Sleep(time.Duration(rand.IntN(120)) * time.Millisecond)
+			paced := time.NewTimer(time.Second)
+			defer paced.Stop()
+			tk := time.NewTicker(time.Millisecond)
+			defer tk.Stop()
+		pace:
+			for voids.Load() < int64(i/3+1) {
+				select {
+				case <-tk.C:
+				case <-paced.C:
+					break pace // the sweep stalled: go on without it
+				}
+			}
+			// Real time is the subject: a random instant of the next 10 ms
+			// keeps the writers of one step from landing together.
+			time.Sleep(time.Duration(rand.IntN(10)) * time.Millisecond)
 			for attempt := 0; ; attempt++ {
 				res, err := w.WriteItem(ctx, it.ID, []orderlog.OrderMessage{m})
 				if err != nil {
@@ -261,6 +293,7 @@ func TestOrphanSweepRacesConsumer(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	stopPoll()
 	stop()
 	<-sweepDone
 	if !r.RunPass(ctx) { // whatever is left pending is settled now
