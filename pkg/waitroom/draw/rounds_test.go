@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/flashsale-dev/flashsale/pkg/waitroom/draw"
@@ -475,5 +476,27 @@ func TestCloseRoundRefuses(t *testing.T) {
 	empty, err := draw.CloseRound(1, 6, 5, entries)
 	if err != nil || empty.Root != "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" {
 		t.Errorf("empty round: %+v, %v", empty, err)
+	}
+}
+
+// TestRoundTranscriptJSONBeforeAnyClose: a transcript published before its
+// first round closes (from starts_at on, with a shuffle window) has no
+// round and no ticket yet, and says so as empty arrays: the contract's
+// Transcript schema has rounds and tickets as arrays, and the API fuzzer
+// caught "rounds": null.
+func TestRoundTranscriptJSONBeforeAnyClose(t *testing.T) {
+	tr, err := draw.NewRoundTranscript(7, draw.Seed{1}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"rounds":[]`) || !strings.Contains(string(b), `"tickets":[]`) {
+		t.Fatalf("transcript before any close: %s, want empty arrays", b)
+	}
+	if err := draw.VerifyRounds(tr); err != nil {
+		t.Fatalf("the empty transcript does not verify: %v", err)
 	}
 }

@@ -36,7 +36,9 @@ type RoundTranscript struct {
 // published at their closes (CloseRound) and their beacons; their Seed
 // fields are filled in here.
 func NewRoundTranscript(item int64, seed Seed, rounds []Round, tickets []Entry) (RoundTranscript, error) {
-	rounds = slices.Clone(rounds)
+	// Empty, not nil: the JSON form lists rounds and tickets as arrays even
+	// before the first round closes (ingress/openapi.yaml's Transcript).
+	rounds = append([]Round{}, rounds...)
 	order, err := OrderRounds(seed, item, rounds, tickets)
 	if err != nil {
 		return RoundTranscript{}, err
