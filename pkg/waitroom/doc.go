@@ -8,7 +8,7 @@
 //
 // For every item with a queue whose sale has started, the gate (gate.go)
 // moves the item's serving position on at the item's queue_rate, so tickets
-// are admitted in the serving order (draw.Line) at a pace the pipeline can
+// are admitted in the serving order (ServingLine, draw.LineRounds) at a pace the pipeline can
 // take, not all at once. It runs in the reaper. One replica holds it at a
 // time, by a Redis lease (pkg/lease, GateLeaseKey) renewed each pass; the
 // others wait and take over within the lease's TTL when the holder dies.

@@ -3,7 +3,6 @@ package waitroom
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/flashsale-dev/flashsale/pkg/store"
 	"github.com/flashsale-dev/flashsale/pkg/waitroom/draw"
@@ -63,10 +62,6 @@ func drawLine(ctx context.Context, db store.Querier, wr *Store, it store.Item) (
 	}
 	return out, nil
 }
-
-// early reports whether t was taken before starts, so is one of the
-// tickets the seed shuffles.
-func early(t Ticket, starts time.Time) bool { return t.TakenAt.Before(starts) }
 
 // Transcript is item it's draw.RoundTranscript: its seed, its commitment,
 // its closed rounds with their roots and seeds, and the hashes of the

@@ -93,9 +93,6 @@ func NewRoom(cfg RoomConfig, st *stock.Store, db store.Querier, m *RoomMetrics, 
 	}
 }
 
-// Store is the room's Redis state (the transcript and the admin view read it).
-func (r *Room) Store() *Store { return r.wr }
-
 // Stop makes every ticket poll waiting now answer at once, with the state
 // it has, and every later one answer without waiting: give it to the HTTP
 // server's shutdown.

@@ -98,9 +98,8 @@ func sortedByArrival(tickets []Entry) ([]Entry, error) {
 	return sorted, nil
 }
 
-// LineRounds is Line for the rounds scheme: tickets as the server holds them,
-// in the order OrderRounds gives their hashes. Held.Early is not read: the
-// rounds say which arrivals are shuffled.
+// LineRounds is tickets as the server holds them, in the order OrderRounds
+// gives their hashes: the rounds say which arrivals are shuffled.
 func LineRounds(seed Seed, item int64, rounds []Round, tickets []Held) ([]Held, error) {
 	entries := make([]Entry, len(tickets))
 	byArrivalNo := make(map[int64]Held, len(tickets))

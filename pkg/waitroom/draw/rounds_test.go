@@ -441,7 +441,7 @@ func TestLineRoundsFollowsOrderRounds(t *testing.T) {
 	tr, ids := roundSale(t, src, 30, saleCloses, saleBeacons)
 	held := make([]draw.Held, len(ids))
 	for i, id := range ids {
-		held[len(ids)-1-i] = draw.Held{ID: id, Arrival: int64(i + 1), Early: i%2 == 0}
+		held[len(ids)-1-i] = draw.Held{ID: id, Arrival: int64(i + 1)}
 	}
 	line, err := draw.LineRounds(tr.Seed, tr.ItemID, tr.Rounds, held)
 	if err != nil {
