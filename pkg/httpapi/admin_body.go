@@ -203,7 +203,10 @@ func bodyOf(it store.Item) itemBody {
 		window, round := int(it.QueueShuffleWindow.Milliseconds()), int(it.QueueRound.Milliseconds())
 		b.Queue, b.QueueOpensAt, b.QueueRate = &q, &opens, &rate
 		b.QueueShuffleWindowMs = &window
-		if round > 0 {
+		// A round as long as the window is what a body without
+		// queue_round_ms asks for; named, a window under the shortest
+		// round a body may ask for (minRoundMs) would refuse its own item.
+		if round > 0 && round != window {
 			b.QueueRoundMs = &round
 		}
 	}

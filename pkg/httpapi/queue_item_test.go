@@ -169,3 +169,36 @@ func TestPutWithoutQueueKeepsIt(t *testing.T) {
 		t.Errorf("PUT queue false: %d %s", r.Code, r.Body)
 	}
 }
+
+// TestShortShuffleWindowSurvivesAPatch: a window shorter than the shortest
+// round a body may ask for (queue_round_ms from 1 s) is one round as long
+// as the window. The stored item, given back as the body a merge patch
+// applies to, must not name that round: an empty PATCH of it is 200 and
+// keeps the window and its one round (the contract run found a 400
+// invalid_queue_round, ST202, for an item whose window was 0.5 s).
+func TestShortShuffleWindowSurvivesAPatch(t *testing.T) {
+	h := newHarness(t, harnessOpts{partitions: 1})
+	now := time.Now()
+	id := testenv.ItemID()
+	body := fmt.Sprintf(`{"name":"short window","price_cents":999,"stock":5,"per_user_limit":1,"starts_at":%q,"ends_at":%q,"queue":true,"queue_opens_at":%q,"queue_shuffle_window_ms":500}`,
+		now.Add(2*time.Hour).UTC().Format(time.RFC3339Nano), now.Add(3*time.Hour).UTC().Format(time.RFC3339Nano), now.Add(time.Hour).UTC().Format(time.RFC3339Nano))
+	if r := h.do(http.MethodPut, fmt.Sprintf("/api/v1/admin/items/%d", id), body, h.admin()); r.Code != http.StatusOK {
+		t.Fatalf("put: %d %s", r.Code, r.Body)
+	}
+	for _, patch := range []string{`{}`, `{"name":"renamed"}`} {
+		r := h.patch(id, patch, mimeMergePatch)
+		if r.Code != http.StatusOK {
+			t.Fatalf("PATCH %s: %d %s, want 200", patch, r.Code, r.Body)
+		}
+		var got struct {
+			Window int `json:"queue_shuffle_window_ms"`
+			Round  int `json:"queue_round_ms"`
+		}
+		if err := json.Unmarshal(r.Body, &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Window != 500 || got.Round != 500 {
+			t.Errorf("PATCH %s: window %d ms, round %d ms; want the 500 ms window kept as one round", patch, got.Window, got.Round)
+		}
+	}
+}
