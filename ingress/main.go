@@ -67,7 +67,7 @@ func run(ctx context.Context, p *service.Process, c config.Common, in config.Ing
 		return nil
 	})
 	hs := &http.Server{Handler: srv.Echo(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
-		WriteTimeout: in.PublishTimeout + 2*c.StoreTimeout + 5*time.Second + in.StatusWaitMax, IdleTimeout: 2 * time.Minute}
+		WriteTimeout: in.PublishTimeout + 2*c.StoreTimeout + in.RedisMoveWait + 5*time.Second + in.StatusWaitMax, IdleTimeout: 2 * time.Minute}
 	// Polls on ?wait= answer PENDING as the shutdown starts, not up to FLASHSALE_STATUS_WAIT_MAX later.
 	hs.RegisterOnShutdown(srv.StopWaiting)
 	p.Serve(hs, in.HTTPAddr, c.ShutdownTimeout)

@@ -57,6 +57,10 @@ type Config struct {
 	// looks.
 	BucketWait time.Duration
 	BucketPoll time.Duration
+	// MoveWait is how long an admission waits out a Redis Cluster reshard
+	// of its item's slot (stock.SlotMoving: the script ran nothing) before
+	// answering 503; see config.Ingress.RedisMoveWait. 0: no wait.
+	MoveWait time.Duration
 }
 
 // Request is one buyer's attempt, already authenticated and validated.
@@ -225,9 +229,33 @@ func (s *Service) reserveAndPublish(ctx context.Context, r Request, rid string, 
 	return s.answer(ctx, r, rid, now, ar, deadline, err), false
 }
 
-// reserve runs the admission script once, in r's home bucket, counting it
-// against the per-user limit userRate (0: not counted).
+// reserve runs the admission script in r's home bucket, counting it
+// against the per-user limit userRate (0: not counted). While the item's
+// slot is being resharded the script is refused before it runs (TRYAGAIN:
+// its keys are split between two nodes); it is run again, whole, until the
+// move ends or cfg.MoveWait has passed, each attempt with a deadline of its
+// own since the ones before it ran nothing. A buyer meets a reshard as a
+// slower answer, not a 503.
 func (s *Service) reserve(ctx context.Context, r Request, rid string, now time.Time, userRate int) (stock.AdmitResult, time.Time, error) {
+	var ar stock.AdmitResult
+	var deadline time.Time
+	refused, err := stock.WaitOutMove(ctx, s.cfg.MoveWait, func() error {
+		var err error
+		ar, deadline, err = s.reserveOnce(ctx, r, rid, now, userRate)
+		return err
+	})
+	if refused > 0 {
+		outcome := "through"
+		if err != nil {
+			outcome = "gave_up"
+		}
+		s.m.moveWaits.WithLabelValues(outcome).Inc()
+	}
+	return ar, deadline, err
+}
+
+// reserveOnce is one run of the admission script.
+func (s *Service) reserveOnce(ctx context.Context, r Request, rid string, now time.Time, userRate int) (stock.AdmitResult, time.Time, error) {
 	ctx, span := tracing.Start(ctx, SpanReserve, trace.SpanKindClient)
 	defer span.End()
 	deadline := s.now().Add(s.cfg.StoreTimeout)

@@ -13,6 +13,7 @@ type Metrics struct {
 	soldOutHits     prometheus.Counter
 	waitShort       prometheus.Counter
 	bucketWaits     *prometheus.HistogramVec
+	moveWaits       *prometheus.CounterVec
 }
 
 // NewMetrics registers the admission metrics on reg.
@@ -44,6 +45,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Waits of buyers whose home bucket was empty while other buckets of the item had stock, by how they ended: refilled (stock arrived), sold_out (every bucket empty), timed_out (FLASHSALE_BUCKET_WAIT passed: 503 stock_moving), error.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 		}, []string{"result"}),
+		moveWaits: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "flashsale_admission_slot_move_waits_total",
+			Help: "Admissions that met a Redis Cluster reshard of their item's slot (TRYAGAIN, ASK or MOVED: the script ran nothing) and waited it out, by how the wait ended: through (the script ran), gave_up (FLASHSALE_REDIS_MOVE_WAIT passed or the request ended: 503).",
+		}, []string{"outcome"}),
 		waitShort: f.NewCounter(prometheus.CounterOpts{
 			Name: "flashsale_redis_wait_short_total",
 			Help: "Admissions whose reservation fewer replicas than FLASHSALE_REDIS_WAIT_REPLICAS acknowledged within FLASHSALE_REDIS_WAIT_TIMEOUT (admitted anyway).",

@@ -55,6 +55,12 @@ type Ingress struct {
 	// Buckets: stock bucket settings (buckets.go).
 	Buckets          Buckets
 	RedisWaitTimeout time.Duration
+	// RedisMoveWait is how long an admission or a ticket's take (the
+	// waiting room) waits out a Redis Cluster
+	// reshard of its item's slot, retrying the script the cluster refused
+	// before running it (TRYAGAIN, ASK, MOVED), instead of answering 503
+	// at once; 0 = no wait.
+	RedisMoveWait time.Duration
 	// StatusWaitMax caps GET /api/v1/orders/{request_id}?wait= (longer
 	// waits are cut to it); 0 switches waiting off (every poll answers at
 	// once). The HTTP write timeout grows by it.
@@ -101,6 +107,7 @@ func (c *Ingress) RegisterFlags(fs *flag.FlagSet) {
 	c.Buckets.RegisterFlags(fs)
 	fs.IntVar(&c.RedisWaitReplicas, "redis-wait-replicas", 0, "replicas that must have an admission's reservation before the ingress goes on (Redis WAIT), 0 to switch off")
 	fs.DurationVar(&c.RedisWaitTimeout, "redis-wait-timeout", 100*time.Millisecond, "how long an admission waits for FLASHSALE_REDIS_WAIT_REPLICAS, a Go duration")
+	fs.DurationVar(&c.RedisMoveWait, "redis-move-wait", 5*time.Second, "how long an admission or a ticket's take waits out a Redis Cluster reshard of its item's slot before answering 503, a Go duration up to 1m, 0 to answer 503 at once")
 	fs.DurationVar(&c.QueueGrantTTL, "queue-grant-ttl", 30*time.Second, "how long an admission grant of a queued item stays good, a Go duration from 1s to 10m")
 	fs.DurationVar(&c.StatusWaitMax, "status-wait-max", 30*time.Second, "longest wait a status poll may ask for with ?wait=, a Go duration up to 2m, 0 to switch waiting off")
 	fs.IntVar(&c.StatusWaiters, "status-waiters", 10_000, "status polls that may wait at once in this process; past it they answer at once")
@@ -156,6 +163,9 @@ func (c *Ingress) Validate() error {
 	}
 	if c.RedisWaitReplicas > 0 && (c.RedisWaitTimeout < time.Millisecond || c.RedisWaitTimeout > 10*time.Second) {
 		return fmt.Errorf("FLASHSALE_REDIS_WAIT_TIMEOUT: %v (expected 1ms to 10s)", c.RedisWaitTimeout)
+	}
+	if c.RedisMoveWait < 0 || c.RedisMoveWait > time.Minute {
+		return fmt.Errorf("FLASHSALE_REDIS_MOVE_WAIT: %v (expected 0 to answer 503 at once, or up to 1m)", c.RedisMoveWait)
 	}
 	if c.StatusWaitMax < 0 || c.StatusWaitMax > 2*time.Minute {
 		return fmt.Errorf("FLASHSALE_STATUS_WAIT_MAX: %v (expected 0 to switch waiting off, or up to 2m)", c.StatusWaitMax)

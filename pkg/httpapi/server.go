@@ -115,7 +115,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 		items:    newItemCache(time.Second),
 		reqs:     newRequestCache(),
 		waits:    newStatusWaits(status, cfg.Ingress.StatusWaiters, cfg.StoreTimeout, d.Log),
-		room: waitroom.NewRoom(waitroom.RoomConfig{StoreTimeout: cfg.StoreTimeout, GrantTTL: cfg.Ingress.QueueGrantTTL},
+		room: waitroom.NewRoom(waitroom.RoomConfig{StoreTimeout: cfg.StoreTimeout, GrantTTL: cfg.Ingress.QueueGrantTTL, MoveWait: cfg.Ingress.RedisMoveWait},
 			d.Stock, d.DB, waitroom.NewRoomMetrics(d.Registerer), d.Log),
 		m: NewMetrics(d.Registerer),
 	}
@@ -132,7 +132,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 		UserRateLimit: cfg.Ingress.UserRateLimit, AdmissionRPS: cfg.Ingress.AdmissionRPS,
 		SoldOutTTL: cfg.Ingress.SoldOutTTL, PublishTimeout: cfg.Ingress.PublishTimeout,
 		IdempotencyTTL: cfg.Ingress.IdempotencyTTL, StoreTimeout: cfg.StoreTimeout,
-		WaitReplicas: cfg.Ingress.RedisWaitReplicas, WaitTimeout: cfg.Ingress.RedisWaitTimeout,
+		WaitReplicas: cfg.Ingress.RedisWaitReplicas, WaitTimeout: cfg.Ingress.RedisWaitTimeout, MoveWait: cfg.Ingress.RedisMoveWait,
 		BucketWait: cfg.Ingress.Buckets.Wait, BucketPoll: cfg.Ingress.Buckets.Poll,
 	}, admission.Deps{Stock: d.Stock, DB: d.DB, Publisher: d.Publisher}, admission.NewMetrics(d.Registerer), d.Log)
 	s.catalog = catalog.New(d.DB, d.Stock, s.consumerLag)

@@ -35,6 +35,10 @@ type RoomConfig struct {
 	// WatchEvery is how often the readers behind the long polls read an
 	// item's stock, gate and waitlist; 100 ms when zero.
 	WatchEvery time.Duration
+	// MoveWait is how long a ticket's take waits out a Redis Cluster
+	// reshard of the item's slot before answering ErrUnavailable
+	// (FLASHSALE_REDIS_MOVE_WAIT); 0: no wait.
+	MoveWait time.Duration
 }
 
 // Room is the waiting room as the ingress serves it to buyers: tickets

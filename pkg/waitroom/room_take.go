@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/flashsale-dev/flashsale/pkg/api"
+	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 	"github.com/flashsale-dev/flashsale/pkg/waitroom/draw"
 )
@@ -26,15 +27,26 @@ func (r *Room) Take(ctx context.Context, it store.Item, user int64) (api.Ticket,
 	if err != nil {
 		return api.Ticket{}, false, err
 	}
-	rctx, cancel := context.WithTimeout(ctx, r.cfg.StoreTimeout)
-	defer cancel()
-	// The stock read fresh, not the ticket reads' shared read: a take
-	// after the sell-out is 410, never a ticket that can only read sold_out.
-	left, warmed, err := r.st.Stock(rctx, it.ID)
-	if err != nil {
-		return api.Ticket{}, false, fmt.Errorf("stock of item %d: %w", it.ID, ErrUnavailable)
-	}
-	t, created, err := r.wr.TakeTicket(rctx, it.ID, user, fresh, it.QueueOpensAt, warmed && left <= 0)
+	// While the item's slot is being resharded the take script is
+	// refused before it runs (TRYAGAIN: the room's keys are split between
+	// two nodes); it is taken again, whole, until the move ends. The
+	// script answers a buyer's held ticket again, so a retry never takes
+	// two.
+	var t Ticket
+	var created bool
+	_, err = stock.WaitOutMove(ctx, r.cfg.MoveWait, func() error {
+		rctx, cancel := context.WithTimeout(ctx, r.cfg.StoreTimeout)
+		defer cancel()
+		// The stock read fresh, not the ticket reads' shared read: a take
+		// after the sell-out is 410, never a ticket that can only read
+		// sold_out.
+		left, warmed, err := r.st.Stock(rctx, it.ID)
+		if err != nil {
+			return fmt.Errorf("stock of item %d: %w: %w", it.ID, ErrUnavailable, err)
+		}
+		t, created, err = r.wr.TakeTicket(rctx, it.ID, user, fresh, it.QueueOpensAt, warmed && left <= 0)
+		return err
+	})
 	switch {
 	case errors.Is(err, ErrNotOpen), errors.Is(err, ErrEnded), errors.Is(err, ErrSoldOut), errors.Is(err, ErrNotWarmed):
 		return api.Ticket{}, false, err
