@@ -37,12 +37,153 @@ import (
 // one order, the waitlist's claims are exactly those orders, nobody who
 // held an order was offered a unit, and every declined offer lapsed.
 func TestWaitlistHandOffKilled(t *testing.T) {
-	start := time.Now()
 	cfg := defaultSettings()
 	cfg.Units, cfg.Reapers, cfg.PaymentWindow, cfg.ClaimWindow = 30, 2, 4*time.Second, 2*time.Second
+	waitlistHandOff(t, cfg, true, "waitlist hand-off: gate holder SIGKILL x2, ingress SIGKILL with a claim in flight", func(r *wlRun) {
+		p := r.p
+		killed := map[int]bool{}
+		killGate := func() {
+			var pr *proc
+			var idx int
+			var last string
+			testenv.Eventually(t, 5*time.Second, 20*time.Millisecond, func() bool { pr, idx, last = r.gateHolder(r.ctx); return pr != nil },
+				"no reaper of this test holds the gate's lease (holder %v)", lazy(func() string { return last }))
+			before := r.readWL()
+			pr.kill()
+			at := time.Now()
+			var next int
+			testenv.Eventually(t, 5*time.Second, 20*time.Millisecond, func() bool {
+				q, j, h := r.gateHolder(r.ctx)
+				last, next = h, j
+				return q != nil && j != idx
+			}, "reaper-%d (the gate holder) SIGKILLed: the other replica never took the gate (holder %v)", idx, lazy(func() string { return last }))
+			t.Logf("SIGKILL reaper-%d, the gate holder (waitlist then: %s); reaper-%d held the gate %v later", idx, wlString(before), next,
+				time.Since(at).Round(time.Millisecond))
+			killed[idx] = true
+			pr.start()
+		}
+		killGate()
+
+		// The ingress, while a claim is on its way if one comes within 5 s.
+		select {
+		case <-r.claimSent:
+		default:
+		}
+		inFlight := false
+		select {
+		case <-r.claimSent:
+			inFlight = true
+			// Real time is the subject: the kill lands a random 0-4 ms after
+			// the claim is sent, somewhere inside its flight.
+			time.Sleep(time.Duration(rand.IntN(4000)) * time.Microsecond)
+		case <-time.After(5 * time.Second):
+		}
+		before := r.readWL()
+		p.ingress.kill()
+		t.Logf("SIGKILL ingress (a claim just sent: %v; waitlist then: %s)", inFlight, wlString(before))
+		p.ingress.start()
+		r.movesOn(before, "the ingress restart")
+		killGate()
+		if len(killed) != len(p.reapers) {
+			t.Logf("the same reaper held the gate at both kills: %v", killed)
+		}
+	})
+}
+
+// TestWaitlistOfferPassRedisStalled: the same hand-off with Redis SIGSTOPped
+// for 3 s, twice, each time while released units wait in the pool for the
+// gate's offer pass (which then hangs on Redis mid-pass, its calls timing
+// out with their outcome unknown) and offers are out to buyers (whose
+// claims and ticket reads hang too). Each pass is idempotent per unit: none
+// may be offered twice or lost between the pool and the offers, and the
+// hand-off goes on once Redis answers. The checks at quiescence are
+// TestWaitlistHandOffKilled's.
+func TestWaitlistOfferPassRedisStalled(t *testing.T) {
+	s := newStack(t)
+	cfg := defaultSettings()
+	cfg.Units, cfg.Reapers, cfg.PaymentWindow, cfg.ClaimWindow = 30, 2, 4*time.Second, 2*time.Second
+	waitlistHandOff(t, cfg, true, "waitlist hand-off: Redis SIGSTOPped 3 s twice during the gate's offer passes", func(r *wlRun) {
+		for i := range 2 {
+			var last string
+			testenv.Eventually(t, 30*time.Second, 5*time.Millisecond, func() bool {
+				w := r.readWL()
+				last = wlString(w)
+				return w.Pool > 0
+			}, "stall %d: no released unit waited in the pool for an offer pass (waitlist %v)", i+1, lazy(func() string { return last }))
+			before := r.readWL()
+			s.pause("redis")
+			hold(3 * time.Second)
+			s.resume("redis")
+			t.Logf("stall %d: Redis SIGSTOPped 3 s with units in the pool (waitlist then: %s, after: %s)", i+1, wlString(before), wlString(r.readWL()))
+			r.movesOn(before, fmt.Sprintf("Redis' stall %d", i+1))
+		}
+	})
+}
+
+// TestWaitlistClaimThroughKafkaOutage: the same hand-off with Kafka stopped
+// while offers are out, claim windows longer than the outage (45 s; a
+// broker's stop and start take 5-20 s here) and no buyer declining (an
+// offer declined would lapse only at the window's end). A claim then takes
+// its offer in Redis, its publish fails and the ingress answers 503 (the
+// order aborted): release.lua must give the unit back to the buyer's own
+// offer, not to the pool nor to nobody, so the buyer's retry with the same
+// grant, once Kafka is back and within the window, is the 202 of one order.
+// At least one buyer must have been refused so and then served.
+func TestWaitlistClaimThroughKafkaOutage(t *testing.T) {
+	s := newStack(t)
+	cfg := defaultSettings()
+	cfg.Units, cfg.Reapers, cfg.PaymentWindow, cfg.ClaimWindow = 30, 2, 4*time.Second, 45*time.Second
+	var r *wlRun
+	waitlistHandOff(t, cfg, false, "waitlist hand-off: Kafka stopped while claims are made", func(run *wlRun) {
+		r = run
+		var last string
+		testenv.Eventually(t, 30*time.Second, 5*time.Millisecond, func() bool {
+			w := r.readWL()
+			last = wlString(w)
+			return w.Offers > 0
+		}, "no offer out to a buyer (waitlist %v)", lazy(func() string { return last }))
+		before := r.readWL()
+		s.stop("kafka")
+		stopped := time.Now()
+		testenv.Eventually(t, 30*time.Second, 20*time.Millisecond, func() bool {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			return len(r.claim503) > 0
+		}, "no claim was answered 503 while Kafka was stopped (waitlist then: %s)", wlString(before))
+		s.start("kafka")
+		waitKafka(t, r.p)
+		t.Logf("Kafka stopped %v, until a claim was refused 503 (waitlist then: %s, after: %s)",
+			time.Since(stopped).Round(time.Millisecond), wlString(before), wlString(r.readWL()))
+		r.movesOn(before, "Kafka's return")
+	})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	served := 0
+	for _, c := range r.claims {
+		refused, ok := r.claim503[c.user]
+		if !ok || c.code != http.StatusAccepted {
+			continue
+		}
+		served++
+		t.Logf("user %d: claim refused 503 %v after its offer began, served 202 %v after the refusal (window %v)",
+			c.user, refused.Sub(c.offered).Round(time.Millisecond), c.at.Sub(refused).Round(time.Millisecond), cfg.ClaimWindow)
+	}
+	if served == 0 {
+		t.Errorf("no buyer whose claim was refused 503 during the outage got the unit on a retry (refused: %d buyers)", len(r.claim503))
+	}
+}
+
+// waitlistHandOff runs the hand-off of TestWaitlistHandOffKilled with
+// fault in the middle, once the first released unit reached the waitlist,
+// and checks what it promises at quiescence. declines: a third of the
+// buyers let their offers lapse.
+func waitlistHandOff(t *testing.T, cfg settings, declines bool, name string, fault func(r *wlRun)) {
+	start := time.Now()
 	p := newPipeline(t, cfg)
 	p.startProcesses()
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Second)
+	// Bounds that grow with the claim window: a declined offer lapses only
+	// at its end, and one unit may be declined several times in a row.
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Second+5*cfg.ClaimWindow)
 	defer cancel()
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	starts := now.Add(4 * time.Second)
@@ -52,15 +193,15 @@ func TestWaitlistHandOffKilled(t *testing.T) {
 		t.Fatalf("create queued item: %d %s", code, b)
 	}
 
-	r := &wlRun{t: t, p: p, window: cfg.ClaimWindow,
+	r := &wlRun{t: t, p: p, ctx: ctx, window: cfg.ClaimWindow,
 		w:    &workload{p: p, accepted: map[string]accepted{}, keyRIDs: map[string]map[string]bool{}, paid: map[string]bool{}, done: make(chan struct{})},
-		held: map[int64]wlHeld{}, followed: map[string]bool{}, claimCodes: map[string]int{}, buyerOffers: map[string]time.Time{},
+		held: map[int64]wlHeld{}, followed: map[string]bool{}, claimCodes: map[string]int{}, claim503: map[int64]time.Time{}, buyerOffers: map[string]time.Time{},
 		declined: map[string]bool{}, redisOffers: map[string]time.Time{}, claimSent: make(chan struct{}, 1)}
 	stop := make(chan struct{})
 	const humans = 90
 	var buyers, followers sync.WaitGroup
 	for i := range humans {
-		b := wlBuyer{user: int64(30_000 + i), payStock: i%2 == 1, decline: i%3 == 0, payClaim: i%5 != 0}
+		b := wlBuyer{user: int64(30_000 + i), payStock: i%2 == 1, decline: declines && i%3 == 0, payClaim: i%5 != 0}
 		buyers.Go(func() { r.buyer(ctx, stop, b, &followers) })
 	}
 	sampled := make(chan struct{})
@@ -75,66 +216,12 @@ func TestWaitlistHandOffKilled(t *testing.T) {
 
 	// The first unit released to the waitlist: a non-payer's order
 	// cancelled after the payment window, the item sold out.
-	readWL := func() waitroom.Waitlist {
-		w, _ := waitroom.NewStore(p.st).ReadWaitlist(ctx, p.itemID)
-		return w
-	}
-	testenv.Eventually(t, 30*time.Second, 20*time.Millisecond, func() bool { return readWL().In > 0 },
+	testenv.Eventually(t, 30*time.Second, 20*time.Millisecond, func() bool { return r.readWL().In > 0 },
 		"no unit reached the waitlist: no order cancelled while the item was sold out")
 	firstRelease := time.Now()
-	t.Logf("first unit in the waitlist %v after the start: %+v", firstRelease.Sub(starts).Round(time.Millisecond), readWL())
+	t.Logf("first unit in the waitlist %v after the start: %+v", firstRelease.Sub(starts).Round(time.Millisecond), r.readWL())
 
-	killed := map[int]bool{}
-	killGate := func() {
-		var pr *proc
-		var idx int
-		var last string
-		testenv.Eventually(t, 5*time.Second, 20*time.Millisecond, func() bool { pr, idx, last = r.gateHolder(ctx); return pr != nil },
-			"no reaper of this test holds the gate's lease (holder %v)", lazy(func() string { return last }))
-		before := readWL()
-		pr.kill()
-		at := time.Now()
-		var next int
-		testenv.Eventually(t, 5*time.Second, 20*time.Millisecond, func() bool {
-			q, j, h := r.gateHolder(ctx)
-			last, next = h, j
-			return q != nil && j != idx
-		}, "reaper-%d (the gate holder) SIGKILLed: the other replica never took the gate (holder %v)", idx, lazy(func() string { return last }))
-		t.Logf("SIGKILL reaper-%d, the gate holder (waitlist then: %s); reaper-%d held the gate %v later", idx, wlString(before), next,
-			time.Since(at).Round(time.Millisecond))
-		killed[idx] = true
-		pr.start()
-	}
-	killGate()
-
-	// The ingress, while a claim is on its way if one comes within 5 s.
-	select {
-	case <-r.claimSent:
-	default:
-	}
-	inFlight := false
-	select {
-	case <-r.claimSent:
-		inFlight = true
-		// Real time is the subject: the kill lands a random 0-4 ms after
-		// the claim is sent, somewhere inside its flight.
-		time.Sleep(time.Duration(rand.IntN(4000)) * time.Microsecond)
-	case <-time.After(5 * time.Second):
-	}
-	before := readWL()
-	p.ingress.kill()
-	t.Logf("SIGKILL ingress (a claim just sent: %v; waitlist then: %s)", inFlight, wlString(before))
-	p.ingress.start()
-	// The hand-off goes on through the restarted ingress before the second
-	// gate holder dies (or it is over already).
-	testenv.Eventually(t, 15*time.Second, 50*time.Millisecond, func() bool {
-		w := readWL()
-		return w.Offered+w.Claimed > before.Offered+before.Claimed || w.Held() == 0
-	}, "the waitlist did not move on after the ingress restart: %s", lazy(func() string { return wlString(readWL()) }))
-	killGate()
-	if len(killed) != len(p.reapers) {
-		t.Logf("the same reaper held the gate at both kills: %v", killed)
-	}
+	fault(r)
 
 	// Quiescence: nothing held for the waitlist, nothing pending or unpaid,
 	// every restore in Redis; at every poll for a second.
@@ -159,7 +246,7 @@ func TestWaitlistHandOffKilled(t *testing.T) {
 		return wl.Pool+wl.Offers == 0 && rep.Pending == 0 && rep.Unpaid == 0 && unapplied == 0
 	}
 	var quietSince time.Time // the first of the polls quiet since, zero when the last was not
-	testenv.Eventually(t, 75*time.Second, 250*time.Millisecond, func() bool {
+	testenv.Eventually(t, 75*time.Second+4*cfg.ClaimWindow, 250*time.Millisecond, func() bool {
 		if !quietOnce() {
 			quietSince = time.Time{}
 			return false
@@ -177,7 +264,7 @@ func TestWaitlistHandOffKilled(t *testing.T) {
 		t.Fatalf("buyers did not finish: %v", ctx.Err())
 	}
 
-	rep := p.settle("waitlist hand-off: gate holder SIGKILL x2, ingress SIGKILL with a claim in flight", start, r.w)
+	rep := p.settle(name, start, r.w)
 	if !rep.viaHTTP.OK {
 		t.Errorf("audit endpoint not ok: %v", rep.viaHTTP.Violations)
 	}
@@ -185,7 +272,7 @@ func TestWaitlistHandOffKilled(t *testing.T) {
 	if wl == nil {
 		t.Fatalf("the audit endpoint has no waitlist for a queued item")
 	}
-	if wl.Claimed == 0 || wl.Lapsed == 0 {
+	if wl.Claimed == 0 || (declines && wl.Lapsed == 0) {
 		t.Errorf("waitlist claimed %d, lapsed %d: want both above 0", wl.Claimed, wl.Lapsed)
 	}
 	// Every claim took an offer; at quiescence every unit is claimed by an
@@ -340,9 +427,11 @@ type wlTicket struct {
 }
 
 type wlRun struct {
-	t      *testing.T
-	p      *pipeline
-	w      *workload
+	t *testing.T
+	p *pipeline
+	w *workload
+	// ctx bounds the whole run.
+	ctx    context.Context
 	window time.Duration
 	// claimSent gets a value (if empty) just before a claim is sent.
 	claimSent chan struct{}
@@ -352,6 +441,7 @@ type wlRun struct {
 	followed     map[string]bool
 	claims       []wlClaim
 	claimCodes   map[string]int       // answers to orders on offer grants
+	claim503     map[int64]time.Time  // buyer -> first 503 to an order on an offer grant
 	stockOrders  []wlHeld             // orders accepted on admission grants
 	stockUsers   []int64              // their buyers
 	buyerOffers  map[string]time.Time // user|expiry -> first seen on the ticket
@@ -472,6 +562,22 @@ func retryAfter(ctx context.Context, d time.Duration) {
 	}
 }
 
+// readWL reads the item's waitlist (zero when Redis does not answer).
+func (r *wlRun) readWL() waitroom.Waitlist {
+	w, _ := waitroom.NewStore(r.p.st).ReadWaitlist(r.ctx, r.p.itemID)
+	return w
+}
+
+// movesOn waits until the hand-off went on after a fault (an offer made or
+// claimed since before), or is over.
+func (r *wlRun) movesOn(before waitroom.Waitlist, after string) {
+	r.t.Helper()
+	testenv.Eventually(r.t, 15*time.Second, 50*time.Millisecond, func() bool {
+		w := r.readWL()
+		return w.Offered+w.Claimed > before.Offered+before.Claimed || w.Held() == 0
+	}, "the waitlist did not move on after %s: %s", after, lazy(func() string { return wlString(r.readWL()) }))
+}
+
 // holding is the order the test knows b holds.
 func (r *wlRun) holding(user int64) (wlHeld, bool) {
 	r.mu.Lock()
@@ -493,7 +599,9 @@ func (r *wlRun) order(ctx context.Context, b wlBuyer, grant string, offerEnd tim
 	}
 	bearer := r.p.bearer(b.user)
 	unanswered := false
-	for range 50 {
+	// An admission is tried 50 times; a claim until its offer ends, as a
+	// buyer holding an offer would.
+	for try := 0; claim && time.Now().Before(offerEnd) || try < 50; try++ {
 		if ctx.Err() != nil {
 			return false
 		}
@@ -523,6 +631,9 @@ func (r *wlRun) order(ctx context.Context, b wlBuyer, grant string, offerEnd tim
 		if claim {
 			r.mu.Lock()
 			r.claimCodes[strings.TrimSpace(fmt.Sprint(code, " ", an.errKey))]++
+			if _, seen := r.claim503[b.user]; code == http.StatusServiceUnavailable && !seen {
+				r.claim503[b.user] = an.doneAt
+			}
 			r.mu.Unlock()
 		}
 		switch {
