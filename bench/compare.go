@@ -67,7 +67,7 @@ func RunCompare(ctx context.Context, c config.Common, w Workload) (Output, error
 	}
 	if ctx.Err() == nil {
 		sc := Scenario{Name: "flashsale", Base: w.Settings.Target, Brokers: c.Brokers(),
-			Group: cmp.Or(w.LagGroup, c.ConsumerGroup), Topic: cmp.Or(w.LagTopic, c.OrdersTopic), Metrics: w.Settings.IngressMetrics}
+			Group: cmp.Or(w.LagGroup, c.ConsumerGroup), Topic: cmp.Or(w.LagTopic, c.OrdersTopic), Metrics: w.Settings.IngressMetrics, ReaperMetrics: w.Settings.ReaperMetrics}
 		rep, err := RunScenario(ctx, w, sc)
 		if err != nil {
 			slog.Error("flashsale scenario could not start", "err", err)

@@ -29,7 +29,7 @@ func Execute(ctx context.Context, c config.Common, s Settings) (Output, error) {
 		w.Concurrency = defaultCompareConcurrency
 	}
 	rep, err := RunScenario(ctx, w, Scenario{Name: "flashsale", Base: s.Target, Brokers: c.Brokers(), Group: c.ConsumerGroup, Topic: c.OrdersTopic,
-		ReapWait: s.ReapWait, Metrics: s.IngressMetrics})
+		ReapWait: s.ReapWait, Metrics: s.IngressMetrics, ReaperMetrics: s.ReaperMetrics})
 	if err != nil {
 		return Output{}, err
 	}

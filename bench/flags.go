@@ -82,6 +82,10 @@ type Settings struct {
 	// FLASHSALE_METRICS_ADDR): the Kafka publish histogram is scraped
 	// before and after flashsale's attack; "" = not scraped.
 	IngressMetrics string
+	// ReaperMetrics is the reaper's /metrics URL: its count of live-audit
+	// reports (flashsale_audit_reported_total) is read before and after
+	// flashsale's run; "" = not read.
+	ReaperMetrics string
 	// HTML, when set, is the file the self-contained HTML report is written
 	// to: the summary and charts of each run's timeline (sampled once a
 	// second only then).
@@ -139,6 +143,7 @@ func (s *Settings) RegisterFlags(fs *flag.FlagSet) {
 	fs.Int64Var(&s.Seed, "seed", 1, "seed of the workload plan")
 	fs.StringVar(&s.BaselineDB, "baseline-db", "flashsale_bench", "MySQL database for the baselines' own tables (created if missing)")
 	fs.BoolVar(&s.Quiet, "quiet", false, "no progress line on stderr")
+	fs.StringVar(&s.ReaperMetrics, "reaper-metrics", "http://127.0.0.1:9102/metrics", "the reaper's /metrics URL, read for the live auditor's reports during the run (a report on a sale whose final audit passes fails the run); empty = don't read")
 	fs.StringVar(&s.IngressMetrics, "ingress-metrics", "http://127.0.0.1:9103/metrics", "the ingress's /metrics URL on its ops listener, scraped for the Kafka publish latency; empty = don't scrape")
 	fs.IntVar(&s.Drain, "drain", 0, "drain mode: queue this many orders, time the real consumer writing them, then baseline (a) over -drain-sample; 0 = a sale")
 	fs.IntVar(&s.DrainItems, "drain-items", 1000, "items the drain's orders are spread over (1 = one hot item on one partition)")
@@ -196,6 +201,9 @@ func (s *Settings) Validate() error {
 	}
 	if u, err := url.Parse(s.IngressMetrics); s.IngressMetrics != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
 		return fmt.Errorf("FLASHSALE_INGRESS_METRICS: %q (expected the ingress's metrics URL such as http://127.0.0.1:9103/metrics, or empty)", s.IngressMetrics)
+	}
+	if u, err := url.Parse(s.ReaperMetrics); s.ReaperMetrics != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+		return fmt.Errorf("FLASHSALE_REAPER_METRICS: %q (expected the reaper's metrics URL such as http://127.0.0.1:9102/metrics, or empty)", s.ReaperMetrics)
 	}
 	if _, err := parseBaselines(s.Baselines); err != nil {
 		return fmt.Errorf("-baselines (FLASHSALE_BASELINES): %q: %v (expected any of a, b, c, comma-separated)", s.Baselines, err)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
@@ -41,25 +42,9 @@ type histogram struct {
 
 // scrapePublish reads the publish histogram from an ingress's /metrics.
 func scrapePublish(ctx context.Context, url string) (histogram, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	fams, err := scrape(ctx, url)
 	if err != nil {
-		return histogram{}, fmt.Errorf("bench: scrape %s: %w", url, err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return histogram{}, fmt.Errorf("bench: scrape %s: %w", url, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil || resp.StatusCode != http.StatusOK {
-		return histogram{}, fmt.Errorf("bench: scrape %s: status %d: %v", url, resp.StatusCode, err)
-	}
-	parser := expfmt.NewTextParser(model.LegacyValidation)
-	fams, err := parser.TextToMetricFamilies(bytes.NewReader(body))
-	if err != nil {
-		return histogram{}, fmt.Errorf("bench: scrape %s: %w", url, err)
+		return histogram{}, err
 	}
 	mf, ok := fams[publishMetric]
 	if !ok || len(mf.GetMetric()) != 1 || mf.GetMetric()[0].GetHistogram() == nil {
@@ -75,6 +60,44 @@ func scrapePublish(ctx context.Context, url string) (histogram, error) {
 		out.cum = append(out.cum, b.GetCumulativeCount())
 	}
 	return out, nil
+}
+
+// scrape reads the metric families a Prometheus /metrics URL serves.
+func scrape(ctx context.Context, url string) (map[string]*dto.MetricFamily, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("bench: scrape %s: %w", url, err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("bench: scrape %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("bench: scrape %s: status %d: %v", url, resp.StatusCode, err)
+	}
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := parser.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("bench: scrape %s: %w", url, err)
+	}
+	return fams, nil
+}
+
+// scrapeCounter reads one unlabelled counter from a /metrics URL.
+func scrapeCounter(ctx context.Context, url, name string) (float64, error) {
+	fams, err := scrape(ctx, url)
+	if err != nil {
+		return 0, err
+	}
+	mf, ok := fams[name]
+	if !ok || len(mf.GetMetric()) != 1 || mf.GetMetric()[0].GetCounter() == nil {
+		return 0, fmt.Errorf("bench: scrape %s: no counter %s", url, name)
+	}
+	return mf.GetMetric()[0].GetCounter().GetValue(), nil
 }
 
 // at is the q-quantile of the buckets (pkg/histquantile): past the last

@@ -63,6 +63,11 @@ type Report struct {
 	PublishNote string        `json:"publish_note,omitempty"`
 	Audit       *Audit        `json:"audit,omitempty"`
 	AuditErr    string        `json:"audit_error,omitempty"`
+	// LiveAudit is how many violations the reaper's live auditor reported
+	// during the run (flashsale with -reaper-metrics only; 0 on a healthy
+	// sale); LiveAuditNote says why there is no figure.
+	LiveAudit     *int   `json:"live_audit_reported,omitempty"`
+	LiveAuditNote string `json:"live_audit_note,omitempty"`
 	// Checks are the bench's own findings (unsettled requests, replays that
 	// did not get their first answer, more units ordered than exist).
 	Checks      []string `json:"checks"`
@@ -248,6 +253,12 @@ func writeRun(b *bytes.Buffer, r *Report) {
 		}
 	} else {
 		fmt.Fprintf(b, "audit: unavailable: %s\n", r.AuditErr)
+	}
+	switch {
+	case r.LiveAudit != nil:
+		fmt.Fprintf(b, "live audit (the reaper's auditor during the run): %d violations reported\n", *r.LiveAudit)
+	case r.LiveAuditNote != "":
+		fmt.Fprintf(b, "live audit: %s\n", r.LiveAuditNote)
 	}
 	for _, c := range r.Checks {
 		fmt.Fprintf(b, "  bench check failed: %s\n", c)

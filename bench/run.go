@@ -29,6 +29,10 @@ type Scenario struct {
 	// Metrics, when set, is the ingress's /metrics URL: its Kafka publish
 	// histogram is scraped before and after the attack (flashsale only).
 	Metrics string
+	// ReaperMetrics, when set, is the reaper's /metrics URL: its count of
+	// live-audit reports is read before the attack and after the final
+	// audit (flashsale only).
+	ReaperMetrics string
 }
 
 // Workload is what every scenario of one invocation shares.
@@ -131,6 +135,7 @@ func RunScenario(ctx context.Context, w Workload, sc Scenario) (Report, error) {
 		settler.Run(ctx, attackDone, s.PollInterval, s.PollTimeout)
 	}()
 	pub := startPublishScrape(ctx, sc.Metrics)
+	live := startLiveAudit(ctx, sc.ReaperMetrics)
 	slog.Info("attack", "scenario", sc.Name, "item", itemID, "attempts", n, "mode", rep.Mode)
 	err := atk.Run(ctx, rec)
 	attackEnd := time.Now()
@@ -187,6 +192,10 @@ func RunScenario(ctx context.Context, w Workload, sc Scenario) (Report, error) {
 		cancelled = rep.Audit.Cancelled
 	}
 	rep.Checks, rep.Warnings = benchChecks(rec, w.Plan, n, rep.Settle, int64(s.Units)+cancelled)
+	rep.LiveAudit, rep.LiveAuditNote = live.finish(ctx)
+	if rep.LiveAudit != nil && *rep.LiveAudit > 0 && rep.Audit != nil && rep.Audit.OK {
+		rep.Checks = append(rep.Checks, fmt.Sprintf("the reaper's live auditor reported %d violations during the run that the final audit does not show (false alarms: see its log, 'invariant violated')", *rep.LiveAudit))
+	}
 	rep.Pass = rep.Audit != nil && rep.Audit.OK && len(rep.Checks) == 0
 	return rep, nil
 }

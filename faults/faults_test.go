@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -264,10 +265,14 @@ func TestMySQLSessionKilled(t *testing.T) {
 // TestRedisWiped: Redis restarted without persistence mid-sale. Admission
 // must stop safely (no 202 while Redis knows nothing), the order log drains into
 // MySQL, the admin warm rebuilds Redis from MySQL, and the sale goes on.
+//
+// The reaper's live auditor (every second here) must see the wipe: the
+// item unknown to Redis is a violation it reports, and the only one.
 func TestRedisWiped(t *testing.T) {
 	start := time.Now()
 	s := newStack(t)
 	p := newPipeline(t, defaultSettings())
+	p.tolerated = map[string]string{"live-audit": "Redis lost the item until the warm: the auditor's reports are true, and required below"}
 	p.startAll()
 	w := p.start(burst(pick(500, 1000), 50))
 	waitAccepted(t, w, 30)
@@ -303,6 +308,16 @@ func TestRedisWiped(t *testing.T) {
 		}
 	}
 	rep := p.settle("redis wiped (no persistence), warm from MySQL", start, w, w2)
+	reports := p.reapers[0].logLines("invariant violated")
+	for _, r := range reports {
+		if !strings.Contains(r, "not warmed") {
+			t.Errorf("the live auditor reported something else than the wiped item: %s", r)
+		}
+	}
+	if len(reports) == 0 {
+		t.Errorf("the live auditor never reported the item Redis lost")
+	}
+	t.Logf("the live auditor reported the wiped item %d times", len(reports))
 	if w2.nAccept.Load() == 0 && rep.direct.DBStock > 0 {
 		t.Errorf("the sale did not continue after the warm: no 202 in the second wave with %d units left", rep.direct.DBStock)
 	}

@@ -171,6 +171,18 @@ func (p *proc) grepLog(s string) int {
 	return bytes.Count(b, []byte(s))
 }
 
+// logLines returns the log lines containing s.
+func (p *proc) logLines(s string) []string {
+	b, _ := os.ReadFile(p.log)
+	var out []string
+	for line := range strings.Lines(string(b)) {
+		if strings.Contains(line, s) {
+			out = append(out, strings.TrimRight(line, "\n"))
+		}
+	}
+	return out
+}
+
 func tail(path string, n int) string {
 	b, err := os.ReadFile(path)
 	if err != nil {

@@ -96,6 +96,7 @@ func (a *Auditor) Pass(ctx context.Context) error {
 		}
 		a.Metrics.record(rep, sig, now)
 		if !rep.OK {
+			a.Metrics.reported.Inc()
 			a.Log.Warn("invariant violated", "item", id, "violations", rep.Violations)
 		}
 	}
