@@ -87,19 +87,6 @@ func scrape(ctx context.Context, url string) (map[string]*dto.MetricFamily, erro
 	return fams, nil
 }
 
-// scrapeCounter reads one unlabelled counter from a /metrics URL.
-func scrapeCounter(ctx context.Context, url, name string) (float64, error) {
-	fams, err := scrape(ctx, url)
-	if err != nil {
-		return 0, err
-	}
-	mf, ok := fams[name]
-	if !ok || len(mf.GetMetric()) != 1 || mf.GetMetric()[0].GetCounter() == nil {
-		return 0, fmt.Errorf("bench: scrape %s: no counter %s", url, name)
-	}
-	return mf.GetMetric()[0].GetCounter().GetValue(), nil
-}
-
 // at is the q-quantile of the buckets (pkg/histquantile): past the last
 // finite bound it answers that bound, as histogram_quantile does.
 func at(q float64, bounds []float64, cum []uint64, total uint64) float64 {

@@ -135,7 +135,7 @@ func RunScenario(ctx context.Context, w Workload, sc Scenario) (Report, error) {
 		settler.Run(ctx, attackDone, s.PollInterval, s.PollTimeout)
 	}()
 	pub := startPublishScrape(ctx, sc.Metrics)
-	live := startLiveAudit(ctx, sc.ReaperMetrics)
+	live := startLiveAudit(ctx, sc.ReaperMetrics, ids)
 	slog.Info("attack", "scenario", sc.Name, "item", itemID, "attempts", n, "mode", rep.Mode)
 	err := atk.Run(ctx, rec)
 	attackEnd := time.Now()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -96,7 +97,7 @@ func (a *Auditor) Pass(ctx context.Context) error {
 		}
 		a.Metrics.record(rep, sig, now)
 		if !rep.OK {
-			a.Metrics.reported.Inc()
+			a.Metrics.reported.WithLabelValues(strconv.FormatInt(id, 10)).Inc()
 			a.Log.Warn("invariant violated", "item", id, "violations", rep.Violations)
 		}
 	}

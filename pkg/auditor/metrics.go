@@ -22,7 +22,7 @@ type Metrics struct {
 	failures     prometheus.Counter
 	itemFailures prometheus.Counter
 	transient    prometheus.Counter
-	reported     prometheus.Counter
+	reported     *prometheus.CounterVec
 	buckets      *bucketMetrics
 }
 
@@ -50,8 +50,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Item audits that failed and were skipped (the item keeps its previous values; the pass goes on)."}),
 		transient: f.NewCounter(prometheus.CounterOpts{Name: "flashsale_audit_transient_total",
 			Help: "Item audits whose violation a re-read in the same pass no longer showed (a unit caught between the stores mid-sale); not reported as violations."}),
-		reported: f.NewCounter(prometheus.CounterOpts{Name: "flashsale_audit_reported_total",
-			Help: "Item audits that reported a confirmed invariant violation (logged as 'invariant violated'): 0 over a healthy sale, so any increase is worth a look even after the item's gauge is gone."}),
+		reported: f.NewCounterVec(prometheus.CounterOpts{Name: "flashsale_audit_reported_total",
+			Help: "Item audits that reported a confirmed invariant violation (logged as 'invariant violated'): 0 over a healthy sale, so any increase is worth a look."}, []string{"item"}),
 		buckets: newBucketMetrics(f),
 	}
 }
@@ -83,5 +83,6 @@ func (m *Metrics) forget(itemID int64) {
 	for _, v := range []*prometheus.GaugeVec{m.stock, m.pending, m.oldest, m.drift, m.orders, m.violations} {
 		v.DeletePartialMatch(l)
 	}
+	m.reported.DeletePartialMatch(l)
 	m.buckets.forget(l["item"])
 }
