@@ -2,7 +2,6 @@ package rebalance
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/flashsale-dev/flashsale/pkg/store"
@@ -75,18 +74,5 @@ func (r *Rebalancer) ResumePool(ctx context.Context, itemID int64) error {
 	if err != nil {
 		return fmt.Errorf("rebalance: open waitlist transfers of item %d: %w", itemID, err)
 	}
-	var errs []error
-	for _, t := range ts {
-		d, err := r.run(ctx, t)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if d.won {
-			r.m.Resumed.Inc()
-			r.log.Info("rebalance: resumed an open waitlist transfer", "transfer_id", t.ID, "item_id", t.ItemID,
-				"from_state", string(t.State), "state", string(d.state))
-		}
-	}
-	return errors.Join(errs...)
+	return r.finishOpen(ctx, ts)
 }

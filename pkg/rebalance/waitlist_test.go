@@ -2,13 +2,10 @@ package rebalance
 
 import (
 	"context"
-	"database/sql"
 	"testing"
 	"time"
 
-	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/audit"
-	"github.com/flashsale-dev/flashsale/pkg/catalog"
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
@@ -19,23 +16,7 @@ import (
 // room, its sale open, and warms it (every bucket gets total/n).
 func (e *env) queuedItem(total int64, n int) int64 {
 	e.t.Helper()
-	ctx := context.Background()
-	id := testenv.ItemID()
-	now := time.Now()
-	err := store.RunInTx(ctx, e.db, sql.LevelDefault, func(tx *sql.Tx) error {
-		_, err := store.UpsertItem(ctx, tx, store.Item{ID: id, Name: "t", PriceCents: 100, TotalStock: total,
-			PerUserLimit: 1, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Buckets: n,
-			Queue: true, QueueOpensAt: now.Add(-time.Hour), QueueRate: 100})
-		return err
-	})
-	if err != nil {
-		e.t.Fatalf("create item: %v", err)
-	}
-	cat := catalog.New(e.db, e.st, func(context.Context) (int64, error) { return 0, nil })
-	if _, err := cat.Warm(ctx, id); err != nil {
-		e.t.Fatalf("warm item %d: %v", id, err)
-	}
-	return id
+	return e.newItem(total, n, true)
 }
 
 // release sells out bucket b of item (n buckets, each of per units) to
