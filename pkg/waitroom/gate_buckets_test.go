@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -279,5 +280,67 @@ func TestGateWithoutMoverServesEachBucketsOwn(t *testing.T) {
 		if b != 1 || stock.HomeBucket(tk.UserID, n) != 1 {
 			t.Fatalf("user %d (home %d) offered in bucket %d, want a buyer of bucket 1", tk.UserID, stock.HomeBucket(tk.UserID, n), b)
 		}
+	}
+}
+
+// recordingMover is a PoolMover that moves nothing and records the items
+// it was asked to resume.
+type recordingMover struct {
+	mu      sync.Mutex
+	resumed []int64
+	moves   int
+}
+
+func (m *recordingMover) MovePool(context.Context, int64, int, int, int, int64) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.moves++
+	return 0, nil
+}
+
+func (m *recordingMover) ResumePool(_ context.Context, itemID int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.resumed = append(m.resumed, itemID)
+	return nil
+}
+
+// TestGateResumesAMoveLeftHalfWay: when a bucketed item's shares show units
+// taken out of one pool and given to none (a mover died between a
+// transfer's writes), the gate's pass asks its mover to finish the item's
+// open transfers before it offers anything; with nothing moving it does
+// not.
+func TestGateResumesAMoveLeftHalfWay(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const n = 2
+	q := newBucketedQueue(t, n, 1, 6)
+	q.buy(0, 1)
+	_, rids := q.buy(1, 1)
+	if ok, err := q.st.Release(ctx, q.item, rids[0], stock.ReleaseOptions{ReturnStock: true, RemoveBuyer: true}); err != nil || !ok {
+		t.Fatalf("release: %v %v", ok, err)
+	}
+	m := &recordingMover{}
+	g := waitroom.NewGate(waitroom.GateConfig{Interval: 5 * time.Millisecond, Lease: 2 * time.Second, LeaseKey: "fs:test:gate:" + testenv.Suffix(),
+		ClaimWindow: time.Minute, StoreTimeout: 5 * time.Second, Mover: m}, q.db, q.rdb, waitroom.NewGateMetrics(prometheus.NewRegistry()), quietLog())
+	if err := g.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.resumed) != 0 {
+		t.Fatalf("resumed %v with nothing moving", m.resumed)
+	}
+	// Another unit released in bucket 1 and taken out of its pool by a
+	// transfer (as waitlist_out.lua leaves it), and not given anywhere yet.
+	k1 := stock.BucketKeys(q.item, 1)
+	q.rdb.HIncrBy(ctx, k1.Waitlist, "in", 1)
+	q.rdb.HIncrBy(ctx, k1.Waitlist, "moved_out", 1)
+	if w := sharesOf(t, q.st, q.item, n); w.Moving() != 1 {
+		t.Fatalf("planted: %+v, want one unit moving", w)
+	}
+	if err := g.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.resumed) != 1 || m.resumed[0] != q.item {
+		t.Fatalf("resumed %v, want item %d once", m.resumed, q.item)
 	}
 }
