@@ -193,7 +193,7 @@ func TestGateOffersBucketedUnitsDownTheLine(t *testing.T) {
 			next = append(next, tk.UserID)
 		}
 	}
-	g, m := q.gate(300*time.Millisecond, true)
+	g, m := q.gate(time.Second, true) // the claim below comes well within it; the lapse is waited for
 	if err := g.Pass(ctx); err != nil {
 		t.Fatal(err)
 	}
