@@ -49,14 +49,19 @@ func run(ctx context.Context, p *service.Process, c config.Common, rc config.Rea
 	// The rebalancer moves stock between the buckets of bucketed items
 	// (pkg/rebalance). With a lease only one replica moves at a time;
 	// without, all do, as safely.
-	if rb := rc.Rebalance; rb.Interval > 0 {
-		p.Go(rebalance.New(rebalance.Config{Interval: rb.Interval, PassTimeout: rb.PassTimeout, Lease: rb.Lease, StoreTimeout: c.StoreTimeout},
-			rebalance.Deps{DB: st.DB, Redis: st.Redis}, rebalance.NewMetrics(p.Registry), p.Log.With("component", "rebalancer")).Run)
+	rb := rc.Rebalance
+	mover := rebalance.New(rebalance.Config{Interval: rb.Interval, PassTimeout: rb.PassTimeout, Lease: rb.Lease, StoreTimeout: c.StoreTimeout},
+		rebalance.Deps{DB: st.DB, Redis: st.Redis}, rebalance.NewMetrics(p.Registry), p.Log.With("component", "rebalancer"))
+	if rb.Interval > 0 {
+		p.Go(mover.Run)
 	}
 	// The waiting room's gate admits queued items' tickets at their rates
-	// (pkg/waitroom); one replica at a time, by its own lease.
+	// (pkg/waitroom); one replica at a time, by its own lease. It moves a
+	// bucketed item's released units between the buckets' pools through the
+	// rebalancer's waitlist transfers, whether or not the rebalancer passes.
 	if gc := rc.Gate; gc.Interval > 0 {
-		p.Go(waitroom.NewGate(waitroom.GateConfig{Interval: gc.Interval, Lease: gc.Lease, ClaimWindow: gc.ClaimWindow, MaxInFlight: gc.MaxInFlight, StoreTimeout: c.StoreTimeout},
+		p.Go(waitroom.NewGate(waitroom.GateConfig{Interval: gc.Interval, Lease: gc.Lease, ClaimWindow: gc.ClaimWindow, MaxInFlight: gc.MaxInFlight,
+			StoreTimeout: c.StoreTimeout, Mover: mover},
 			st.DB, st.Redis, waitroom.NewGateMetrics(p.Registry), p.Log.With("component", "gate")).Run)
 	}
 	p.Go(func(ctx context.Context) error {

@@ -43,7 +43,7 @@ type AuditReport struct {
 // AuditBucket is one bucket's numbers (schema AuditBucket), as AuditReport's
 // are the item's: Total and DBStock are its item_buckets row, RedisStock,
 // Pending and PendingQty its Redis bucket, Unpaid, Paid and Cancelled the qty
-// of the orders attributed to it.
+// of the orders attributed to it, WaitlistHeld its share of the waitlist.
 type AuditBucket struct {
 	Bucket     int   `json:"bucket"`
 	Total      int64 `json:"total"`
@@ -54,13 +54,20 @@ type AuditBucket struct {
 	Unpaid     int64 `json:"unpaid"`
 	Paid       int64 `json:"paid"`
 	Cancelled  int64 `json:"cancelled"`
+	// WaitlistHeld is what the bucket's share of the item's waitlist holds
+	// out of its stock (pool and live offers); 0 for an item without a
+	// waiting room.
+	WaitlistHeld int64 `json:"waitlist_held"`
 }
 
 // Waitlist is what an item's waitlist holds and did, in units (schema
-// Waitlist; pkg/stock waitlist.go): I9 says every unit that came In is in
-// the pool, on one live offer, claimed by an order, or returned to the
-// stock. Cursor is the serving position of the last ticket considered for an
-// offer. The admin queue view and flashsalectl show the same.
+// Waitlist; pkg/waitroom waitlist.go): I9 says every unit that came In is in
+// the pool, on one live offer, claimed by an order, returned to the stock,
+// or (a bucketed item) Moving from one bucket's share to another's. Cursor
+// is the serving position of the last ticket considered for an offer (a
+// bucketed item: up to which every ticket was). Moved counts the units moved
+// between buckets' shares for an offer to a buyer of another bucket, since
+// the last warm. The admin queue view and flashsalectl show the same.
 type Waitlist struct {
 	In       int64 `json:"in"`
 	Pool     int64 `json:"pool"`
@@ -70,4 +77,6 @@ type Waitlist struct {
 	Lapsed   int64 `json:"lapsed"`
 	Returned int64 `json:"returned"`
 	Cursor   int64 `json:"cursor"`
+	Moved    int64 `json:"moved"`
+	Moving   int64 `json:"moving"`
 }

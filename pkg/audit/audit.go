@@ -39,7 +39,8 @@ type numbers struct {
 }
 
 // Waitlist is what an item's waitlist holds and did, in units: api.Waitlist
-// (I9: in = pool + offers + claimed + returned).
+// (I9: in = pool + offers + claimed + returned + moving; a bucketed item's
+// is the sum of its buckets' shares, each of which balances on its own).
 type Waitlist = api.Waitlist
 
 // Item audits one item; store.ErrNotFound when MySQL does not know it.
@@ -96,7 +97,7 @@ func readItem(ctx context.Context, db *sql.DB, st *stock.Store, itemID int64, n 
 		return err
 	}
 	if n.item.Queue {
-		if n.waitlist, err = waitroom.NewStore(st).ReadWaitlist(ctx, itemID); err != nil {
+		if n.waitlist, err = waitroom.NewStore(st).ReadShares(ctx, itemID, max(n.item.Buckets, 1)); err != nil {
 			return err
 		}
 	}
@@ -222,13 +223,21 @@ func check(n numbers, r Report) []string {
 		// Not checked now; the report's info names the transfer.
 	} else if !n.changesQuiet {
 		// Not checked now; the report's info says a stock change ran.
-	} else if got := r.RedisStock + n.waitlist.Held() + r.PendingQty - n.orderedPending + active + n.unappliedRestore + n.changes.total(); got != r.Total {
+	} else if held := n.waitlist.Held() + n.waitlist.Moving(); r.RedisStock+held+r.PendingQty-n.orderedPending+active+n.unappliedRestore+n.changes.total() != r.Total {
+		// held counts the units moving between two buckets' shares of the
+		// waitlist too: 0 here, where no transfer is open.
+		got := r.RedisStock + held + r.PendingQty - n.orderedPending + active + n.unappliedRestore + n.changes.total()
 		add("I3 redis conservation: stock %d + held for the waitlist %d + pending %d - pending already ordered %d + active %d + restores not yet in redis %d + stock changes not yet in redis %d = %d != total %d",
-			r.RedisStock, n.waitlist.Held(), r.PendingQty, n.orderedPending, active, n.unappliedRestore, n.changes.total(), got, r.Total)
+			r.RedisStock, held, r.PendingQty, n.orderedPending, active, n.unappliedRestore, n.changes.total(), got, r.Total)
 	}
-	if w := n.waitlist; w.Pool < 0 || w.Offers < 0 || w.In != w.Pool+w.Offers+w.Claimed+w.Returned {
-		add("I9 waitlist hand-off: in %d != pool %d + on offer %d + claimed %d + returned %d (a unit in two places, or lost)",
-			w.In, w.Pool, w.Offers, w.Claimed, w.Returned)
+	if w := n.waitlist; !w.Balanced() {
+		add("I9 waitlist hand-off: in %d != pool %d + on offer %d + claimed %d + returned %d + moving between buckets %d (a unit in two places, or lost)",
+			w.In, w.Pool, w.Offers, w.Claimed, w.Returned, w.Moving())
+	} else if w.Moving() != 0 && !transferring {
+		// Each bucket's share balances on its own (checkBuckets); at rest
+		// what left one share by a transfer must have reached another.
+		add("I9 waitlist hand-off: %d units moved out of a bucket's share of the waitlist and %d into another's, with no transfer open (a unit lost, or in two places)",
+			w.MovedOut, w.MovedIn)
 	}
 	if n.orderedNoOrder > 0 || n.orderNoOutcome > 0 {
 		add("I4 nothing lost: %d ORDERED requests without an order, %d orders without an ORDERED outcome", n.orderedNoOrder, n.orderNoOutcome)

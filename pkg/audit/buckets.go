@@ -25,9 +25,10 @@ import (
 //     moves a row pair's stock and total in one transaction, so these hold
 //     at every commit, transfers or not, and the rows, orders and restores
 //     are read in one REPEATABLE READ snapshot.
-//   - Redis, like the item's I3 redis check per bucket: stock + pending qty
-//     - the pending already decided ORDERED + live qty + restores not yet
-//     applied in Redis = the bucket's MySQL total. A reservation counts in
+//   - Redis, like the item's I3 redis check per bucket: stock + what the
+//     bucket's share of the waitlist holds (pool, live offers) + pending
+//     qty - the pending already decided ORDERED + live qty + restores not
+//     yet applied in Redis = the bucket's MySQL total. A reservation counts in
 //     the bucket its request id names (reqid.Bucket), a restore in
 //     stock_restores.bucket. Only while no transfer of the item is open
 //     (store.OpenTransfersOf) and none ran during the audit (the Redis
@@ -35,6 +36,11 @@ import (
 //     has moved its units in one store and not yet in the other. The report
 //     then says so in Info, not as a violation.
 //   - I7 per bucket: no bucket negative in either store.
+//   - I9 per bucket, for an item with a waiting room: the bucket's share of
+//     the waitlist balances (in + moved in = pool + offers + claimed +
+//     returned + moved out), always, since each share is read in one
+//     step; the item's sum must also show nothing moving between two
+//     shares while no transfer is open (audit.go).
 
 // BucketReport is one bucket's numbers, as Report's are the item's:
 // api.AuditBucket, an entry of Report.PerBucket.
@@ -131,6 +137,10 @@ func bucketReports(n numbers) []BucketReport {
 		}
 		o := n.buckets.orders[b]
 		r.Unpaid, r.Paid, r.Cancelled = o[store.Unpaid], o[store.Paid], o[store.Cancelled]
+		if b < len(n.waitlist.PerBucket) {
+			w := n.waitlist.PerBucket[b]
+			r.WaitlistHeld = w.Pool + w.Offers
+		}
 		out[b] = r
 	}
 	return out
@@ -176,10 +186,18 @@ func checkBuckets(n numbers, per []BucketReport) (violations, info []string) {
 	default:
 		for _, r := range per {
 			op, un, ch := bn.orderedPending[r.Bucket], bn.unapplied[r.Bucket], n.changes.lag[r.Bucket]
-			if got := r.RedisStock + r.PendingQty - op + r.Unpaid + r.Paid + un + ch; got != r.Total {
-				add("I3 redis conservation in bucket %d: stock %d + pending %d - pending already ordered %d + active %d + restores not yet in redis %d + stock changes not yet in redis %d = %d != total %d",
-					r.Bucket, r.RedisStock, r.PendingQty, op, r.Unpaid+r.Paid, un, ch, got, r.Total)
+			if got := r.RedisStock + r.WaitlistHeld + r.PendingQty - op + r.Unpaid + r.Paid + un + ch; got != r.Total {
+				add("I3 redis conservation in bucket %d: stock %d + held for the waitlist %d + pending %d - pending already ordered %d + active %d + restores not yet in redis %d + stock changes not yet in redis %d = %d != total %d",
+					r.Bucket, r.RedisStock, r.WaitlistHeld, r.PendingQty, op, r.Unpaid+r.Paid, un, ch, got, r.Total)
 			}
+		}
+	}
+	// Each bucket's share of the waitlist is read in one step, so it
+	// balances whatever runs meanwhile, transfers included (I9).
+	for b, w := range n.waitlist.PerBucket {
+		if !w.Balanced() {
+			add("I9 waitlist hand-off in bucket %d: in %d + moved in %d != pool %d + on offer %d + claimed %d + returned %d + moved out %d (a unit in two places, or lost)",
+				b, w.In, w.MovedIn, w.Pool, w.Offers, w.Claimed, w.Returned, w.MovedOut)
 		}
 	}
 	for _, r := range per {

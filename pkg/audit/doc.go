@@ -11,7 +11,10 @@
 //
 // A bucketed item is checked as a whole and bucket by bucket (buckets.go):
 // the item's sums cannot see a unit that sits in the wrong bucket in one
-// store only.
+// store only. Its waitlist is one share per bucket: I9 is checked for each
+// share (each is read in one step, so it balances at every moment) and for
+// the sum, which must show nothing moving between two shares while no
+// transfer is open; each share's pool and offers count in its bucket's I3.
 //
 // It owns no state and writes nothing: it reads MySQL with its own SELECTs
 // (items, item_buckets, orders, request_outcomes, stock_restores,

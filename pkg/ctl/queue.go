@@ -25,7 +25,8 @@ the commitment to the shuffle's seed, the rate the gate admits at, the tickets
 taken, the serving position (how many the gate has admitted; 0 before
 starts_at), the tickets beyond it, the reaper replica holding the gate, and
 the waitlist: units released after the sell-out, held, claimed by the next
-tickets in line, and returned to the stock.
+tickets in line, and returned to the stock (a bucketed item's also moved
+between its buckets, to the bucket of the buyer offered them).
 Read it twice a few seconds apart during a sale: a serving position that does
 not move while tickets wait is a stalled gate (runbook FlashsaleQueueGateStalled).`,
 		Args:              cobra.ExactArgs(1),
@@ -61,9 +62,14 @@ func printQueue(cmd *cobra.Command, v api.AdminQueue) error {
 		// (from starts_at, before it), as the tickets' own estimates count.
 		waiting += fmt.Sprintf(" (%v at the rate)", time.Duration((v.Waiting+int64(v.Rate)-1)/int64(v.Rate))*time.Second)
 	}
+	wl := fmt.Sprintf("%d released: %d held (%d on offer), %d claimed, %d returned; %d offered, %d lapsed",
+		w.In, w.Pool+w.Offers+w.Moving, w.Offers, w.Claimed, w.Returned, w.Offered, w.Lapsed)
+	if w.Moved > 0 || w.Moving != 0 {
+		// A bucketed item's: units moved to the bucket of the buyer offered them.
+		wl += fmt.Sprintf("; %d moved between buckets (%d moving)", w.Moved, w.Moving)
+	}
 	return fields(cmd.OutOrStdout(), [][2]string{{"item", i(v.ItemID)}, {"opens_at", stamp(v.OpensAt)}, {"starts_at", stamp(v.StartsAt)},
 		{"commitment", v.Commitment}, {"rate", strconv.Itoa(v.Rate) + " a second"}, {"tickets", i(v.Tickets)},
 		{"serving_position", i(v.Serving)}, {"waiting", waiting}, {"gate_holder", holder},
-		{"waitlist", fmt.Sprintf("%d released: %d held (%d on offer), %d claimed, %d returned; %d offered, %d lapsed",
-			w.In, w.Pool+w.Offers, w.Offers, w.Claimed, w.Returned, w.Offered, w.Lapsed)}})
+		{"waitlist", wl}})
 }

@@ -79,6 +79,14 @@ func TestQueueShow(t *testing.T) {
 		t.Errorf("-o json: %v %v", raw, err)
 	}
 
+	// A bucketed item's waitlist also says what moved between its buckets,
+	// and counts a unit moving as held.
+	api.body = strings.Replace(queueBody, `"cursor":640}`, `"cursor":640,"moved":5,"moving":1}`, 1)
+	out = mustRun(t, env, "queue", "show", "7")
+	if want := `waitlist:\s+12 released: 4 held \(2 on offer\), 7 claimed, 2 returned; 9 offered, 2 lapsed; 5 moved between buckets \(1 moving\)\n`; !regexp.MustCompile(want).MatchString(out) {
+		t.Errorf("queue show of a bucketed item's waitlist lacks %s:\n%s", want, out)
+	}
+
 	api.body = strings.Replace(queueBody, `"reaper-abc"`, "null", 1)
 	out = mustRun(t, env, "queue", "show", "7")
 	if !regexp.MustCompile(`gate_holder:\s+none: no reaper holds the gate, nobody is being admitted\n`).MatchString(out) {

@@ -31,6 +31,16 @@ type childSpec struct {
 	DSN       string
 	RedisAddr string
 	KillAfter string // "out" or "moved" (crashAfter's steps)
+	// Pool, when set, makes the child move units of a waitlist (MovePool,
+	// as the gate does) instead of running a pass.
+	Pool *poolSpec
+}
+
+// poolSpec is one MovePool call.
+type poolSpec struct {
+	Item              int64
+	Buckets, From, To int
+	Qty               int64
 }
 
 func TestMain(m *testing.M) {
@@ -40,8 +50,8 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// runChild runs one rebalance pass with crashAfter set to SIGKILL this
-// process after the spec's step. Reaching the end is a failure (exit 3):
+// runChild runs one rebalance pass (or the spec's MovePool) with
+// crashAfter set to SIGKILL this process after the spec's step. Reaching the end is a failure (exit 3):
 // the pass was expected to make a move.
 func runChild(spec string) int {
 	var s childSpec
@@ -66,7 +76,12 @@ func runChild(spec string) int {
 	rdb := stock.NewClient(common.RedisAddrs(), 5*time.Second, 8)
 	defer rdb.Close()
 	r := New(Config{StoreTimeout: 5 * time.Second}, Deps{DB: db, Redis: rdb}, NewMetrics(prometheus.NewRegistry()), quiet())
-	if err := r.Pass(ctx); err != nil {
+	if p := s.Pool; p != nil {
+		if _, err := r.MovePool(ctx, p.Item, p.Buckets, p.From, p.To, p.Qty); err != nil {
+			fmt.Fprintln(os.Stderr, "child: move pool:", err)
+			return 1
+		}
+	} else if err := r.Pass(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "child: pass:", err)
 		return 1
 	}
@@ -78,7 +93,14 @@ func runChild(spec string) int {
 // must die by SIGKILL.
 func (e *env) runMover(killAfter string) {
 	e.t.Helper()
-	spec, err := json.Marshal(childSpec{DSN: e.dsn, RedisAddr: testenv.Common(e.t).RedisAddr, KillAfter: killAfter})
+	e.runMoverSpec(childSpec{KillAfter: killAfter})
+}
+
+// runMoverSpec is runMover for a spec (its store settings are e's).
+func (e *env) runMoverSpec(c childSpec) {
+	e.t.Helper()
+	c.DSN, c.RedisAddr = e.dsn, testenv.Common(e.t).RedisAddr
+	spec, err := json.Marshal(c)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -40,6 +40,13 @@
 // stock never exceeds what MySQL holds for it and its pending reservations:
 // the consumer always finds the stock it was promised.
 //
+// A transfer of kind WAITLIST (waitlist.go) moves units of a bucketed item's
+// waitlist from one bucket's pool to another's, for the waiting room's gate,
+// which reaches MovePool and ResumePool through its PoolMover: the same row,
+// states, MySQL step, marks and guards, with its own Redis steps
+// (lua/waitlist_out.lua, waitlist_in.lua) on the buckets' waitlist hashes.
+// Every pass resumes open transfers of either kind.
+//
 // The policy (policy.go) is a pure function of the buckets' stocks and want
 // flags; the loop (loop.go) finishes open transfers first, then plans. One
 // replica at a time moves, by a lease taken and renewed in one script
@@ -51,7 +58,8 @@
 // flashsale_rebalance_pass_failures_total and
 // flashsale_rebalance_pass_duration_seconds.
 //
-// Only the reaper's main imports it. It imports pkg/lease, pkg/stock and
+// Only the reaper's main imports it (and hands the gate a Rebalancer as its
+// pkg/waitroom PoolMover). It imports pkg/lease, pkg/stock and
 // pkg/store, and never the HTTP layer or pkg/admission: the ingress sees
 // transfers only through the Redis marks pkg/stock names and pkg/bucketview
 // reads (as this package's tests judge "sold out").

@@ -66,12 +66,23 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 // open, and warms it (every bucket gets total/n).
 func (e *env) item(total int64, n int) int64 {
 	e.t.Helper()
+	return e.newItem(total, n, false)
+}
+
+// newItem is item, with a waiting room when queue is set (opened an hour
+// ago).
+func (e *env) newItem(total int64, n int, queue bool) int64 {
+	e.t.Helper()
 	ctx := context.Background()
 	id := testenv.ItemID()
 	now := time.Now()
+	it := store.Item{ID: id, Name: "t", PriceCents: 100, TotalStock: total,
+		PerUserLimit: 1, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Buckets: n}
+	if queue {
+		it.Queue, it.QueueOpensAt, it.QueueRate = true, now.Add(-time.Hour), 100
+	}
 	err := store.RunInTx(ctx, e.db, sql.LevelDefault, func(tx *sql.Tx) error {
-		_, err := store.UpsertItem(ctx, tx, store.Item{ID: id, Name: "t", PriceCents: 100, TotalStock: total,
-			PerUserLimit: 1, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Buckets: n})
+		_, err := store.UpsertItem(ctx, tx, it)
 		return err
 	})
 	if err != nil {

@@ -249,11 +249,20 @@ func (r *Rebalancer) resume(ctx context.Context) (map[int64]bool, error) {
 		return nil, err
 	}
 	open := make(map[int64]bool, len(ts))
-	var errs []error
 	for _, t := range ts {
 		open[t.ID] = true
+	}
+	return open, r.finishOpen(ctx, ts)
+}
+
+// finishOpen drives open transfers ts (found by a pass, or by ResumePool)
+// to their end, one after the other until ctx is done, counting and
+// logging those this call finished.
+func (r *Rebalancer) finishOpen(ctx context.Context, ts []store.Transfer) error {
+	var errs []error
+	for _, t := range ts {
 		if err := ctx.Err(); err != nil {
-			return open, errors.Join(append(errs, err)...)
+			return errors.Join(append(errs, err)...)
 		}
 		d, err := r.run(ctx, t)
 		if err != nil {
@@ -262,11 +271,11 @@ func (r *Rebalancer) resume(ctx context.Context) (map[int64]bool, error) {
 		}
 		if d.won {
 			r.m.Resumed.Inc()
-			r.log.Info("rebalance: resumed an open transfer", "transfer_id", t.ID, "item_id", t.ItemID,
+			r.log.Info("rebalance: resumed an open transfer", "transfer_id", t.ID, "item_id", t.ItemID, "kind", string(t.Kind),
 				"from_state", string(t.State), "state", string(d.state))
 		}
 	}
-	return open, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // run drives t with a context of its own: detached from the pass's end and

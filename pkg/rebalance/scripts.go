@@ -12,7 +12,8 @@ import (
 )
 
 // The rebalancer's own scripts (one file per operation, under lua/): the
-// three steps of a transfer (the lease's are pkg/lease's). Every one is safe to run again
+// three steps of a transfer, the out and in steps of a waitlist transfer
+// in their own (the lease's are pkg/lease's). Every one is safe to run again
 // (the transfer steps keep their answer in a guard, the lease scripts
 // compare the holder), so they are run with go-redis' Script.Run, retries
 // and all: EVALSHA, then EVAL after NOSCRIPT (a restart or a failover),
@@ -28,10 +29,12 @@ var (
 	transferOutScript = mustScript("transfer_out.lua")
 	transferInScript  = mustScript("transfer_in.lua")
 	transferCutScript = mustScript("transfer_cut.lua")
+	waitlistOutScript = mustScript("waitlist_out.lua")
+	waitlistInScript  = mustScript("waitlist_in.lua")
 )
 
 // allScripts is every script under lua/, and the lease's (pkg/lease).
-var allScripts = append([]*redis.Script{transferOutScript, transferInScript, transferCutScript}, lease.Scripts...)
+var allScripts = append([]*redis.Script{transferOutScript, transferInScript, transferCutScript, waitlistOutScript, waitlistInScript}, lease.Scripts...)
 
 // loadScripts caches every script on Redis (on a Cluster, on every shard:
 // go-redis' ClusterClient.ScriptLoad), so a pass after a restart does not

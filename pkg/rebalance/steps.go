@@ -11,7 +11,9 @@ import (
 )
 
 // The Redis side of a transfer (MySQL's stock_transfers row says how far it
-// got; transfers_sql.go). Each step is one script in one bucket's slot,
+// got; transfers_sql.go): of a stock transfer the buckets' stock keys, of a
+// waitlist transfer the pools of the buckets' shares of the item's
+// waitlist (stock.Keys.Waitlist). Each step is one script in one bucket's slot,
 // guarded per transfer and direction (stock.Keys.TransferGuard), so it runs
 // at most once however often it is called. The item's TransfersLive and
 // TransfersDone (stock.Keys) are the marks pkg/admission and pkg/audit read
@@ -38,30 +40,41 @@ const (
 
 // ref names one transfer for its Redis steps. token tells it from a
 // transfer of an earlier database that had the same id (its created_at,
-// unix ms).
+// unix ms); waitlist says its units are the pools' of the buckets' shares
+// of the item's waitlist, not their stocks'.
 type ref struct {
 	item, id int64
 	from, to int
 	qty      int64
 	token    int64
+	waitlist bool
 }
 
 // refOf names t for its Redis steps.
 func refOf(t store.Transfer) ref {
-	return ref{item: t.ItemID, id: t.ID, from: t.From, to: t.To, qty: t.Qty, token: t.CreatedAt.UnixMilli()}
+	return ref{item: t.ItemID, id: t.ID, from: t.From, to: t.To, qty: t.Qty, token: t.CreatedAt.UnixMilli(),
+		waitlist: t.Kind == store.TransferWaitlist}
 }
 
-// transferOut takes t.qty out of the donor bucket t.from, unless the
-// transfer's out step already ran, whose answer it then repeats.
+// transferOut takes t.qty out of the donor bucket t.from (its stock, or
+// its waitlist's pool: waitlist_out.lua), unless the transfer's out step
+// already ran, whose answer it then repeats.
 func transferOut(ctx context.Context, rdb redis.UniversalClient, t ref) (step, error) {
 	k := stock.BucketKeys(t.item, t.from)
+	if t.waitlist {
+		return runStep(ctx, rdb, waitlistOutScript, "out", t, []string{k.Waitlist, k.TransferGuard(t.id, "out"), k.Stock})
+	}
 	return runStep(ctx, rdb, transferOutScript, "out", t, []string{k.Stock, k.TransferGuard(t.id, "out")})
 }
 
 // transferIn gives t.qty to the recipient bucket t.to and clears its want
-// flag, unless the transfer's in step already ran (stepSeen).
+// flag (a waitlist transfer: to its waitlist's pool, waitlist_in.lua),
+// unless the transfer's in step already ran (stepSeen).
 func transferIn(ctx context.Context, rdb redis.UniversalClient, t ref) (step, error) {
 	k := stock.BucketKeys(t.item, t.to)
+	if t.waitlist {
+		return runStep(ctx, rdb, waitlistInScript, "in", t, []string{k.Waitlist, k.TransferGuard(t.id, "in"), k.Stock, k.Meta})
+	}
 	return runStep(ctx, rdb, transferInScript, "in", t, []string{k.Stock, k.TransferGuard(t.id, "in"), k.Want})
 }
 
@@ -85,18 +98,23 @@ type cutResult struct {
 // restores Redis has not applied, short whether that row holds less than
 // t.qty. Normally (not short, never cut) it answers t.qty and writes
 // nothing. Short, it cuts the transfer to what MySQL has free less the
-// donor's pending reservations, gives the donor back the rest of what the
-// out step took and caps the donor at what MySQL says it holds: Redis is
-// reconciled downward, never up (lua/transfer_cut.lua). Its decision is
+// donor's pending reservations and what its share of the waitlist holds,
+// gives the donor's stock the rest of what the out step took (of a
+// waitlist transfer too: counted returned) and caps the donor at what MySQL
+// says it holds: Redis is reconciled downward, never up
+// (lua/transfer_cut.lua). Its decision is
 // kept, so a repeat answers the same whatever MySQL says then.
 func transferCutTo(ctx context.Context, rdb redis.UniversalClient, t ref, free int64, short bool) (cutResult, error) {
 	k := stock.BucketKeys(t.item, t.from)
-	flag := 0
+	flag, wl := 0, 0
 	if short {
 		flag = 1
 	}
-	v, err := transferCutScript.Run(ctx, rdb, []string{k.Stock, k.Reservations, k.TransferGuard(t.id, "cut")},
-		t.qty, free, flag, t.token).Int64Slice()
+	if t.waitlist {
+		wl = 1
+	}
+	v, err := transferCutScript.Run(ctx, rdb, []string{k.Stock, k.Reservations, k.TransferGuard(t.id, "cut"), k.Waitlist, k.Offers},
+		t.qty, free, flag, t.token, wl).Int64Slice()
 	if err != nil {
 		return cutResult{}, fmt.Errorf("rebalance: transfer %d cut: %w", t.id, err)
 	}

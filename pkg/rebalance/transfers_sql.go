@@ -34,6 +34,12 @@ var ErrBucketsChanged = errors.New("rebalance: bucket count changed")
 // Redis take that MySQL has not seen yet, and the units would be given
 // twice.
 func PlanTransfer(ctx context.Context, db *sql.DB, itemID int64, buckets, from, to int, qty int64) (store.Transfer, error) {
+	return planTransfer(ctx, db, store.TransferStock, itemID, buckets, from, to, qty)
+}
+
+// planTransfer is PlanTransfer for a transfer of kind: stock, or units of
+// the item's waitlist (MovePool).
+func planTransfer(ctx context.Context, db *sql.DB, kind store.TransferKind, itemID int64, buckets, from, to int, qty int64) (store.Transfer, error) {
 	if from == to || from < 0 || to < 0 || from >= buckets || to >= buckets || qty < 1 {
 		return store.Transfer{}, fmt.Errorf("rebalance: plan transfer of item %d %d->%d qty %d of %d buckets: bad arguments", itemID, from, to, qty, buckets)
 	}
@@ -51,7 +57,7 @@ func PlanTransfer(ctx context.Context, db *sql.DB, itemID int64, buckets, from, 
 			return fmt.Errorf("rebalance: plan transfer of item %d: %w: %d buckets, planned for %d", itemID, ErrBucketsChanged, n, buckets)
 		}
 		res, err := tx.ExecContext(ctx,
-			"INSERT INTO stock_transfers (item_id, from_bucket, to_bucket, qty) VALUES (?, ?, ?, ?)", itemID, from, to, qty)
+			"INSERT INTO stock_transfers (item_id, from_bucket, to_bucket, qty, kind) VALUES (?, ?, ?, ?, ?)", itemID, from, to, qty, string(kind))
 		if err != nil {
 			return fmt.Errorf("rebalance: plan transfer of item %d: %w", itemID, err)
 		}

@@ -123,15 +123,12 @@ func (s *Store) Admit(ctx context.Context, r AdmitRequest) (AdmitResult, error) 
 	if r.Buckets > 1 {
 		wantKey = k.Want
 	}
-	// The waitlist's keys only for a claim, which only an unbucketed item's
-	// buyer (bucket 0) makes: as the want flag, a key that is not used is
-	// one that exists.
+	// The waitlist's keys only for a claim, made in the buyer's home
+	// bucket, which holds their offer (Keys.Offers): as the want flag, a
+	// key that is not used is one that exists.
 	offersKey, waitlistKey, claimsKey, grant := k.Stock, k.Stock, k.Stock, flag(r.Granted)
-	if r.Claim && r.Bucket == 0 {
-		q := QueueKeysOf(r.ItemID)
-		offersKey, waitlistKey, claimsKey, grant = q.Offers, q.Waitlist, q.Claims, "2"
-	} else if r.Claim {
-		grant = "2" // the script answers no_offer: no bucket but 0 holds offers
+	if r.Claim {
+		offersKey, waitlistKey, claimsKey, grant = k.Offers, k.Waitlist, k.Claims, "2"
 	}
 	keys := []string{k.Stock, k.Meta, k.Holders, k.Reservations, idemKey, rateKey, k.HolderBits, wantKey, offersKey, waitlistKey, claimsKey}
 	args := []any{r.UserID, r.Qty, r.RequestID, deadlineMs(r.Deadline), r.UserRatePerSec,

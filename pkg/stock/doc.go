@@ -13,10 +13,12 @@
 // script touches live in one Redis Cluster slot, and the buckets of a hot
 // item spread over slots (buckets.go).
 //
-// It names the waiting room's keys (QueueKeysOf, queuekeys.go), because its
-// own scripts touch some of them in the same step (admit.lua claims a
-// waitlist offer, restore.lua fills the waitlist's pool, warm.lua and
-// release.lua keep them); taking tickets, moving the gate and offering the
+// It names the waiting room's keys (QueueKeysOf, queuekeys.go, and each
+// bucket's share of the waitlist, Keys.Waitlist, Offers, Claims), because
+// its own scripts touch some of them in the same step (admit.lua claims a
+// waitlist offer in the buyer's home bucket, restore.lua and release.lua
+// fill the pool of the bucket a unit is released in, warm.lua gives a
+// share's units back to its bucket's stock); taking tickets, moving the gate and offering the
 // pool are pkg/waitroom's, with its own scripts run through Eval. It names
 // the status cache's keys and channel (Keys.Status, Keys.StatusChannel) and
 // the stock change guards (Keys.StockChangeGuard) by the same rule as every

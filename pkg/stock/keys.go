@@ -27,8 +27,17 @@ type Keys struct {
 	// Want is set (with a short TTL) by admit.lua when a buyer found this
 	// bucket short while the item has other buckets: the rebalancer's
 	// demand signal.
-	Want   string
-	prefix string
+	Want string
+	// Waitlist, Offers and Claims are the bucket's share of the item's
+	// waitlist (QueueKeys describes the three): a unit released in this
+	// bucket waits in its pool, an offer to a buyer whose home this bucket
+	// is lives in its offers, and that buyer's claim in its claims, so
+	// each step is one script in the bucket's slot. Bucket 0's are the
+	// item's QueueKeys' (an unbucketed item has no other); a bucketed
+	// item's units move between the buckets' pools by pkg/rebalance's
+	// waitlist transfers.
+	Waitlist, Offers, Claims string
+	prefix                   string
 }
 
 // KeysOf returns the keys of item id's bucket 0: all of an unbucketed item.
@@ -47,6 +56,9 @@ func BucketKeys(id int64, bucket int) Keys {
 		Holders:      p + "holders",
 		HolderBits:   p + "hbits",
 		Reservations: p + "resv",
+		Waitlist:     p + "qw",
+		Offers:       p + "qo",
+		Claims:       p + "qc",
 	}
 }
 

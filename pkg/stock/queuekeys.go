@@ -15,6 +15,10 @@ type QueueKeys struct {
 	// (waitlist.go). Claims is a hash of the reservations that claimed an
 	// offer, request id -> the offer, so a claim released (its order not
 	// taken) goes back to its offer or the pool, not to the stock.
+	// These three are bucket 0's share of the waitlist: a bucketed item's
+	// other buckets have their own (Keys.Waitlist, Offers, Claims), and
+	// bucket 0's waitlist hash then also keeps the gate's place in the
+	// whole line (field line; pkg/waitroom gate_offers_buckets.go).
 	Waitlist string
 	Offers   string
 	Claims   string
@@ -22,7 +26,7 @@ type QueueKeys struct {
 
 // QueueKeysOf returns item id's waiting room keys.
 func QueueKeysOf(id int64) QueueKeys {
-	p := bucketPrefix(id, 0)
-	return QueueKeys{ByUser: p + "qu", ByTicket: p + "qt", Arrivals: p + "qn", Meta: p + "meta", Gate: p + "qg",
-		Waitlist: p + "qw", Offers: p + "qo", Claims: p + "qc"}
+	p, k := bucketPrefix(id, 0), BucketKeys(id, 0)
+	return QueueKeys{ByUser: p + "qu", ByTicket: p + "qt", Arrivals: p + "qn", Meta: k.Meta, Gate: p + "qg",
+		Waitlist: k.Waitlist, Offers: k.Offers, Claims: k.Claims}
 }

@@ -40,14 +40,10 @@ func releaseCall(itemID int64, requestID string, o ReleaseOptions) ([]string, []
 	if o.IdempotencyKey != "" {
 		extra, dropIdem = k.Idempotency(o.UserID, o.IdempotencyKey), "1"
 	}
-	// The waitlist's keys are bucket 0's: for another bucket, where it
-	// never applies, a key of the bucket's own slot (release.lua).
-	wl, offers, claims := k.Stock, k.Stock, k.Stock
-	if k.Bucket == 0 {
-		q := QueueKeysOf(itemID)
-		wl, offers, claims = q.Waitlist, q.Offers, q.Claims
-	}
-	return []string{k.Stock, k.Holders, k.Reservations, extra, k.Meta, wl, offers, claims},
+	// The waitlist's keys are the bucket's own (Keys.Waitlist): a unit
+	// released in a bucket waits in that bucket's pool, and a claim was
+	// made in its buyer's home bucket, where its offer lived.
+	return []string{k.Stock, k.Holders, k.Reservations, extra, k.Meta, k.Waitlist, k.Offers, k.Claims},
 		[]any{requestID, flag(o.ReturnStock), flag(o.RemoveBuyer), dropIdem, o.Holder}
 }
 

@@ -21,8 +21,9 @@ type RestoreResult int
 // Restore outcomes; see lua/restore.lua.
 const (
 	RestoreApplied RestoreResult = 1 // qty given back now
-	// RestoreWaitlisted: given back now, to the waitlist's pool (an
-	// unbucketed queued item's sale is open and sold out; waitlist.go).
+	// RestoreWaitlisted: given back now, to the bucket's waitlist pool (a
+	// queued item's sale is open and the bucket's stock gone; pkg/waitroom
+	// waitlist.go).
 	RestoreWaitlisted RestoreResult = 2
 	RestoreSeen       RestoreResult = 0  // given back before: no-op
 	RestoreNoStock    RestoreResult = -1 // Redis has no state for the item; warm rebuilds it from MySQL
@@ -31,10 +32,10 @@ const (
 // Restore gives the qty of requestID's cancelled order back to bucket of the
 // item in Redis, once per request id: the restore guard makes a repeat a
 // no-op (RestoreSeen). The qty goes back to the bucket's stock
-// (RestoreApplied), except for an unbucketed item with a waiting room whose
-// sale is open and whose stock is gone: there it goes to the waitlist's pool
-// (RestoreWaitlisted), so the gate offers it to the next ticket in line
-// rather than to whoever asks first. With no stock key (RestoreNoStock)
+// (RestoreApplied), except for an item with a waiting room whose sale is
+// open and whose bucket's stock is gone: there it goes to the bucket's
+// waitlist pool (RestoreWaitlisted), so the gate offers it to the next
+// ticket in line rather than to whoever asks first. With no stock key (RestoreNoStock)
 // nothing is given back in Redis, since the warm that rebuilds the item from
 // MySQL counts the qty already; the guard is set all the same. Its guard has
 // no TTL until ExpireRestoreGuards, after the mark.
@@ -47,13 +48,8 @@ func (s *Store) Restore(ctx context.Context, itemID int64, bucket int, requestID
 }
 
 // restoreKeys are restore.lua's keys for requestID's qty going back to
-// bucket of item itemID: the waitlist's hash is bucket 0's, and for another
-// bucket (where the waitlist never applies) a key of that bucket's slot.
+// bucket of item itemID: the waitlist's hash is that bucket's own.
 func restoreKeys(itemID int64, bucket int, requestID string) []string {
 	k := BucketKeys(itemID, bucket)
-	wl := k.Stock
-	if bucket == 0 {
-		wl = QueueKeysOf(itemID).Waitlist
-	}
-	return []string{k.Stock, k.RestoreGuard(requestID), k.Meta, wl}
+	return []string{k.Stock, k.RestoreGuard(requestID), k.Meta, k.Waitlist}
 }

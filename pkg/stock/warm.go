@@ -93,12 +93,7 @@ func (s *Store) Warm(ctx context.Context, snap Snapshot) error {
 
 func (s *Store) warmBucket(ctx context.Context, snap Snapshot, bucket, n int, stock int64, buyers []Holder, guards []string) error {
 	k := BucketKeys(snap.ItemID, bucket)
-	wl, offers := k.Stock, k.Stock // warm.lua leaves them alone
-	if bucket == 0 {
-		q := QueueKeysOf(snap.ItemID)
-		wl, offers = q.Waitlist, q.Offers
-	}
-	keys := []string{k.Stock, k.Meta, k.Holders, k.Reservations, k.HolderBits, wl, offers}
+	keys := []string{k.Stock, k.Meta, k.Holders, k.Reservations, k.HolderBits, k.Waitlist, k.Offers}
 	for _, rid := range guards {
 		keys = append(keys, k.RestoreGuard(rid))
 	}
@@ -121,11 +116,12 @@ func (s *Store) warmBucket(ctx context.Context, snap Snapshot, bucket, n int, st
 }
 
 // retireBucket empties a bucket beyond the item's new count n: no stock, no
-// buyers, and a meta that says only n, so admit.lua answers Moved.
+// buyers, no share of the waitlist (MySQL's new layout counts what its pool
+// held), and a meta that says only n, so admit.lua answers Moved.
 func (s *Store) retireBucket(ctx context.Context, itemID int64, bucket, n int) error {
 	k := BucketKeys(itemID, bucket)
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.Del(ctx, k.Stock, k.Meta, k.Holders, k.HolderBits, k.Want)
+		p.Del(ctx, k.Stock, k.Meta, k.Holders, k.HolderBits, k.Want, k.Waitlist, k.Offers, k.Claims)
 		p.HSet(ctx, k.Meta, "buckets", n)
 		return nil
 	})

@@ -8,7 +8,8 @@ import (
 
 // A transfer moves qty units of a bucketed item from one bucket to another,
 // in MySQL (the two item_buckets rows, stock and total_stock together) and in
-// Redis (the two buckets' stock keys). pkg/rebalance owns transfers end to
+// Redis (the two buckets' stock keys, or for a waitlist transfer the pools
+// of the two buckets' shares of the item's waitlist: Kind). pkg/rebalance owns transfers end to
 // end: it plans, moves and ends them (its transfers_sql.go and movesql.go
 // hold those statements). What stays here is what others read: the row's
 // shape and states, and the open transfers of an item, which a warm refuses
@@ -44,6 +45,18 @@ const (
 // Open reports whether the transfer still has a step to run.
 func (s TransferState) Open() bool { return s == TransferPlanned || s == TransferMoved }
 
+// TransferKind is a stock_transfers.kind: what the transfer moves.
+type TransferKind string
+
+// The kinds of a transfer. Both move the two bucket rows alike in MySQL
+// (the waitlist's units are stock there); in Redis a stock transfer moves
+// the buckets' stock keys and a waitlist transfer the pools of their shares
+// of the item's waitlist (pkg/rebalance).
+const (
+	TransferStock    TransferKind = "STOCK"
+	TransferWaitlist TransferKind = "WAITLIST"
+)
+
 // Transfer is one stock_transfers row.
 type Transfer struct {
 	ID       int64
@@ -51,21 +64,22 @@ type Transfer struct {
 	From, To int
 	Qty      int64
 	State    TransferState
+	Kind     TransferKind
 	// CreatedAt (ms) tells this transfer from one of an earlier database
 	// that had the same AUTO_INCREMENT id (pkg/rebalance names its Redis
 	// guards by both).
 	CreatedAt time.Time
 }
 
-const transferCols = "id, item_id, from_bucket, to_bucket, qty, state, created_at"
+const transferCols = "id, item_id, from_bucket, to_bucket, qty, state, kind, created_at"
 
 func scanTransfer(row interface{ Scan(...any) error }) (Transfer, error) {
 	var t Transfer
-	var st string
-	if err := row.Scan(&t.ID, &t.ItemID, &t.From, &t.To, &t.Qty, &st, &t.CreatedAt); err != nil {
+	var st, kind string
+	if err := row.Scan(&t.ID, &t.ItemID, &t.From, &t.To, &t.Qty, &st, &kind, &t.CreatedAt); err != nil {
 		return t, err
 	}
-	t.State = TransferState(st)
+	t.State, t.Kind = TransferState(st), TransferKind(kind)
 	return t, nil
 }
 

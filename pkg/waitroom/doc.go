@@ -35,6 +35,18 @@
 // serving order (gate_offers.go). The offer's script decides everything in
 // Redis in one step, so a pass that dies half-way cannot offer a unit twice.
 //
+// A bucketed item's waitlist is one share per bucket, in the bucket's slot
+// (stock.Keys.Waitlist, Offers, Claims): a unit waits in the pool of the
+// bucket it was released in, and an offer lives in its buyer's home bucket,
+// where admit.lua claims it beside the buyer mark. The gate serves the
+// item's one line (gate_offers_buckets.go): it chooses the next buyers in
+// line who hold nothing, as many as the pools hold units, moves units to
+// the buckets of those whose pool is short through its PoolMover
+// (pkg/rebalance's waitlist transfers, idempotent and crash-safe across the
+// two slots and MySQL; the reaper's main wires it, so this package does not
+// import pkg/rebalance), and offers in each bucket with the same script.
+// Each share counts what moved in and out, so it balances on its own (I9).
+//
 // # Grants
 //
 // A grant (grant.go) is "g1.<item>.<user>.<expires unix ms>.<mac>", the mac
@@ -59,9 +71,12 @@
 // flashsale_queue_gate_pass_failures_total and
 // flashsale_queue_waitlist_units_total; the Redis state of tickets, the
 // gate and the waitlist (Store: tickets.go, gate_redis.go, waitlist.go) and
-// their scripts (lua/ticket_take.lua, gate_advance.lua, waitlist_offer.lua).
-// The keys' names are pkg/stock's (QueueKeysOf): the ledger's admit.lua and
-// restore.lua touch the waitlist's keys in the same step as the stock.
+// their scripts (lua/ticket_take.lua, gate_advance.lua, waitlist_offer.lua,
+// waitlist_read.lua, waitlist_line.lua). The keys' names are pkg/stock's
+// (QueueKeysOf, and Keys.Waitlist for a bucket's share): the ledger's
+// admit.lua, release.lua and restore.lua touch the waitlist's keys in the
+// same step as the stock, and pkg/rebalance's waitlist transfers move units
+// between two buckets' pools.
 // The serving line is drawn in one place, ServingLine (line.go): the gate
 // offers released units down it and Positions (the ingress's ticket
 // positions, drawn once a second per item) read it; Transcript publishes
@@ -85,9 +100,10 @@
 //
 // # Imports
 //
-// Importers: the reaper's main, which runs the gate; pkg/httpapi, which
-// mounts the Room's routes; pkg/audit (the waitlist's I9 counts) and
-// pkg/service (LoadScripts). It imports draw, pkg/api, pkg/lease,
-// pkg/stock and pkg/store, and never the HTTP layer.
+// Importers: the reaper's main, which runs the gate (and hands it the
+// rebalancer as its PoolMover); pkg/httpapi, which mounts the Room's
+// routes; pkg/audit (the waitlist's I9 counts, ReadShares) and pkg/service
+// (LoadScripts). It imports draw, pkg/api, pkg/lease, pkg/stock and
+// pkg/store, and never the HTTP layer or pkg/rebalance.
 // pkg/ctl (flashsalectl) imports draw alone, which links no store client.
 package waitroom

@@ -43,6 +43,12 @@ type GateConfig struct {
 	// MaxInFlight, above 0, holds an item's gate while that many of its
 	// orders are reserved and not yet written (config.Gate.MaxInFlight).
 	MaxInFlight int
+	// Mover moves a bucketed item's released units between its buckets'
+	// pools, for an offer to a buyer of another bucket (pkg/rebalance's
+	// waitlist transfers; the reaper's main wires its Rebalancer). Nil: each
+	// bucket's units are offered to its own buyers only
+	// (gate_offers_buckets.go).
+	Mover PoolMover
 }
 
 func (c GateConfig) withDefaults() GateConfig {

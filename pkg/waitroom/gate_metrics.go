@@ -23,9 +23,11 @@ type GateMetrics struct {
 	// orders still to write.
 	HeldBack prometheus.Counter
 	// Waitlist counts released units by what the waitlist did with them:
-	// offered to a ticket, lapsed (an offer's window ended unclaimed) and
-	// returned (to the stock: nobody left in line, or the sale over). The
-	// claims are the ingress's (flashsale_queue_offer_claims_total).
+	// offered to a ticket, lapsed (an offer's window ended unclaimed),
+	// returned (to the stock: nobody left in line, or the sale over) and
+	// moved (a bucketed item's, from one bucket's pool to another's for an
+	// offer to a buyer of that bucket). The claims are the ingress's
+	// (flashsale_queue_offer_claims_total).
 	Waitlist *prometheus.CounterVec
 }
 
@@ -55,7 +57,7 @@ func NewGateMetrics(reg prometheus.Registerer) *GateMetrics {
 		}),
 		Waitlist: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "flashsale_queue_waitlist_units_total",
-			Help: "Released units of queued items by what the waitlist did: offered to the next ticket in line, lapsed (the claim window ended), returned (to the stock: nobody left in line, or the sale over).",
+			Help: "Released units of queued items by what the waitlist did: offered to the next ticket in line, lapsed (the claim window ended), returned (to the stock: nobody left in line, or the sale over), moved (a bucketed item's, between two buckets' pools, for an offer to a buyer of the other bucket).",
 		}, []string{"event"}),
 	}
 }

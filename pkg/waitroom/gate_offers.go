@@ -9,8 +9,8 @@ import (
 )
 
 // The waitlist's hand-off (issue 25): units the reaper released while an
-// item's sale is open and sold out sit in the item's pool (pkg/stock
-// waitlist.go). The gate offers them, one unit per buyer, down the serving
+// item's sale is open and sold out sit in the item's pool (waitlist.go; a
+// bucketed item's, in its buckets' pools: gate_offers_buckets.go). The gate offers them, one unit per buyer, down the serving
 // order from where it last stopped, passing over buyers who hold the item.
 // The offer's script decides everything in Redis, in one step, so a pass
 // that dies half-way, or two holders at once, cannot offer a unit twice:
@@ -36,7 +36,10 @@ type line struct {
 // waitlist runs item it's waitlist while it has units in its pool or on
 // offer (st, read by this pass's advance).
 func (g *Gate) waitlist(ctx context.Context, it store.Item, st GateState) error {
-	if st.Pool+st.Offers == 0 || it.Buckets > 1 {
+	if it.Buckets > 1 {
+		return g.waitlistBuckets(ctx, it, st)
+	}
+	if st.Pool+st.Offers == 0 {
 		return nil
 	}
 	cursor := st.Cursor

@@ -23,7 +23,9 @@ type GateState struct {
 	Advanced int64
 	// Pool, Offers and Cursor are the waitlist's: units released and not
 	// on offer, live offers, and the serving position of the last ticket
-	// considered for one (waitlist.go). AdvanceGate and HoldGate fill them
+	// considered for one (waitlist.go); of a bucketed item, bucket 0's
+	// share's only (its pass reads every share itself:
+	// gate_offers_buckets.go). AdvanceGate and HoldGate fill them
 	// (one script, which reads them on every branch); ReadGate leaves them
 	// 0.
 	Pool, Offers, Cursor int64

@@ -115,7 +115,7 @@ func (r *Room) view(ctx context.Context, it store.Item, t Ticket) (api.TicketSta
 			v.State = api.TicketSoldOut
 		}
 	}
-	if v.State == api.TicketSoldOut && now.Before(it.EndsAt) && it.Buckets <= 1 {
+	if v.State == api.TicketSoldOut && now.Before(it.EndsAt) {
 		return r.offeredView(rctx, it, t, v)
 	}
 	if v.State != "" {

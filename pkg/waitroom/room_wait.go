@@ -90,7 +90,7 @@ func (r *Room) awaitOffer(ctx context.Context, it store.Item, t Ticket, v api.Ti
 	defer r.offers.release(it.ID, oi)
 	for {
 		o, found, left, read, changed := oi.now(t.UserID)
-		if found && o.Ticket == t.ID && time.Now().Before(o.Expires) && it.Buckets <= 1 {
+		if found && o.Ticket == t.ID && time.Now().Before(o.Expires) {
 			g, err := r.offerGrant(ctx, it.ID, t.UserID, o.Expires)
 			if err != nil {
 				return v

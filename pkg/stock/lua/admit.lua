@@ -14,8 +14,8 @@
 -- ARGV[7] "1" when an Idempotency-Key was sent   ARGV[8] the user's holder bit
 -- ARGV[9] the item's bucket count as the caller knows it
 -- ARGV[10] the want flag's TTL (ms)
--- KEYS[9] the item's waitlist offers, KEYS[10] its waitlist hash, KEYS[11]
---         its claims (bucket 0's, waitlist.go; any key of the bucket when
+-- KEYS[9] the bucket's waitlist offers, KEYS[10] its waitlist hash,
+--         KEYS[11] its claims (Keys.Offers; any key of the bucket when
 --         ARGV[11] is not "2")
 -- ARGV[12] the request's fingerprint with an Idempotency-Key ("" = none):
 --          stored beside the key's request id ("<rid>#<fingerprint>"), and
@@ -106,7 +106,7 @@ if claim then
   -- leaves the offer for this reservation, so it is claimed once.
   local o = redis.call("HGET", KEYS[9], ARGV[1])
   local exp = o and tonumber(string.match(o, ":(%d+)$"))
-  if buckets ~= 1 or not exp or now >= exp then return {"no_offer", ""} end
+  if not exp or now >= exp then return {"no_offer", ""} end
   if qty ~= 1 then return {"over_limit", "1"} end
   redis.call("HDEL", KEYS[9], ARGV[1])
   redis.call("HINCRBY", KEYS[10], "claimed", 1)

@@ -5,26 +5,26 @@
 -- must outlive the restore record in MySQL, which the reaper marks after
 -- this script ran, and only then gives the guard a short TTL.
 -- KEYS[1] stock   KEYS[2] restore guard of this request   KEYS[3] the
--- bucket's meta   KEYS[4] the item's waitlist hash (waitlist.go; bucket 0's,
--- so for another bucket any key of its own slot: it is not touched)
+-- bucket's meta   KEYS[4] the bucket's waitlist hash (Keys.Waitlist)
 -- ARGV[1] qty
 -- Returns 1 applied now, 2 applied now and held for the waitlist, 0 applied
 -- before, -1 no stock key (Redis lost its data: the item must be warmed from
 -- MySQL, which already holds the qty; the guard is set all the same, so a
 -- slow second reaper cannot give it back again after that warm).
 --
--- The waitlist (issue 25): a unit of an unbucketed item with a waiting room,
--- released while its sale is open and its stock is gone, is not given to
--- whoever asks first. It goes to the waitlist's pool, which the gate offers
--- to the next ticket in line (waitlist_offer.lua). Anywhere else (stock
--- left, the sale not open, no queue, buckets) it goes back to the stock.
+-- The waitlist (issue 25): a unit of an item with a waiting room, released
+-- while its sale is open and its bucket's stock is gone, is not given to
+-- whoever asks first. It goes to the bucket's waitlist pool, which the gate
+-- offers to the next ticket in line (waitlist_offer.lua; for a buyer of
+-- another bucket, after pkg/rebalance moved it there). Anywhere else (stock
+-- left, the sale not open, no queue) it goes back to the stock.
 if redis.call("EXISTS", KEYS[1]) == 0 then
   redis.call("SET", KEYS[2], "1", "NX")
   return -1
 end
 if not redis.call("SET", KEYS[2], "1", "NX") then return 0 end
-local m = redis.call("HMGET", KEYS[3], "queue", "start_ms", "end_ms", "buckets")
-if m[1] == "1" and tonumber(m[4] or "1") == 1 and tonumber(redis.call("GET", KEYS[1])) <= 0 then
+local m = redis.call("HMGET", KEYS[3], "queue", "start_ms", "end_ms")
+if m[1] == "1" and tonumber(redis.call("GET", KEYS[1])) <= 0 then
   local t = redis.call("TIME")
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   if now >= tonumber(m[2]) and now < tonumber(m[3]) then

@@ -3,8 +3,7 @@
 -- (Redis lost its data, so there is nothing pending to protect).
 -- KEYS[1] stock  KEYS[2] meta  KEYS[3] holders (hash)  KEYS[4] reservations
 -- KEYS[5] holder bitmap
--- KEYS[6] the item's waitlist hash, KEYS[7] its offers (bucket 0's; for
---         another bucket KEYS[1] twice: not touched)
+-- KEYS[6] the bucket's waitlist hash, KEYS[7] its offers (Keys.Waitlist)
 -- KEYS[8..] restore guards of orders whose restore MySQL holds but Redis has
 --           not seen: the snapshot already counts them, so they must not be
 --           applied again.
@@ -42,12 +41,20 @@ for i = 8, #KEYS do
 end
 -- The units the waitlist held are in the snapshot's stock (MySQL never
 -- held them apart): they are the stock's again, counted as returned (I9),
--- and their offers are gone.
+-- and their offers are gone. The units moved into and out of this bucket's
+-- share (pkg/rebalance waitlist transfers, none open: a warm refuses while
+-- one is) are folded into in, so every bucket balances on its own
+-- (in = pool + offers + claimed + returned) and a bucket a re-bucketing
+-- retires takes no transfer with it that another bucket still counts.
 if KEYS[6] ~= KEYS[1] then
-  local held = tonumber(redis.call("HGET", KEYS[6], "pool") or "0") + redis.call("HLEN", KEYS[7])
-  if held > 0 then
+  local w = redis.call("HMGET", KEYS[6], "pool", "moved_in", "moved_out")
+  local held = tonumber(w[1] or "0") + redis.call("HLEN", KEYS[7])
+  local net = tonumber(w[2] or "0") - tonumber(w[3] or "0")
+  if held > 0 or net ~= 0 or w[2] or w[3] then
     redis.call("HSET", KEYS[6], "pool", 0)
     redis.call("HINCRBY", KEYS[6], "returned", held)
+    redis.call("HINCRBY", KEYS[6], "in", net)
+    redis.call("HDEL", KEYS[6], "moved_in", "moved_out")
     redis.call("HINCRBY", KEYS[6], "ver", 1)
     redis.call("DEL", KEYS[7])
   end

@@ -1,13 +1,15 @@
 -- waitlist_offer.lua: one pass of the waitlist hand-off (pkg/waitroom gate_offers.go,
--- waitlist.go), run by the gate's lease holder. Every key carries the
--- item's bucket 0 hash tag: the hand-off is for unbucketed items only.
+-- waitlist.go), run by the gate's lease holder, over one bucket's share of
+-- the waitlist: an unbucketed item's one (bucket 0's), or one bucket's of a
+-- bucketed item (gate_offers_buckets.go: the tickets given are then those of
+-- the bucket's buyers). Every key carries the bucket's hash tag.
 -- KEYS[1] the waitlist hash (pool: released units not on offer; cursor: the
 --         serving position of the last ticket considered; in, offered,
 --         claimed, lapsed, returned: counts of units; ver: bumped on every
 --         change)
 -- KEYS[2] offers (hash: user id -> "ticket:position:expires_ms")
--- KEYS[3] holders (bucket 0's: user id -> request id)
--- KEYS[4] item meta   KEYS[5] stock
+-- KEYS[3] holders (the bucket's: user id -> request id)
+-- KEYS[4] the bucket's meta   KEYS[5] its stock
 -- ARGV[1] the claim window, ms
 -- ARGV[2] "1" when the candidates below run to the end of the line
 -- ARGV[3..] position, ticket, user id, ... in serving order: the tickets
