@@ -65,54 +65,27 @@ func (s *Server) putItem(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var b itemBody
 	raw, err := readBody(c, echo.MIMEApplicationJSON)
 	if err != nil {
 		return err
 	}
-	if err := decodeItemBody(raw, &b); err != nil {
+	var b catalog.Input
+	if err := decodeItemInput(raw, &b); err != nil {
 		return err
 	}
-	in, err := b.validate(id, s.cfg.Ingress.Buckets.Max)
-	if err != nil {
-		return err
-	}
-	if b.Queue != nil {
-		it, err := s.catalog.Put(c.Request().Context(), in)
-		return s.savedItem(c, id, it, err)
-	}
-	// queue left out: the stored queue stays, as buckets does, and the
-	// body is checked again with it (its opening is at or before starts_at).
-	it, err := s.catalog.PutMerged(c.Request().Context(), id, func(cur store.Item, found bool) (store.Item, error) {
-		if !found || !cur.Queue {
-			return in, nil
-		}
-		if err := queueKeptConflict(cur, *b.StartsAt); err != nil {
-			return store.Item{}, err
-		}
-		q, opens, rate := true, cur.QueueOpensAt.UTC(), cur.QueueRate
-		window, round := int(cur.QueueShuffleWindow.Milliseconds()), int(cur.QueueRound.Milliseconds())
-		kept := b
-		kept.Queue, kept.QueueOpensAt = &q, &opens
-		if kept.QueueRate == nil {
-			kept.QueueRate = &rate
-		}
-		if kept.QueueShuffleWindowMs == nil {
-			kept.QueueShuffleWindowMs = &window
-		}
-		if kept.QueueRoundMs == nil && round > 0 {
-			kept.QueueRoundMs = &round
-		}
-		return kept.validate(id, s.cfg.Ingress.Buckets.Max)
-	})
+	it, err := s.catalog.PutInput(c.Request().Context(), id, b, s.cfg.Ingress.Buckets.Max)
 	return s.savedItem(c, id, it, err)
 }
 
 // savedItem answers a PUT or PATCH: the item saved (and warmed), or why not.
 func (s *Server) savedItem(c echo.Context, id int64, it store.Item, err error) error {
-	var invalid *apiError
-	if errors.As(err, &invalid) {
-		return invalid // a PATCH's validation, made under the row lock
+	var invalid *catalog.InvalidError
+	var kept *catalog.QueueKeptError
+	switch {
+	case errors.As(err, &invalid): // the body's own rules (a PATCH's checked under the row lock)
+		return badRequest(invalid.Code, invalid.Message)
+	case errors.As(err, &kept):
+		return newErr(http.StatusConflict, "queue_kept", kept.Error())
 	}
 	if errors.Is(err, catalog.ErrNotWarmed) {
 		s.items.forget(id) // MySQL changed

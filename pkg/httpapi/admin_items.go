@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/flashsale-dev/flashsale/pkg/catalog"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
@@ -126,8 +127,9 @@ func (s *Server) adminDetail(ctx context.Context, id int64) (d adminItemDetail, 
 }
 
 // patchItem is PATCH /api/v1/admin/items/{id}: a JSON merge patch (RFC
-// 7386) of the item's fields, checked by PUT's validate once merged onto the
-// stored item (under its row lock), and saved as a PUT of the result.
+// 7386) of the item's fields, checked by PUT's rules once merged onto the
+// stored item (under its row lock), and saved as a PUT of the result
+// (catalog.Catalog.PatchInput).
 func (s *Server) patchItem(c echo.Context) error {
 	id, err := pathID(c, "id")
 	if err != nil {
@@ -137,17 +139,10 @@ func (s *Server) patchItem(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var p itemBody
-	if err := decodeItemBody(raw, &p); err != nil {
+	var p catalog.Input
+	if err := decodeItemInput(raw, &p); err != nil {
 		return err
 	}
-	it, err := s.catalog.Patch(c.Request().Context(), id, func(cur store.Item) (store.Item, error) {
-		if p.Queue == nil && p.QueueOpensAt == nil && p.StartsAt != nil {
-			if err := queueKeptConflict(cur, *p.StartsAt); err != nil {
-				return store.Item{}, err
-			}
-		}
-		return bodyOf(cur).merge(p).validate(id, s.cfg.Ingress.Buckets.Max)
-	})
+	it, err := s.catalog.PatchInput(c.Request().Context(), id, p, s.cfg.Ingress.Buckets.Max)
 	return s.savedItem(c, id, it, err)
 }

@@ -84,13 +84,12 @@ func (s *Server) liveItem(c echo.Context) error {
 		defer wg.Done()
 		dctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
 		defer cancel()
-		b, err := s.cfg.Kafka.DeadLetterBounds(dctx, s.cfg.Brokers, s.cfg.DLQTopic)
+		n, err := s.letters().Count(dctx)
 		if err != nil {
 			s.log.WarnContext(ctx, "live: dlq bounds", "err", err)
 			v.unavailable("kafka")
 			return
 		}
-		n := b.End - b.First
 		v.DLQMessages = &n
 	}()
 	wg.Wait()
