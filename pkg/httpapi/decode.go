@@ -12,8 +12,6 @@ import (
 	"strconv"
 
 	"github.com/labstack/echo/v4"
-
-	"github.com/flashsale-dev/flashsale/pkg/catalog"
 )
 
 // MaxBody is the largest request body accepted; every body in the API is a
@@ -124,9 +122,18 @@ func pathID(c echo.Context, name string) (int64, error) {
 	return id, nil
 }
 
-// decodeItemInput reads a PUT or PATCH body into b (decodeTyped).
-func decodeItemInput(raw []byte, b *catalog.Input) error {
-	return decodeTyped(raw, catalog.InputKinds, b)
+// adminBody reads an admin write: the path's {id} and its body, sent as one
+// of types (the first is the one a 415 names), decoded by decodeTyped with
+// the fields' kinds.
+func adminBody[T any](c echo.Context, kinds map[string]string, types ...string) (id int64, b T, err error) {
+	if id, err = pathID(c, "id"); err != nil {
+		return 0, b, err
+	}
+	raw, err := readBody(c, types...)
+	if err != nil {
+		return 0, b, err
+	}
+	return id, b, decodeTyped(raw, kinds, &b)
 }
 
 // decodeTyped reads an admin body into dst. Before the struct decode it

@@ -13,18 +13,9 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/flashsale-dev/flashsale/internal/negcache"
+	"github.com/flashsale-dev/flashsale/pkg/api"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
-
-type itemView struct {
-	ID         int64     `json:"id"`
-	Name       string    `json:"name"`
-	PriceCents int64     `json:"price_cents"`
-	StockLeft  int64     `json:"stock_left"`
-	StartsAt   time.Time `json:"starts_at"`
-	EndsAt     time.Time `json:"ends_at"`
-	queueFields
-}
 
 // getItem is GET /api/v1/items/{id}: the item's description (MySQL, cached in
 // memory for a second, since a sale page is refreshed by everyone at once)
@@ -45,9 +36,9 @@ func (s *Server) getItem(c echo.Context) error {
 	if err != nil {
 		return unavailable("stock temporarily unavailable")
 	}
-	return c.JSON(http.StatusOK, itemView{ID: it.ID, Name: it.Name, PriceCents: it.PriceCents,
+	return c.JSON(http.StatusOK, api.Item{ID: it.ID, Name: it.Name, PriceCents: it.PriceCents,
 		StockLeft: max(left, 0), StartsAt: it.StartsAt.UTC(), EndsAt: it.EndsAt.UTC(),
-		queueFields: queueFieldsOf(it)})
+		ItemQueue: queueOf(it)})
 }
 
 // loadItem returns item id from the cache, or from MySQL through one query
