@@ -132,6 +132,17 @@ func printItem(cmd *cobra.Command, o *options, raw []byte, it Item) error {
 	return fields(cmd.OutOrStdout(), kv)
 }
 
+// sendItem sends an item write (body of type ctype) and prints the item it
+// answers.
+func sendItem(cmd *cobra.Command, o *options, method, path string, body any, ctype string) error {
+	var it Item
+	raw, err := o.send(cmd, method, path, body, ctype, &it)
+	if err != nil {
+		return err
+	}
+	return printItem(cmd, o, raw, it)
+}
+
 func itemsGet(o *options) *cobra.Command {
 	return &cobra.Command{
 		Use: "get ITEM", Short: "One item with every field and Redis' stock", Args: cobra.ExactArgs(1),
@@ -253,12 +264,7 @@ func itemsCreate(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var it Item
-			raw, err := o.send(cmd, http.MethodPut, p, b, "application/json", &it)
-			if err != nil {
-				return err
-			}
-			return printItem(cmd, o, raw, it)
+			return sendItem(cmd, o, http.MethodPut, p, b, "application/json")
 		},
 	}
 	f.register(c)
@@ -287,12 +293,7 @@ func itemsUpdate(o *options) *cobra.Command {
 			if len(b) == 0 {
 				return usageErr("nothing to change: give at least one of --name, --price-cents, --stock, --per-user-limit, --starts-at, --ends-at, --buckets, --queue, --queue-opens-at, --queue-rate, --queue-shuffle-window, --queue-round")
 			}
-			var it Item
-			raw, err := o.send(cmd, http.MethodPatch, p, b, "application/merge-patch+json", &it)
-			if err != nil {
-				return err
-			}
-			return printItem(cmd, o, raw, it)
+			return sendItem(cmd, o, http.MethodPatch, p, b, "application/merge-patch+json")
 		},
 	}
 	f.register(c)
@@ -310,12 +311,7 @@ func itemsEnd(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var it Item
-			raw, err := o.send(cmd, http.MethodPost, p+"/end", nil, "", &it)
-			if err != nil {
-				return err
-			}
-			return printItem(cmd, o, raw, it)
+			return sendItem(cmd, o, http.MethodPost, p+"/end", nil, "")
 		},
 	}
 }
