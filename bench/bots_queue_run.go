@@ -19,7 +19,7 @@ func RunBotsQueue(ctx context.Context, s Settings, bs BotSettings) (BotsReport, 
 }
 
 // defaultQueueWindow is the server's queue_shuffle_window_ms for a new
-// queue that does not name one (pkg/httpapi admin_body.go).
+// queue that does not name one (pkg/catalog input.go).
 const defaultQueueWindow = 10 * time.Second
 
 func (g *botsRig) queued(ctx context.Context, id int64) (BotsReport, error) {

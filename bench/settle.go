@@ -87,12 +87,19 @@ func (s *Settler) Run(ctx context.Context, attackDone <-chan struct{}, interval,
 		s.runFollowing(ctx, attackDone, interval, timeout)
 		return
 	}
+	s.until(ctx, attackDone, interval, timeout, nil, func() { s.round(ctx) })
+}
+
+// until runs pass at once, then every interval and whenever wake fires
+// (nil: never), until attackDone is closed and nothing is pending, or
+// timeout has passed since attackDone, or ctx ends.
+func (s *Settler) until(ctx context.Context, attackDone <-chan struct{}, interval, timeout time.Duration, wake <-chan struct{}, pass func()) {
 	var deadline <-chan time.Time
 	done := attackDone
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		s.round(ctx)
+		pass()
 		if done == nil && s.Pending() == 0 {
 			return
 		}
@@ -105,6 +112,7 @@ func (s *Settler) Run(ctx context.Context, attackDone <-chan struct{}, interval,
 		case <-deadline:
 			return
 		case <-t.C:
+		case <-wake:
 		}
 	}
 }

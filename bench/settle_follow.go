@@ -17,11 +17,7 @@ func (s *Settler) runFollowing(ctx context.Context, attackDone <-chan struct{}, 
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
 	sem := make(chan struct{}, maxFollowers)
-	var deadline <-chan time.Time
-	done := attackDone
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
+	s.until(ctx, attackDone, interval, timeout, s.tracked, func() {
 		for _, id := range s.unfollowed() {
 			select {
 			case sem <- struct{}{}:
@@ -35,21 +31,7 @@ func (s *Settler) runFollowing(ctx context.Context, attackDone <-chan struct{}, 
 				s.follow(fctx, id, interval)
 			}()
 		}
-		if done == nil && s.Pending() == 0 {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-done:
-			done = nil
-			deadline = time.After(timeout)
-		case <-deadline:
-			return
-		case <-t.C:
-		case <-s.tracked:
-		}
-	}
+	})
 }
 
 // unfollowed marks and returns the pending requests nobody follows, oldest

@@ -15,6 +15,7 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/auditor"
 	"github.com/flashsale-dev/flashsale/pkg/httpapi"
 	"github.com/flashsale-dev/flashsale/pkg/ops"
+	"github.com/flashsale-dev/flashsale/pkg/orderstatus"
 	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
 	"github.com/flashsale-dev/flashsale/pkg/reap"
 	"github.com/flashsale-dev/flashsale/pkg/rebalance"
@@ -76,7 +77,7 @@ func exported(t *testing.T) map[string]bool {
 func exportedLabels(t *testing.T) map[string]map[string]bool {
 	r := &descRecorder{names: map[string]bool{}}
 	httpapi.NewMetrics(r)
-	httpapi.RegisterWaitMetrics(r, func() (int, int) { return 0, 0 })
+	orderstatus.RegisterWaitMetrics(r, func() (int, int) { return 0, 0 })
 	httpapi.RedisBatchSizes(r)
 	admission.NewMetrics(r)
 	orderwriter.NewMetrics(r)

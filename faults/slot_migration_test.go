@@ -208,7 +208,7 @@ func TestClusterSlotMigrationLongPolls(t *testing.T) {
 	if len(pendings) > 0 {
 		// Answered at the deadline: a re-read that fails (TRYAGAIN
 		// mid-move) is tried again at the next wake-up or recheck
-		// (status_wait.go), so none answers PENDING early.
+		// (pkg/orderstatus await.go), so none answers PENDING early.
 		t.Logf("%d polls answered PENDING (times from the first move's start), e.g.:\n  %s", len(pendings), strings.Join(pendings[:min(8, len(pendings))], "\n  "))
 	}
 	if len(after) < 50 {

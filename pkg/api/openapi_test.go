@@ -166,7 +166,8 @@ func TestAuditMatchesOpenAPI(t *testing.T) {
 // ingress/openapi.yaml says, property for property both ways: the ticket
 // taken (Ticket), its status (TicketStatus, with its InclusionProof), the
 // operator's view (AdminQueue, with its Waitlist), the receipt key and the
-// transcript (with its Rounds).
+// transcript (with its Rounds); and the items as a buyer and an admin read
+// them (Item, AdminItem, AdminItemDetail, ItemPage).
 func TestQueueMatchesOpenAPI(t *testing.T) {
 	b, err := os.ReadFile("../../ingress/openapi.yaml")
 	if err != nil {
@@ -190,6 +191,11 @@ func TestQueueMatchesOpenAPI(t *testing.T) {
 		"DeadLetterPage":   reflect.TypeFor[DeadLetterPage](),
 		"DeadLetterDetail": reflect.TypeFor[DeadLetterDetail](),
 		"DeadLetterReplay": reflect.TypeFor[DeadLetterReplay](),
+		// The items, as a buyer and an admin read them.
+		"Item":            reflect.TypeFor[Item](),
+		"AdminItem":       reflect.TypeFor[AdminItem](),
+		"AdminItemDetail": reflect.TypeFor[AdminItemDetail](),
+		"ItemPage":        reflect.TypeFor[ItemPage](),
 	} {
 		seen := map[string]bool{}
 		matchSchema(t, schemas, name, typ, seen)

@@ -1,8 +1,6 @@
 package bucketview
 
 import (
-	"fmt"
-
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale-dev/flashsale/pkg/stock"
@@ -27,6 +25,4 @@ func (s *Store) client() redis.UniversalClient { return s.st.Client() }
 
 // unavailable wraps a failure to reach Redis in stock.ErrUnavailable, the
 // one error every caller answers 503 for.
-func unavailable(op string, err error) error {
-	return fmt.Errorf("%s: %w: %w", op, stock.ErrUnavailable, err)
-}
+var unavailable = stock.Unavailable

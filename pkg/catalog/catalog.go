@@ -85,28 +85,7 @@ func (c *Catalog) Put(ctx context.Context, it store.Item) (store.Item, error) {
 	return c.put(ctx, it.ID, func(store.Item, bool) (store.Item, error) { return it, nil })
 }
 
-// PutMerged is Put of the item build makes of item id as stored (found
-// false for a new id), read under its row lock: a PUT that leaves out an
-// optional field keeps the stored one. build's error is returned as it is,
-// with nothing changed.
-func (c *Catalog) PutMerged(ctx context.Context, id int64, build func(cur store.Item, found bool) (store.Item, error)) (store.Item, error) {
-	return c.put(ctx, id, build)
-}
-
-// Patch is Put of the item that build makes of item id as stored (read
-// under its row lock, so two patches of one item never lose one another's
-// change): build's error is returned as it is, with nothing changed.
-// Errors: Put's, and store.ErrNotFound for an unknown item.
-func (c *Catalog) Patch(ctx context.Context, id int64, build func(cur store.Item) (store.Item, error)) (store.Item, error) {
-	return c.put(ctx, id, func(cur store.Item, found bool) (store.Item, error) {
-		if !found {
-			return store.Item{}, fmt.Errorf("catalog: patch item %d: %w", id, store.ErrNotFound)
-		}
-		return build(cur)
-	})
-}
-
-// put is Put and Patch: build makes the item to save from the stored one
+// put is Put, PutInput and PatchInput: build makes the item to save from the stored one
 // (found false for a new id), inside the transaction that holds its row.
 func (c *Catalog) put(ctx context.Context, id int64, build func(cur store.Item, found bool) (store.Item, error)) (store.Item, error) {
 	var out store.Item

@@ -9,8 +9,12 @@
 // to MySQL when Redis is overwritten (this also covers Redis having lost the
 // item together with its reservations).
 //
-// It also ends a sale now (End) and explains a rebuild refused while transfers
-// between buckets are open (transfers.go). It owns no state of its own: the
+// It also ends a sale now (End), explains a rebuild refused while transfers
+// between buckets are open (transfers.go), and holds the rules of an item as
+// an admin writes it (Input, input.go: each field's bounds, the sale window,
+// the queue's opening and pace, a PATCH merged onto the stored item, a PUT
+// that keeps the stored queue), which PutInput and PatchInput check under the
+// item's row lock. It owns no state of its own: the
 // rows are pkg/store's, the Redis state and warm.lua pkg/stock's, and the
 // consumer group's lag comes from the caller as a LagFunc, so the package
 // needs no Kafka client.

@@ -20,12 +20,7 @@ ok, so a script can gate on it; read it after the queue has drained (pending 0).
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeItems(o),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := itemPath(args[0])
-			if err != nil {
-				return err
-			}
-			var rep api.AuditReport
-			raw, err := o.get(cmd, p+"/audit", nil, &rep)
+			rep, raw, err := getOfItem[api.AuditReport](cmd, o, args[0], "/audit")
 			if err != nil {
 				return err
 			}

@@ -9,38 +9,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/flashsale-dev/flashsale/pkg/api"
 )
 
-// Item is an AdminItem (ingress/openapi.yaml) with the detail fields of
-// GET /api/v1/admin/items/{id}.
-type Item struct {
-	ID           int64     `json:"id"`
-	Name         string    `json:"name"`
-	PriceCents   int64     `json:"price_cents"`
-	TotalStock   int64     `json:"total_stock"`
-	Stock        int64     `json:"stock"`
-	PerUserLimit int       `json:"per_user_limit"`
-	StartsAt     time.Time `json:"starts_at"`
-	EndsAt       time.Time `json:"ends_at"`
-	Buckets      int       `json:"buckets"`
-	State        string    `json:"state"`
-	RedisWarmed  *bool     `json:"redis_warmed,omitempty"`
-	RedisStock   *int64    `json:"redis_stock,omitempty"`
-	// The waiting room, when the item has one.
-	Queue           bool       `json:"queue"`
-	QueueOpensAt    *time.Time `json:"queue_opens_at,omitempty"`
-	QueueCommitment string     `json:"queue_commitment,omitempty"`
-	QueueRate       int        `json:"queue_rate,omitempty"`
-	// QueueShuffleWindowMs and QueueRoundMs: the draw's window after the
-	// start and its rounds (absent: only the tickets before the start).
-	QueueShuffleWindowMs int64 `json:"queue_shuffle_window_ms,omitempty"`
-	QueueRoundMs         int64 `json:"queue_round_ms,omitempty"`
-}
-
-type itemPage struct {
-	Items     []Item `json:"items"`
-	NextAfter *int64 `json:"next_after"`
-}
+// Item is an item as GET /api/v1/admin/items/{id} answers it.
+type Item = api.AdminItemDetail
 
 func itemPath(id string) (string, error) {
 	n, err := itemID(id)
@@ -48,6 +22,17 @@ func itemPath(id string) (string, error) {
 		return "", err
 	}
 	return "/api/v1/admin/items/" + strconv.FormatInt(n, 10), nil
+}
+
+// getOfItem reads GET of the admin path of the ITEM argument arg, with
+// suffix ("/audit", say), into a T; raw is the answer as sent.
+func getOfItem[T any](cmd *cobra.Command, o *options, arg, suffix string) (v T, raw []byte, err error) {
+	p, err := itemPath(arg)
+	if err != nil {
+		return v, nil, err
+	}
+	raw, err = o.get(cmd, p+suffix, nil, &v)
+	return v, raw, err
 }
 
 // itemID is an ITEM argument: a positive integer, else a usage error.
@@ -75,7 +60,7 @@ func itemsList(o *options) *cobra.Command {
 			if after > 0 {
 				q.Set("after", strconv.FormatInt(after, 10))
 			}
-			var p itemPage
+			var p api.ItemPage
 			raw, err := o.get(cmd, "/api/v1/admin/items", q, &p)
 			if err != nil {
 				return err
@@ -109,7 +94,7 @@ func completeItems(o *options) cobra.CompletionFunc {
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		var p itemPage
+		var p api.ItemPage
 		if _, err := o.get(cmd, "/api/v1/admin/items", url.Values{"limit": {"1000"}}, &p); err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
@@ -147,17 +132,23 @@ func printItem(cmd *cobra.Command, o *options, raw []byte, it Item) error {
 	return fields(cmd.OutOrStdout(), kv)
 }
 
+// sendItem sends an item write (body of type ctype) and prints the item it
+// answers.
+func sendItem(cmd *cobra.Command, o *options, method, path string, body any, ctype string) error {
+	var it Item
+	raw, err := o.send(cmd, method, path, body, ctype, &it)
+	if err != nil {
+		return err
+	}
+	return printItem(cmd, o, raw, it)
+}
+
 func itemsGet(o *options) *cobra.Command {
 	return &cobra.Command{
 		Use: "get ITEM", Short: "One item with every field and Redis' stock", Args: cobra.ExactArgs(1),
 		ValidArgsFunction: completeItems(o),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := itemPath(args[0])
-			if err != nil {
-				return err
-			}
-			var it Item
-			raw, err := o.get(cmd, p, nil, &it)
+			it, raw, err := getOfItem[Item](cmd, o, args[0], "")
 			if err != nil {
 				return err
 			}
@@ -273,12 +264,7 @@ func itemsCreate(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var it Item
-			raw, err := o.send(cmd, http.MethodPut, p, b, "application/json", &it)
-			if err != nil {
-				return err
-			}
-			return printItem(cmd, o, raw, it)
+			return sendItem(cmd, o, http.MethodPut, p, b, "application/json")
 		},
 	}
 	f.register(c)
@@ -307,12 +293,7 @@ func itemsUpdate(o *options) *cobra.Command {
 			if len(b) == 0 {
 				return usageErr("nothing to change: give at least one of --name, --price-cents, --stock, --per-user-limit, --starts-at, --ends-at, --buckets, --queue, --queue-opens-at, --queue-rate, --queue-shuffle-window, --queue-round")
 			}
-			var it Item
-			raw, err := o.send(cmd, http.MethodPatch, p, b, "application/merge-patch+json", &it)
-			if err != nil {
-				return err
-			}
-			return printItem(cmd, o, raw, it)
+			return sendItem(cmd, o, http.MethodPatch, p, b, "application/merge-patch+json")
 		},
 	}
 	f.register(c)
@@ -330,12 +311,7 @@ func itemsEnd(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var it Item
-			raw, err := o.send(cmd, http.MethodPost, p+"/end", nil, "", &it)
-			if err != nil {
-				return err
-			}
-			return printItem(cmd, o, raw, it)
+			return sendItem(cmd, o, http.MethodPost, p+"/end", nil, "")
 		},
 	}
 }

@@ -32,12 +32,7 @@ not move while tickets wait is a stalled gate (runbook FlashsaleQueueGateStalled
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeItems(o),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := itemPath(args[0])
-			if err != nil {
-				return err
-			}
-			var v api.AdminQueue
-			raw, err := o.get(cmd, p+"/queue", nil, &v)
+			v, raw, err := getOfItem[api.AdminQueue](cmd, o, args[0], "/queue")
 			if err != nil {
 				return err
 			}

@@ -7,112 +7,48 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/flashsale-dev/flashsale/pkg/api"
 	"github.com/flashsale-dev/flashsale/pkg/audit"
 	"github.com/flashsale-dev/flashsale/pkg/catalog"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
-// adminItem is an item as an admin reads it (AdminItem in
-// ingress/openapi.yaml): every stored field, and the sale's state.
-type adminItem struct {
-	ID           int64     `json:"id"`
-	Name         string    `json:"name"`
-	PriceCents   int64     `json:"price_cents"`
-	TotalStock   int64     `json:"total_stock"`
-	Stock        int64     `json:"stock"`
-	PerUserLimit int       `json:"per_user_limit"`
-	StartsAt     time.Time `json:"starts_at"`
-	EndsAt       time.Time `json:"ends_at"`
-	Buckets      int       `json:"buckets"`
-	State        string    `json:"state"`
-	queueFields
-}
-
-// queueFields are an item's waiting room as both the public and the admin
-// item show it: absent for an item without a queue. The seed is never here;
-// it is shown from starts_at on, by the transcript.
-type queueFields struct {
-	Queue           bool       `json:"queue"`
-	QueueOpensAt    *time.Time `json:"queue_opens_at,omitempty"`
-	QueueCommitment string     `json:"queue_commitment,omitempty"`
-	QueueRate       int        `json:"queue_rate,omitempty"`
-	// QueueShuffleWindowMs and QueueRoundMs: arrivals up to this long after
-	// starts_at are drawn too, in rounds of QueueRoundMs (absent: 0, only
-	// the tickets taken before the start are).
-	QueueShuffleWindowMs int64 `json:"queue_shuffle_window_ms,omitempty"`
-	QueueRoundMs         int64 `json:"queue_round_ms,omitempty"`
-}
-
-func queueFieldsOf(it store.Item) queueFields {
+// queueOf is an item's waiting room as the item answers show it.
+func queueOf(it store.Item) api.ItemQueue {
 	if !it.Queue {
-		return queueFields{}
+		return api.ItemQueue{}
 	}
 	opens := it.QueueOpensAt.UTC()
-	return queueFields{Queue: true, QueueOpensAt: &opens, QueueCommitment: it.QueueCommitment, QueueRate: it.QueueRate,
+	return api.ItemQueue{Queue: true, QueueOpensAt: &opens, QueueCommitment: it.QueueCommitment, QueueRate: it.QueueRate,
 		QueueShuffleWindowMs: it.QueueShuffleWindow.Milliseconds(), QueueRoundMs: it.QueueRound.Milliseconds()}
 }
 
-func toAdminItem(it store.Item) adminItem {
-	return adminItem{ID: it.ID, Name: it.Name, PriceCents: it.PriceCents, TotalStock: it.TotalStock, Stock: it.Stock,
+func toAdminItem(it store.Item) api.AdminItem {
+	return api.AdminItem{ID: it.ID, Name: it.Name, PriceCents: it.PriceCents, TotalStock: it.TotalStock, Stock: it.Stock,
 		PerUserLimit: it.PerUserLimit, StartsAt: it.StartsAt.UTC(), EndsAt: it.EndsAt.UTC(), Buckets: max(it.Buckets, 1),
-		State: saleState(it, time.Now()), queueFields: queueFieldsOf(it)}
+		State: saleState(it, time.Now()), ItemQueue: queueOf(it)}
 }
 
 // putItem is PUT /api/v1/admin/items/{id}: create or update, then warm.
 func (s *Server) putItem(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, b, err := adminBody[catalog.Input](c, catalog.InputKinds, echo.MIMEApplicationJSON)
 	if err != nil {
 		return err
 	}
-	var b itemBody
-	raw, err := readBody(c, echo.MIMEApplicationJSON)
-	if err != nil {
-		return err
-	}
-	if err := decodeItemBody(raw, &b); err != nil {
-		return err
-	}
-	in, err := b.validate(id, s.cfg.Ingress.Buckets.Max)
-	if err != nil {
-		return err
-	}
-	if b.Queue != nil {
-		it, err := s.catalog.Put(c.Request().Context(), in)
-		return s.savedItem(c, id, it, err)
-	}
-	// queue left out: the stored queue stays, as buckets does, and the
-	// body is checked again with it (its opening is at or before starts_at).
-	it, err := s.catalog.PutMerged(c.Request().Context(), id, func(cur store.Item, found bool) (store.Item, error) {
-		if !found || !cur.Queue {
-			return in, nil
-		}
-		if err := queueKeptConflict(cur, *b.StartsAt); err != nil {
-			return store.Item{}, err
-		}
-		q, opens, rate := true, cur.QueueOpensAt.UTC(), cur.QueueRate
-		window, round := int(cur.QueueShuffleWindow.Milliseconds()), int(cur.QueueRound.Milliseconds())
-		kept := b
-		kept.Queue, kept.QueueOpensAt = &q, &opens
-		if kept.QueueRate == nil {
-			kept.QueueRate = &rate
-		}
-		if kept.QueueShuffleWindowMs == nil {
-			kept.QueueShuffleWindowMs = &window
-		}
-		if kept.QueueRoundMs == nil && round > 0 {
-			kept.QueueRoundMs = &round
-		}
-		return kept.validate(id, s.cfg.Ingress.Buckets.Max)
-	})
+	it, err := s.catalog.PutInput(c.Request().Context(), id, b, s.cfg.Ingress.Buckets.Max)
 	return s.savedItem(c, id, it, err)
 }
 
 // savedItem answers a PUT or PATCH: the item saved (and warmed), or why not.
 func (s *Server) savedItem(c echo.Context, id int64, it store.Item, err error) error {
-	var invalid *apiError
-	if errors.As(err, &invalid) {
-		return invalid // a PATCH's validation, made under the row lock
+	var invalid *catalog.InvalidError
+	var kept *catalog.QueueKeptError
+	switch {
+	case errors.As(err, &invalid): // the body's own rules (a PATCH's checked under the row lock)
+		return badRequest(invalid.Code, invalid.Message)
+	case errors.As(err, &kept):
+		return newErr(http.StatusConflict, "queue_kept", kept.Error())
 	}
 	if errors.Is(err, catalog.ErrNotWarmed) {
 		s.items.forget(id) // MySQL changed

@@ -8,6 +8,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/flashsale-dev/flashsale/pkg/api"
+	"github.com/flashsale-dev/flashsale/pkg/catalog"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
@@ -20,12 +22,6 @@ const (
 // mimeMergePatch is RFC 7386's media type, a PATCH's (application/json is
 // accepted too: there is one patch format, so it cannot be misread).
 const mimeMergePatch = "application/merge-patch+json"
-
-type itemPage struct {
-	Items []adminItem `json:"items"`
-	// NextAfter is the after of the next page, absent on the last one.
-	NextAfter *int64 `json:"next_after,omitempty"`
-}
 
 // listItems is GET /api/v1/admin/items?limit=&after=: items in id order,
 // a page of limit after the id after (keyset: a page is stable whatever is
@@ -47,7 +43,7 @@ func (s *Server) listItems(c echo.Context) error {
 		s.log.WarnContext(c.Request().Context(), "admin: list items", "err", err)
 		return unavailable("mysql unavailable")
 	}
-	page := itemPage{Items: []adminItem{}}
+	page := api.ItemPage{Items: []api.AdminItem{}}
 	for i, it := range items {
 		if i == int(limit) {
 			last := page.Items[i-1].ID
@@ -76,15 +72,6 @@ func queryInt(c echo.Context, name string, def, lo, hi int64, invalid *apiError)
 	return n, nil
 }
 
-// adminItemDetail is one item for GET /api/v1/admin/items/{id}: the stored
-// fields and what Redis holds of it (absent when Redis did not answer: the
-// MySQL view is still worth an operator's eye then).
-type adminItemDetail struct {
-	adminItem
-	RedisWarmed *bool  `json:"redis_warmed,omitempty"`
-	RedisStock  *int64 `json:"redis_stock,omitempty"`
-}
-
 // getAdminItem is GET /api/v1/admin/items/{id}: read from MySQL, never from
 // the buyers' item cache, and Redis' stock (two round trips).
 func (s *Server) getAdminItem(c echo.Context) error {
@@ -106,14 +93,14 @@ func (s *Server) getAdminItem(c echo.Context) error {
 // adminDetail reads item id as the admin get shows it: the row from MySQL
 // (its error, store.ErrNotFound included, is the call's), and Redis' stock
 // when Redis answers (redisOK false, and the Redis fields absent, when not).
-func (s *Server) adminDetail(ctx context.Context, id int64) (d adminItemDetail, redisOK bool, err error) {
+func (s *Server) adminDetail(ctx context.Context, id int64) (d api.AdminItemDetail, redisOK bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
 	defer cancel()
 	it, err := store.GetItem(ctx, s.db, id)
 	if err != nil {
-		return adminItemDetail{}, false, err
+		return api.AdminItemDetail{}, false, err
 	}
-	d = adminItemDetail{adminItem: toAdminItem(it)}
+	d = api.AdminItemDetail{AdminItem: toAdminItem(it)}
 	left, warmed, err := s.st.Stock(ctx, id)
 	if err != nil {
 		return d, false, nil
@@ -126,28 +113,14 @@ func (s *Server) adminDetail(ctx context.Context, id int64) (d adminItemDetail, 
 }
 
 // patchItem is PATCH /api/v1/admin/items/{id}: a JSON merge patch (RFC
-// 7386) of the item's fields, checked by PUT's validate once merged onto the
-// stored item (under its row lock), and saved as a PUT of the result.
+// 7386) of the item's fields, checked by PUT's rules once merged onto the
+// stored item (under its row lock), and saved as a PUT of the result
+// (catalog.Catalog.PatchInput).
 func (s *Server) patchItem(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, p, err := adminBody[catalog.Input](c, catalog.InputKinds, mimeMergePatch, echo.MIMEApplicationJSON)
 	if err != nil {
 		return err
 	}
-	raw, err := readBody(c, mimeMergePatch, echo.MIMEApplicationJSON)
-	if err != nil {
-		return err
-	}
-	var p itemBody
-	if err := decodeItemBody(raw, &p); err != nil {
-		return err
-	}
-	it, err := s.catalog.Patch(c.Request().Context(), id, func(cur store.Item) (store.Item, error) {
-		if p.Queue == nil && p.QueueOpensAt == nil && p.StartsAt != nil {
-			if err := queueKeptConflict(cur, *p.StartsAt); err != nil {
-				return store.Item{}, err
-			}
-		}
-		return bodyOf(cur).merge(p).validate(id, s.cfg.Ingress.Buckets.Max)
-	})
+	it, err := s.catalog.PatchInput(c.Request().Context(), id, p, s.cfg.Ingress.Buckets.Max)
 	return s.savedItem(c, id, it, err)
 }

@@ -12,12 +12,13 @@ import (
 	"time"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/api"
 )
 
-// adminItemOf decodes an AdminItem answer.
-func adminItemOf(t *testing.T, r resp) adminItem {
+// api.AdminItemOf decodes an AdminItem answer.
+func adminItemOf(t *testing.T, r resp) api.AdminItem {
 	t.Helper()
-	var it adminItem
+	var it api.AdminItem
 	if err := json.Unmarshal(r.Body, &it); err != nil {
 		t.Fatalf("answer %d %q is not an AdminItem: %v", r.Code, r.Body, err)
 	}
@@ -36,7 +37,7 @@ func TestAdminListItems(t *testing.T) {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	var got []adminItem
+	var got []api.AdminItem
 	after := ""
 	for page := 0; ; page++ {
 		if page > 5 {
@@ -48,8 +49,8 @@ func TestAdminListItems(t *testing.T) {
 			t.Fatalf("GET %s: %d %s", path, r.Code, r.Body)
 		}
 		var p struct {
-			Items     []adminItem `json:"items"`
-			NextAfter *int64      `json:"next_after"`
+			Items     []api.AdminItem `json:"items"`
+			NextAfter *int64          `json:"next_after"`
 		}
 		if err := json.Unmarshal(r.Body, &p); err != nil {
 			t.Fatalf("GET %s: %s: %v", path, r.Body, err)

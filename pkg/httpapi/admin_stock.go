@@ -46,16 +46,8 @@ type stockAnswer struct {
 // (pkg/stockchange). A withdraw takes what is free now, at most -delta, and
 // says how many in applied.
 func (s *Server) changeStock(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, b, err := adminBody[stockBody](c, stockChangeKinds, echo.MIMEApplicationJSON)
 	if err != nil {
-		return err
-	}
-	raw, err := readBody(c, echo.MIMEApplicationJSON)
-	if err != nil {
-		return err
-	}
-	var b stockBody
-	if err := decodeTyped(raw, stockChangeKinds, &b); err != nil {
 		return err
 	}
 	switch {

@@ -27,9 +27,8 @@ func (c *testClock) advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// useCacheClock makes h's item and request caches tell time by c. Called
-// before h serves anything (the fields are read unlocked).
+// useCacheClock makes h's item cache tell time by c. Called before h
+// serves anything (the field is read unlocked).
 func (h *harness) useCacheClock(c *testClock) {
 	h.srv.items.now = c.now
-	h.srv.reqs.now = c.now
 }

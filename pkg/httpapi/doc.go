@@ -4,19 +4,19 @@
 //
 // The work behind them is also in pkg/stockchange (restock and withdraw),
 // pkg/orderstatus (order status: its cache, the pay's in-doubt marker, the
-// poll's lookup and the status subscription wait.go fans out), pkg/tally (the
-// live counts), pkg/waitroom (the waiting room: its routes are adapters over
-// waitroom.Room), pkg/console (the console page) and pkg/ops (the readiness
-// checks and the ops routes).
+// poll's read with its MySQL fallback, and the long polls' wait on the status
+// subscription), pkg/dlq (the dead-letter topic's list, show and replay),
+// pkg/tally (the live counts), pkg/waitroom (the waiting room: its routes are
+// adapters over waitroom.Room), pkg/console (the console page) and pkg/ops
+// (the readiness checks and the ops routes). The admin item body's rules
+// (catalog.Input) are pkg/catalog's.
 //
 // It owns what is the HTTP layer's own: the routes and middleware, the per-IP
 // rate limit (a one-second counter per client IP in Redis, the keys
-// fs:ip:<ip>:<second>, iplimit.go), the in-memory caches of what MySQL said is
-// missing (negcache.go, status_cache.go), the long polls' fan-out of one
-// status subscription per item to its waiters (wait.go), and the metrics
-// flashsale_http_requests_total, flashsale_http_request_duration_seconds,
-// flashsale_status_subscriptions, flashsale_status_waiting_polls,
-// flashsale_stock_changes_total and
+// fs:ip:<ip>:<second>, iplimit.go), the in-memory cache of the items buyers
+// read (items.go, with internal/negcache for the ids MySQL does not have),
+// and the metrics flashsale_http_requests_total,
+// flashsale_http_request_duration_seconds, flashsale_stock_changes_total and
 // flashsale_redis_batch_calls. Any other stored state it reaches through the
 // packages named above.
 //

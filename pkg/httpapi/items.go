@@ -12,18 +12,10 @@ import (
 	"github.com/labstack/echo/v4"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/flashsale-dev/flashsale/internal/negcache"
+	"github.com/flashsale-dev/flashsale/pkg/api"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
-
-type itemView struct {
-	ID         int64     `json:"id"`
-	Name       string    `json:"name"`
-	PriceCents int64     `json:"price_cents"`
-	StockLeft  int64     `json:"stock_left"`
-	StartsAt   time.Time `json:"starts_at"`
-	EndsAt     time.Time `json:"ends_at"`
-	queueFields
-}
 
 // getItem is GET /api/v1/items/{id}: the item's description (MySQL, cached in
 // memory for a second, since a sale page is refreshed by everyone at once)
@@ -44,9 +36,9 @@ func (s *Server) getItem(c echo.Context) error {
 	if err != nil {
 		return unavailable("stock temporarily unavailable")
 	}
-	return c.JSON(http.StatusOK, itemView{ID: it.ID, Name: it.Name, PriceCents: it.PriceCents,
+	return c.JSON(http.StatusOK, api.Item{ID: it.ID, Name: it.Name, PriceCents: it.PriceCents,
 		StockLeft: max(left, 0), StartsAt: it.StartsAt.UTC(), EndsAt: it.EndsAt.UTC(),
-		queueFields: queueFieldsOf(it)})
+		ItemQueue: queueOf(it)})
 }
 
 // loadItem returns item id from the cache, or from MySQL through one query
@@ -58,7 +50,7 @@ func (s *Server) loadItem(ctx context.Context, id int64) (store.Item, error) {
 	if it, ok := s.items.get(id, now); ok {
 		return it, nil
 	}
-	if s.items.missing.has(id, now) {
+	if s.items.missing.Has(id, now) {
 		return store.Item{}, notFound("no such item")
 	}
 	ch := s.items.flights.DoChan(strconv.FormatInt(id, 10), func() (any, error) {
@@ -68,7 +60,7 @@ func (s *Server) loadItem(ctx context.Context, id int64) (store.Item, error) {
 		if it, ok := s.items.get(id, s.items.now()); ok {
 			return it, nil
 		}
-		if s.items.missing.has(id, s.items.now()) {
+		if s.items.missing.Has(id, s.items.now()) {
 			return store.Item{}, store.ErrNotFound
 		}
 		return s.items.fetch(ctx, id, func(ctx context.Context) (store.Item, error) {
@@ -99,7 +91,7 @@ func (s *Server) loadItem(ctx context.Context, id int64) (store.Item, error) {
 // the negative cache's size.
 type itemCache struct {
 	ttl     time.Duration
-	missing *negCache[int64]
+	missing *negcache.Cache[int64]
 	flights singleflight.Group
 	// gen counts forgets: a load that started before one must not cache
 	// what it read (it may predate the update).
@@ -122,7 +114,7 @@ type cachedItem struct {
 const maxMissingItems = 10000
 
 func newItemCache(ttl time.Duration) *itemCache {
-	return &itemCache{ttl: ttl, missing: newNegCache[int64](ttl, maxMissingItems), now: time.Now, m: map[int64]cachedItem{}}
+	return &itemCache{ttl: ttl, missing: negcache.New[int64](ttl, maxMissingItems), now: time.Now, m: map[int64]cachedItem{}}
 }
 
 func (c *itemCache) get(id int64, now time.Time) (store.Item, bool) {
@@ -149,7 +141,7 @@ func (c *itemCache) fetch(ctx context.Context, id int64, load func(context.Conte
 	case err == nil:
 		c.m[it.ID] = cachedItem{it: it, expires: asked.Add(c.ttl)}
 	case errors.Is(err, store.ErrNotFound):
-		c.missing.add(id, asked)
+		c.missing.Add(id, asked)
 	}
 	return it, err
 }
@@ -159,7 +151,7 @@ func (c *itemCache) forget(id int64) {
 	c.mu.Lock()
 	c.gen.Add(1)
 	delete(c.m, id)
-	c.missing.forget(id)
+	c.missing.Forget(id)
 	c.mu.Unlock()
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/flashsale-dev/flashsale/pkg/api"
 	"github.com/flashsale-dev/flashsale/pkg/audit"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
@@ -20,16 +21,16 @@ import (
 // read is null and named in Unavailable: a console must keep drawing what it
 // can during the outage it is there to show.
 type liveView struct {
-	At              time.Time        `json:"at"`
-	Item            *adminItemDetail `json:"item"`
-	Audit           *audit.Report    `json:"audit"`
-	Answers         map[string]int64 `json:"answers"`
-	AcceptedLatency *tally.Histogram `json:"accepted_latency"`
-	ConsumerLag     *int64           `json:"consumer_lag"`
-	DLQMessages     *int64           `json:"dlq_messages"`
-	Unavailable     []string         `json:"unavailable"`
-	mu              sync.Mutex       // guards Unavailable while the parts are read at once
-	down            map[string]bool  // parts already named
+	At              time.Time            `json:"at"`
+	Item            *api.AdminItemDetail `json:"item"`
+	Audit           *audit.Report        `json:"audit"`
+	Answers         map[string]int64     `json:"answers"`
+	AcceptedLatency *tally.Histogram     `json:"accepted_latency"`
+	ConsumerLag     *int64               `json:"consumer_lag"`
+	DLQMessages     *int64               `json:"dlq_messages"`
+	Unavailable     []string             `json:"unavailable"`
+	mu              sync.Mutex           // guards Unavailable while the parts are read at once
+	down            map[string]bool      // parts already named
 }
 
 func (v *liveView) unavailable(part string) {
@@ -84,13 +85,12 @@ func (s *Server) liveItem(c echo.Context) error {
 		defer wg.Done()
 		dctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
 		defer cancel()
-		b, err := s.cfg.Kafka.DeadLetterBounds(dctx, s.cfg.Brokers, s.cfg.DLQTopic)
+		n, err := s.letters().Count(dctx)
 		if err != nil {
 			s.log.WarnContext(ctx, "live: dlq bounds", "err", err)
 			v.unavailable("kafka")
 			return
 		}
-		n := b.End - b.First
 		v.DLQMessages = &n
 	}()
 	wg.Wait()

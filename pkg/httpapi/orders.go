@@ -140,8 +140,8 @@ func admissionError(r admission.Result) error {
 // reservation, terminal states from the status cache, MySQL only on a miss.
 // Another user's request is a 404, exactly like an unknown one.
 //
-// With ?wait= (status_wait.go) a PENDING request is answered as soon as its
-// status leaves PENDING, or PENDING at the end of the wait.
+// With ?wait= (orderstatus.Reader.Await) a PENDING request is answered as
+// soon as its status leaves PENDING, or PENDING at the end of the wait.
 func (s *Server) getOrder(c echo.Context) error {
 	_, sent := c.QueryParams()["wait"]
 	wait, err := parseWait(c.QueryParam("wait"), sent, s.cfg.Ingress.StatusWaitMax)
@@ -149,12 +149,12 @@ func (s *Server) getOrder(c echo.Context) error {
 		return err
 	}
 	ctx, user := c.Request().Context(), principal(c).UserID
-	v, err := s.requestView(ctx, c.Param("request_id"), user)
+	v, err := s.readStatus(ctx, c.Param("request_id"), user)
 	if err != nil {
 		return err
 	}
 	if wait > 0 && v.Status == orderstatus.Pending {
-		v = s.awaitView(ctx, v, wait, user)
+		v = s.status.Await(ctx, v, wait, user)
 	}
 	return c.JSON(http.StatusOK, v)
 }
@@ -179,14 +179,14 @@ func (s *Server) payOrder(c echo.Context) error {
 		}
 		// Best effort: a failure leaves the in-doubt marker pay wrote
 		// before the commit, and polls ask MySQL (pay.go).
-		s.cacheView(ctx, orderstatus.FromOrder(o))
+		s.status.Fill(ctx, orderstatus.FromOrder(o))
 		return c.JSON(http.StatusOK, map[string]string{"status": orderstatus.Paid})
 	case errors.Is(err, errNotPayable):
 		return newErr(http.StatusConflict, "not_payable", "this order cannot be paid (pending, cancelled, expired or rejected)")
 	case errors.Is(err, errNoOrder):
 		// No order (yet): pending or rejected requests of this user are
 		// not payable; anything else is not theirs to know about.
-		if _, verr := s.requestView(ctx, rid, user); verr != nil {
+		if _, verr := s.readStatus(ctx, rid, user); verr != nil {
 			return verr
 		}
 		return newErr(http.StatusConflict, "not_payable", "this request has no order to pay (pending or rejected)")

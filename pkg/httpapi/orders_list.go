@@ -39,7 +39,7 @@ func (s *Server) heldOrder(c echo.Context) error {
 		return unavailable("order lookup temporarily unavailable")
 	}
 	if held {
-		v, err := s.requestView(ctx, rid, user)
+		v, err := s.readStatus(ctx, rid, user)
 		if err != nil {
 			return err
 		}

@@ -26,7 +26,7 @@ var (
 // final status replaces it or it expires (orderstatus.InDoubtTTL).
 func (s *Server) pay(ctx context.Context, item int64, rid string, user int64) (store.Order, error) {
 	rctx, rcancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
-	mark, err := s.status.MarkInDoubt(rctx, item, rid)
+	mark, err := s.status.Store().MarkInDoubt(rctx, item, rid)
 	rcancel()
 	if err != nil {
 		s.log.WarnContext(ctx, "pay: redis unavailable, not paying", "err", err)
@@ -47,7 +47,7 @@ func (s *Server) pay(ctx context.Context, item int64, rid string, user int64) (s
 	case errors.Is(err, store.ErrNotPayable):
 		if o.Status == store.Cancelled {
 			// Final: it replaces the marker (best effort, as after a pay).
-			s.cacheView(ctx, orderstatus.FromOrder(o))
+			s.status.Fill(ctx, orderstatus.FromOrder(o))
 		}
 		return o, errNotPayable
 	case errors.Is(err, store.ErrNotFound):

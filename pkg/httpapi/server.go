@@ -67,15 +67,13 @@ type Server struct {
 	cfg       Config
 	db        *sql.DB
 	st        *stock.Store
-	status    *orderstatus.Store // the status cache: polls, their waits, the pay's marker
+	status    *orderstatus.Reader // the status polls, their waits, the cache and the pay's marker
 	verifier  *auth.Verifier
 	admission *admission.Service
 	pub       admission.Publisher // the admission path's; a DLQ replay publishes through it
 	catalog   *catalog.Catalog
 	changes   *stockchange.Changer
 	items     *itemCache
-	reqs      *requestCache
-	waits     *statusWaits
 	room      *waitroom.Room // the waiting room: tickets, their polls, grants
 	tally     *tally.Tally   // order answers per item, for /live
 	ipl       *ipLimiter     // nil = off
@@ -108,18 +106,16 @@ func New(cfg Config, d Deps) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: trusted proxies: %w", err)
 	}
-	status := orderstatus.NewStore(d.Stock)
 	s := &Server{
-		cfg: cfg, db: d.DB, st: d.Stock, status: status, log: d.Log, openAPI: d.OpenAPI, pub: d.Publisher,
+		cfg: cfg, db: d.DB, st: d.Stock, log: d.Log, openAPI: d.OpenAPI, pub: d.Publisher,
 		verifier: newVerifier(cfg.Ingress, d.Log),
 		items:    newItemCache(time.Second),
-		reqs:     newRequestCache(),
-		waits:    newStatusWaits(status, cfg.Ingress.StatusWaiters, cfg.StoreTimeout, d.Log),
+		status: orderstatus.NewReader(orderstatus.ReaderConfig{StoreTimeout: cfg.StoreTimeout,
+			Waiters: cfg.Ingress.StatusWaiters, Recheck: cfg.Ingress.StatusRecheck}, d.Stock, d.DB, d.Registerer, d.Log),
 		room: waitroom.NewRoom(waitroom.RoomConfig{StoreTimeout: cfg.StoreTimeout, GrantTTL: cfg.Ingress.QueueGrantTTL, MoveWait: cfg.Ingress.RedisMoveWait},
 			d.Stock, d.DB, waitroom.NewRoomMetrics(d.Registerer), d.Log),
 		m: NewMetrics(d.Registerer),
 	}
-	RegisterWaitMetrics(d.Registerer, s.waits.waiting)
 	flush := cfg.Ingress.TallyFlush
 	if flush <= 0 {
 		flush = time.Second
@@ -162,7 +158,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 // its PENDING) and the later ones answer at once. Give it to
 // http.Server.RegisterOnShutdown, so a shutdown does not wait for them.
 func (s *Server) StopWaiting() {
-	s.waits.stop()
+	s.status.Stop()
 	s.room.Stop()
 }
 

@@ -15,9 +15,18 @@
 // its hash tag; the reservations hash its scripts read is the ledger's. A
 // miss is read from MySQL through pkg/store.
 //
+// It also answers the status polls themselves (Reader, reader.go): the one
+// Redis call, the MySQL fallback shared by the concurrent polls of a request
+// with "no such request" remembered for a second (request_cache.go), the
+// owner check, and the long polls' wait (await.go), which fans one status
+// subscription per item out to its waiting polls (waits.go) and exports
+// flashsale_status_waiting_polls and flashsale_status_subscriptions. The
+// ingress's status routes are adapters over it.
+//
 // Importers: the writers of a status, pkg/admission (a failed publish),
 // pkg/orderwriter, pkg/reap and pkg/httpapi (pay, the status routes and
-// their long polls), and pkg/service (LoadScripts). It imports only
-// pkg/stock and pkg/store, never the HTTP layer or a writer, so every
-// writer fills the cache with the same View; pkg/stock never imports it.
+// their long polls), and pkg/service (LoadScripts). It imports pkg/stock,
+// pkg/store, pkg/reqid and internal/negcache, never the HTTP layer or a
+// writer, so every writer fills the cache with the same View; pkg/stock
+// never imports it.
 package orderstatus

@@ -2,7 +2,6 @@ package orderstatus
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/redis/go-redis/v9"
 
@@ -38,6 +37,4 @@ func (s *Store) eval(ctx context.Context, script *redis.Script, keys []string, a
 
 // unavailable wraps a failure to reach Redis in stock.ErrUnavailable, the
 // one error every caller answers 503 for.
-func unavailable(op string, err error) error {
-	return fmt.Errorf("%s: %w: %w", op, stock.ErrUnavailable, err)
-}
+var unavailable = stock.Unavailable

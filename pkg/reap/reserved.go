@@ -3,7 +3,6 @@ package reap
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
@@ -83,6 +82,4 @@ func reservedItems(ctx context.Context, st *stock.Store) ([]int64, error) {
 
 // unavailable wraps a failure to reach Redis in stock.ErrUnavailable, which
 // the sweep stops on (Redis is down: the other items would only time out).
-func unavailable(op string, err error) error {
-	return fmt.Errorf("%s: %w: %w", op, stock.ErrUnavailable, err)
-}
+var unavailable = stock.Unavailable

@@ -2,6 +2,7 @@ package stock
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 
@@ -11,6 +12,14 @@ import (
 // ErrUnavailable wraps every failure to reach Redis, so callers can answer 503
 // with errors.Is without knowing go-redis' error types.
 var ErrUnavailable = errors.New("stock: redis unavailable")
+
+// Unavailable wraps err, a failure of op to reach Redis, in ErrUnavailable:
+// the one wrap of every store over the ledger's client (pkg/orderstatus,
+// pkg/stockchange, pkg/bucketview, the reaper's sweeps), so their callers
+// answer or stop on one error.
+func Unavailable(op string, err error) error {
+	return fmt.Errorf("%s: %w: %w", op, ErrUnavailable, err)
+}
 
 // ErrPending is returned by Warm while reservations of the item are still
 // waiting for their outcome.

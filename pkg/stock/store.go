@@ -2,7 +2,6 @@ package stock
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -46,9 +45,7 @@ func (s *Store) run(ctx context.Context, script *redis.Script, keys []string, ar
 // Client returns the underlying client (for health checks).
 func (s *Store) Client() redis.UniversalClient { return s.rdb }
 
-func unavailable(op string, err error) error {
-	return fmt.Errorf("%s: %w: %w", op, ErrUnavailable, err)
-}
+func unavailable(op string, err error) error { return Unavailable(op, err) }
 
 func flag(b bool) string {
 	if b {

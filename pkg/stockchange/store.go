@@ -87,6 +87,4 @@ func (s *Store) ExpireGuards(ctx context.Context, itemID int64, n int, operation
 
 // unavailable wraps a failure to reach Redis in stock.ErrUnavailable, the
 // one error every caller answers 503 for.
-func unavailable(op string, err error) error {
-	return fmt.Errorf("%s: %w: %w", op, stock.ErrUnavailable, err)
-}
+var unavailable = stock.Unavailable

@@ -23,7 +23,7 @@ type PlantedRead struct {
 // PlantAdmitRead plants item's reader of r as one that read stock left and
 // serving position serving "just now" (its read stays fresh for an hour).
 func PlantAdmitRead(r *Room, item, left, serving int64) *PlantedRead {
-	wi := &watchedItem{sold: make(chan struct{}), stop: make(chan struct{}), moved: make(chan struct{}),
+	wi := &watchedItem{readerRefs: readerRefs{stop: make(chan struct{})}, sold: make(chan struct{}), moved: make(chan struct{}),
 		read: true, serving: serving, leftOK: true, left: left, readAt: time.Now().Add(time.Hour)}
 	r.admits.mu.Lock()
 	r.admits.items[item] = wi

@@ -18,20 +18,13 @@ import (
 // interval, whatever the number of waiters, and a change is seen within an
 // interval plus one read (the 1 s sold-out promise with a 100 ms interval).
 type admitWatch struct {
-	st      *stock.Store // the item's stock
-	wr      *Store       // its waiting room
-	every   time.Duration
-	timeout time.Duration
-
-	mu    sync.Mutex
-	items map[int64]*watchedItem
+	itemReaders[*watchedItem]
 }
 
 // watchedItem is one item's reader and its waiters.
 type watchedItem struct {
-	refs int
+	readerRefs
 	sold chan struct{} // closed once the item read sold out
-	stop chan struct{} // closed when the last waiter left
 
 	mu      sync.Mutex
 	read    bool  // serving was read at least once
@@ -43,34 +36,11 @@ type watchedItem struct {
 }
 
 func newAdmitWatch(st *stock.Store, wr *Store, every, timeout time.Duration) *admitWatch {
-	return &admitWatch{st: st, wr: wr, every: every, timeout: timeout, items: map[int64]*watchedItem{}}
-}
-
-// acquire registers a waiter of item id; release it when done waiting.
-func (w *admitWatch) acquire(id int64) *watchedItem {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	wi := w.items[id]
-	if wi == nil {
-		wi = &watchedItem{sold: make(chan struct{}), stop: make(chan struct{}), moved: make(chan struct{})}
-		w.items[id] = wi
-		go w.watch(id, wi)
-	}
-	wi.refs++
-	return wi
-}
-
-// release drops a waiter; the last one stops the item's reader.
-func (w *admitWatch) release(id int64, wi *watchedItem) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	wi.refs--
-	if wi.refs == 0 {
-		close(wi.stop)
-		if w.items[id] == wi {
-			delete(w.items, id)
-		}
-	}
+	w := &admitWatch{}
+	w.itemReaders = newItemReaders(st, wr, every, timeout, func() *watchedItem {
+		return &watchedItem{sold: make(chan struct{}), moved: make(chan struct{})}
+	}, w.read)
+	return w
 }
 
 // servingNow is the serving position as last read (ok false before the
@@ -105,43 +75,27 @@ func (wi *watchedItem) setServing(v int64) {
 	wi.moved = make(chan struct{})
 }
 
-// watch reads item id's stock and gate until it is sold out or nobody
-// waits. A failed read is tried again at the next tick: a poll then
-// answers at its deadline, as one that saw nothing change.
-func (w *admitWatch) watch(id int64, wi *watchedItem) {
-	tk := time.NewTicker(w.every)
-	defer tk.Stop()
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), w.timeout)
-		left, warmed, err := w.st.Stock(ctx, id)
-		if err == nil && warmed && left <= 0 {
-			cancel()
-			w.mu.Lock()
-			if w.items[id] == wi {
-				delete(w.items, id) // later waiters read again for themselves
-			}
-			w.mu.Unlock()
-			close(wi.sold)
-			return
-		}
-		if err == nil && warmed {
-			wi.setStock(left)
-		}
-		if g, err := w.wr.ReadGate(ctx, id); err == nil {
-			wi.setServing(g.Serving)
-			if warmed {
-				wi.mu.Lock()
-				wi.readAt = time.Now()
-				wi.mu.Unlock()
-			}
-		}
-		cancel()
-		select {
-		case <-tk.C:
-		case <-wi.stop:
-			return
+// read reads item id's stock and gate once; the reader is done once the
+// item is sold out.
+func (w *admitWatch) read(ctx context.Context, id int64, wi *watchedItem) (soldOut bool) {
+	left, warmed, err := w.st.Stock(ctx, id)
+	if err == nil && warmed && left <= 0 {
+		w.drop(id, wi) // later waiters read again for themselves
+		close(wi.sold)
+		return true
+	}
+	if err == nil && warmed {
+		wi.setStock(left)
+	}
+	if g, err := w.wr.ReadGate(ctx, id); err == nil {
+		wi.setServing(g.Serving)
+		if warmed {
+			wi.mu.Lock()
+			wi.readAt = time.Now()
+			wi.mu.Unlock()
 		}
 	}
+	return false
 }
 
 // fresh is item id's stock and serving position as this replica's reader
@@ -149,10 +103,8 @@ func (w *admitWatch) watch(id int64, wi *watchedItem) {
 // a ticket read then need not ask Redis what the reader already knows (a
 // queued sale's polls are many, and each would cost two round trips).
 func (w *admitWatch) fresh(id int64, maxAge time.Duration) (left, serving int64, ok bool) {
-	w.mu.Lock()
-	wi := w.items[id]
-	w.mu.Unlock()
-	if wi == nil {
+	wi, ok := w.current(id)
+	if !ok {
 		return 0, 0, false
 	}
 	wi.mu.Lock()

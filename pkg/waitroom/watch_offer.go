@@ -18,19 +18,12 @@ import (
 // its own offer in the reader's map: no Redis read per waiter, however many
 // wait (the sell-out leaves every ticket of the item waiting here).
 type offerWatch struct {
-	st      *stock.Store // the item's stock
-	wr      *Store       // its waiting room
-	every   time.Duration
-	timeout time.Duration
-
-	mu    sync.Mutex
-	items map[int64]*offerItem
+	itemReaders[*offerItem]
 }
 
 // offerItem is one item's reader and its waiters.
 type offerItem struct {
-	refs int
-	stop chan struct{} // closed when the last waiter left
+	readerRefs
 
 	mu      sync.Mutex
 	read    bool // read at least once
@@ -41,32 +34,9 @@ type offerItem struct {
 }
 
 func newOfferWatch(st *stock.Store, wr *Store, every, timeout time.Duration) *offerWatch {
-	return &offerWatch{st: st, wr: wr, every: every, timeout: timeout, items: map[int64]*offerItem{}}
-}
-
-// acquire registers a waiter of item id; release it when done waiting.
-func (w *offerWatch) acquire(id int64) *offerItem {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	oi := w.items[id]
-	if oi == nil {
-		oi = &offerItem{stop: make(chan struct{}), changed: make(chan struct{})}
-		w.items[id] = oi
-		go w.watch(id, oi)
-	}
-	oi.refs++
-	return oi
-}
-
-// release drops a waiter; the last one stops the item's reader.
-func (w *offerWatch) release(id int64, oi *offerItem) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	oi.refs--
-	if oi.refs == 0 {
-		close(oi.stop)
-		delete(w.items, id)
-	}
+	w := &offerWatch{}
+	w.itemReaders = newItemReaders(st, wr, every, timeout, func() *offerItem { return &offerItem{changed: make(chan struct{})} }, w.read)
+	return w
 }
 
 // now is user's offer as last read (found false without one), the stock
@@ -79,32 +49,16 @@ func (oi *offerItem) now(user int64) (o Offer, found bool, left int64, ok bool, 
 	return o, found, oi.left, oi.read, oi.changed
 }
 
-// watch reads item id's waitlist version and stock until nobody waits. A
-// failed read is tried again at the next tick: a poll then answers at its
-// deadline, as one that saw nothing change.
-func (w *offerWatch) watch(id int64, oi *offerItem) {
-	tk := time.NewTicker(w.every)
-	defer tk.Stop()
-	for {
-		w.read(id, oi)
-		select {
-		case <-tk.C:
-		case <-oi.stop:
-			return
-		}
-	}
-}
-
-func (w *offerWatch) read(id int64, oi *offerItem) {
-	ctx, cancel := context.WithTimeout(context.Background(), w.timeout)
-	defer cancel()
+// read reads item id's waitlist version and stock once, and the offers when
+// the version moved; the reader goes on until nobody waits.
+func (w *offerWatch) read(ctx context.Context, id int64, oi *offerItem) bool {
 	wl, err := w.wr.ReadWaitlist(ctx, id)
 	if err != nil {
-		return
+		return false
 	}
 	left, _, err := w.st.Stock(ctx, id)
 	if err != nil {
-		return
+		return false
 	}
 	oi.mu.Lock()
 	same := oi.read && wl.Version == oi.ver
@@ -112,14 +66,14 @@ func (w *offerWatch) read(id int64, oi *offerItem) {
 	var offers map[int64]Offer
 	if !same {
 		if offers, err = w.wr.Offers(ctx, id); err != nil {
-			return
+			return false
 		}
 	}
 	oi.mu.Lock()
 	defer oi.mu.Unlock()
 	if same && (left > 0) == (oi.left > 0) {
 		oi.left = left
-		return
+		return false
 	}
 	if !same {
 		oi.ver, oi.offers = wl.Version, offers
@@ -127,4 +81,5 @@ func (w *offerWatch) read(id int64, oi *offerItem) {
 	oi.read, oi.left = true, left
 	close(oi.changed)
 	oi.changed = make(chan struct{})
+	return false
 }

@@ -1,21 +1,19 @@
-package httpapi
+package catalog
 
 import (
-	"bytes"
-	"encoding/json"
+	"context"
 	"fmt"
-	"net/http"
-	"slices"
 	"time"
 	"unicode/utf8"
 
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
-// itemBody is an item as an admin writes it: the body of a PUT (every field
-// but buckets required) and, merged onto the stored item, of a PATCH. Both
-// are checked by the same validate.
-type itemBody struct {
+// Input is an item as an admin writes it (schema ItemInput of
+// ingress/openapi.yaml): the body of a PUT (every field but buckets
+// required) and, merged onto the stored item, of a PATCH. Both are checked
+// by the same Validate.
+type Input struct {
 	Name         *string    `json:"name"`
 	PriceCents   *int64     `json:"price_cents"`
 	Stock        *int64     `json:"stock"`
@@ -31,7 +29,7 @@ type itemBody struct {
 	// gate admits, is optional with queue true (defaultQueueRate) and may
 	// change during the sale: it is the operator's throttle.
 	// QueueShuffleWindowMs is how long after starts_at arrivals are still
-	// drawn (defaultShuffleWindow with queue true), in rounds of
+	// drawn (defaultShuffleWindowMs with queue true), in rounds of
 	// QueueRoundMs (the whole window unless said); neither may change once
 	// the queue opened.
 	Queue                *bool      `json:"queue"`
@@ -73,28 +71,39 @@ const (
 // one a sale time may have.
 func saleYear(t time.Time) bool { return t.Year() >= minSaleYear && t.Year() <= maxSaleYear }
 
-func (b itemBody) validate(id int64, maxBuckets int) (store.Item, error) {
+// InvalidError is an Input its own rules refuse, whatever is stored: Code
+// names the rule (the answer's error code), Message says what is allowed.
+type InvalidError struct{ Code, Message string }
+
+func (e *InvalidError) Error() string { return e.Code + ": " + e.Message }
+
+func invalid(code, msg string) error { return &InvalidError{Code: code, Message: msg} }
+
+// Validate checks b and makes it the item id, with at most maxBuckets
+// buckets (FLASHSALE_MAX_BUCKETS): an *InvalidError names the first rule b
+// breaks.
+func (b Input) Validate(id int64, maxBuckets int) (store.Item, error) {
 	switch {
 	case b.Buckets != nil && (*b.Buckets < 1 || *b.Buckets > maxBuckets):
-		return store.Item{}, badRequest("invalid_buckets", fmt.Sprintf("buckets must be an integer from 1 to %d", maxBuckets))
+		return store.Item{}, invalid("invalid_buckets", fmt.Sprintf("buckets must be an integer from 1 to %d", maxBuckets))
 	case b.Name == nil || *b.Name == "" || utf8.RuneCountInString(*b.Name) > 200:
-		return store.Item{}, badRequest("invalid_name", "name must be 1 to 200 characters")
+		return store.Item{}, invalid("invalid_name", "name must be 1 to 200 characters")
 	case b.PriceCents == nil || *b.PriceCents < 0:
-		return store.Item{}, badRequest("invalid_price", "price_cents must be an integer >= 0")
+		return store.Item{}, invalid("invalid_price", "price_cents must be an integer >= 0")
 	case b.Stock == nil || *b.Stock < 0 || *b.Stock > maxStock:
-		return store.Item{}, badRequest("invalid_stock", "stock must be an integer from 0 to 1000000000")
+		return store.Item{}, invalid("invalid_stock", "stock must be an integer from 0 to 1000000000")
 	case b.PerUserLimit == nil || *b.PerUserLimit < 1 || *b.PerUserLimit > maxPerUserLimit:
-		return store.Item{}, badRequest("invalid_per_user_limit", "per_user_limit must be an integer from 1 to 1000")
+		return store.Item{}, invalid("invalid_per_user_limit", "per_user_limit must be an integer from 1 to 1000")
 	case b.StartsAt == nil || b.EndsAt == nil || !b.StartsAt.Before(*b.EndsAt) || !saleYear(*b.StartsAt) || !saleYear(*b.EndsAt):
-		return store.Item{}, badRequest("invalid_window", "starts_at and ends_at are RFC 3339 times of the years 1970 to 9998 with starts_at before ends_at")
+		return store.Item{}, invalid("invalid_window", "starts_at and ends_at are RFC 3339 times of the years 1970 to 9998 with starts_at before ends_at")
 	case b.Queue != nil && *b.Queue && (b.QueueOpensAt == nil || !saleYear(*b.QueueOpensAt) || b.QueueOpensAt.After(*b.StartsAt)):
-		return store.Item{}, badRequest("invalid_queue", "with queue true, queue_opens_at is an RFC 3339 time of the years 1970 to 9998 at or before starts_at")
+		return store.Item{}, invalid("invalid_queue", "with queue true, queue_opens_at is an RFC 3339 time of the years 1970 to 9998 at or before starts_at")
 	case b.QueueRate != nil && (*b.QueueRate < 1 || *b.QueueRate > maxQueueRate):
-		return store.Item{}, badRequest("invalid_queue_rate", fmt.Sprintf("queue_rate must be an integer from 1 to %d admissions a second", maxQueueRate))
+		return store.Item{}, invalid("invalid_queue_rate", fmt.Sprintf("queue_rate must be an integer from 1 to %d admissions a second", maxQueueRate))
 	case b.QueueShuffleWindowMs != nil && (*b.QueueShuffleWindowMs < 0 || *b.QueueShuffleWindowMs > maxShuffleWindowMs):
-		return store.Item{}, badRequest("invalid_queue_shuffle_window", fmt.Sprintf("queue_shuffle_window_ms must be an integer from 0 to %d", maxShuffleWindowMs))
+		return store.Item{}, invalid("invalid_queue_shuffle_window", fmt.Sprintf("queue_shuffle_window_ms must be an integer from 0 to %d", maxShuffleWindowMs))
 	case b.QueueRoundMs != nil && (*b.QueueRoundMs < minRoundMs || *b.QueueRoundMs > maxShuffleWindowMs):
-		return store.Item{}, badRequest("invalid_queue_round", fmt.Sprintf("queue_round_ms must be an integer from %d to %d", minRoundMs, maxShuffleWindowMs))
+		return store.Item{}, invalid("invalid_queue_round", fmt.Sprintf("queue_round_ms must be an integer from %d to %d", minRoundMs, maxShuffleWindowMs))
 	}
 	it := store.Item{ID: id, Name: *b.Name, PriceCents: *b.PriceCents, TotalStock: *b.Stock,
 		PerUserLimit: *b.PerUserLimit, StartsAt: b.StartsAt.UTC(), EndsAt: b.EndsAt.UTC()}
@@ -119,85 +128,45 @@ func (b itemBody) validate(id int64, maxBuckets int) (store.Item, error) {
 	return it, nil
 }
 
-// queueKeptConflict is the refusal of a body that says nothing of the queue
-// but moves starts_at before the opening of the queue the item keeps: the
-// body is valid alone, the conflict is with the stored state, so it is a 409
-// queue_kept naming the kept opening (a 400 would blame a request that an
-// outside client, reading only the schema, built right). nil when there is
-// no conflict.
+// QueueKeptError refuses a body that says nothing of the queue but moves
+// starts_at before the opening of the queue the item keeps: the body is
+// valid alone, the conflict is with the stored state (a 409 queue_kept
+// naming the kept opening: a 400 would blame a request that an outside
+// client, reading only the schema, built right).
+type QueueKeptError struct{ OpensAt, StartsAt time.Time }
+
+func (e *QueueKeptError) Error() string {
+	return fmt.Sprintf("the item keeps its queue, which opens at %s, after the starts_at asked for (%s); send queue false, or a queue_opens_at at or before starts_at, with it",
+		e.OpensAt.UTC().Format(time.RFC3339Nano), e.StartsAt.UTC().Format(time.RFC3339Nano))
+}
+
+// queueKeptConflict is the QueueKeptError of a body with startsAt and no
+// word of the queue, for the stored item cur; nil when there is no
+// conflict.
 func queueKeptConflict(cur store.Item, startsAt time.Time) error {
 	if !cur.Queue || !cur.QueueOpensAt.After(startsAt) {
 		return nil
 	}
-	return newErr(http.StatusConflict, "queue_kept", fmt.Sprintf(
-		"the item keeps its queue, which opens at %s, after the starts_at asked for (%s); send queue false, or a queue_opens_at at or before starts_at, with it",
-		cur.QueueOpensAt.UTC().Format(time.RFC3339Nano), startsAt.UTC().Format(time.RFC3339Nano)))
+	return &QueueKeptError{OpensAt: cur.QueueOpensAt, StartsAt: startsAt}
 }
 
-// itemFieldKinds is the JSON type each ItemInput field must have
-// (ingress/openapi.yaml): none is nullable.
-var itemFieldKinds = map[string]string{
+// InputKinds is the JSON type each Input field must have
+// (ingress/openapi.yaml): none is nullable, so a decoder that checks them
+// refuses a null the struct decode would take for "not sent".
+var InputKinds = map[string]string{
 	"name": "string", "price_cents": "integer", "stock": "integer", "per_user_limit": "integer",
 	"starts_at": "string", "ends_at": "string", "buckets": "integer",
 	"queue": "boolean", "queue_opens_at": "string", "queue_rate": "integer",
 	"queue_shuffle_window_ms": "integer", "queue_round_ms": "integer",
 }
 
-// decodeItemBody reads a PUT or PATCH body into b (decodeTyped).
-func decodeItemBody(raw []byte, b *itemBody) error { return decodeTyped(raw, itemFieldKinds, b) }
-
-// decodeTyped reads an admin body into dst. Before the struct decode it
-// checks each known field's JSON type (kinds), since the decoder turns null
-// into "not sent" (so "buckets": null, optional in a PUT, was accepted) and
-// names no field for a time of the wrong type. Unknown fields and
-// non-objects are left to the strict decode, which refuses them.
-func decodeTyped(raw []byte, kinds map[string]string, dst any) error {
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(raw, &fields) == nil {
-		names := make([]string, 0, len(fields))
-		for k := range fields {
-			names = append(names, k)
-		}
-		slices.Sort(names)
-		for _, k := range names {
-			kind, known := kinds[k]
-			if known && !jsonKindIs(fields[k], kind) {
-				art := "a"
-				if kind == "integer" {
-					art = "an"
-				}
-				return badRequest("invalid_json", fmt.Sprintf("field %q must be %s %s", k, art, kind))
-			}
-		}
-	}
-	return decodeStrictBytes(raw, dst)
-}
-
-// jsonKindIs reports whether the JSON value v is a string or a number
-// ("integer": the struct decode then refuses a fraction or an exponent).
-func jsonKindIs(v json.RawMessage, kind string) bool {
-	v = bytes.TrimSpace(v)
-	if len(v) == 0 {
-		return false
-	}
-	switch kind {
-	case "string":
-		return v[0] == '"'
-	case "integer":
-		return v[0] == '-' || (v[0] >= '0' && v[0] <= '9')
-	case "boolean":
-		return v[0] == 't' || v[0] == 'f'
-	}
-	return false
-}
-
-// bodyOf is a stored item as a complete PUT body, with buckets left out (a
+// inputOf is a stored item as a complete PUT body, with buckets left out (a
 // PATCH that does not name it keeps the count, even one above today's
 // FLASHSALE_MAX_BUCKETS).
-func bodyOf(it store.Item) itemBody {
+func inputOf(it store.Item) Input {
 	name, price, total, limit := it.Name, it.PriceCents, it.TotalStock, it.PerUserLimit
 	starts, ends := it.StartsAt.UTC(), it.EndsAt.UTC()
-	b := itemBody{Name: &name, PriceCents: &price, Stock: &total, PerUserLimit: &limit, StartsAt: &starts, EndsAt: &ends}
+	b := Input{Name: &name, PriceCents: &price, Stock: &total, PerUserLimit: &limit, StartsAt: &starts, EndsAt: &ends}
 	if it.Queue {
 		q, opens, rate := true, it.QueueOpensAt.UTC(), it.QueueRate
 		window, round := int(it.QueueShuffleWindow.Milliseconds()), int(it.QueueRound.Milliseconds())
@@ -214,9 +183,9 @@ func bodyOf(it store.Item) itemBody {
 }
 
 // merge is the JSON merge patch (RFC 7386) p applied to b: every field p
-// names replaces b's. A patch cannot remove a field (null is refused by
-// decodeItemBody), so "named" is "not nil".
-func (b itemBody) merge(p itemBody) itemBody {
+// names replaces b's. A patch cannot remove a field (null is refused by its
+// decoder, InputKinds), so "named" is "not nil".
+func (b Input) merge(p Input) Input {
 	if p.Name != nil {
 		b.Name = p.Name
 	}
@@ -254,4 +223,62 @@ func (b itemBody) merge(p itemBody) itemBody {
 		b.QueueRoundMs = p.QueueRoundMs
 	}
 	return b
+}
+
+// PutInput is Put of the item b describes (a PUT of item id): b is checked
+// (Validate), and a b that leaves out the queue keeps the stored one, as it
+// keeps the bucket count, checked again with it under the item's row lock
+// (its opening must be at or before b's starts_at: QueueKeptError). The
+// errors are Put's, and Validate's and QueueKeptError with nothing changed.
+func (c *Catalog) PutInput(ctx context.Context, id int64, b Input, maxBuckets int) (store.Item, error) {
+	in, err := b.Validate(id, maxBuckets)
+	if err != nil {
+		return store.Item{}, err
+	}
+	if b.Queue != nil {
+		return c.Put(ctx, in)
+	}
+	return c.put(ctx, id, func(cur store.Item, found bool) (store.Item, error) {
+		if !found || !cur.Queue {
+			return in, nil
+		}
+		if err := queueKeptConflict(cur, *b.StartsAt); err != nil {
+			return store.Item{}, err
+		}
+		q, opens, rate := true, cur.QueueOpensAt.UTC(), cur.QueueRate
+		window, round := int(cur.QueueShuffleWindow.Milliseconds()), int(cur.QueueRound.Milliseconds())
+		kept := b
+		kept.Queue, kept.QueueOpensAt = &q, &opens
+		if kept.QueueRate == nil {
+			kept.QueueRate = &rate
+		}
+		if kept.QueueShuffleWindowMs == nil {
+			kept.QueueShuffleWindowMs = &window
+		}
+		if kept.QueueRoundMs == nil && round > 0 {
+			kept.QueueRoundMs = &round
+		}
+		return kept.Validate(id, maxBuckets)
+	})
+}
+
+// PatchInput is Put of the item that the JSON merge patch (RFC 7386) p makes
+// of item id as stored, read under its row lock (so two patches of one item
+// never lose one another's change) and checked by PUT's Validate once
+// merged. A p that moves starts_at and says nothing of the queue is held to
+// the queue the item keeps (QueueKeptError). The errors are Put's, Validate's
+// and QueueKeptError with nothing changed, and store.ErrNotFound for an
+// unknown item.
+func (c *Catalog) PatchInput(ctx context.Context, id int64, p Input, maxBuckets int) (store.Item, error) {
+	return c.put(ctx, id, func(cur store.Item, found bool) (store.Item, error) {
+		if !found {
+			return store.Item{}, fmt.Errorf("catalog: patch item %d: %w", id, store.ErrNotFound)
+		}
+		if p.Queue == nil && p.QueueOpensAt == nil && p.StartsAt != nil {
+			if err := queueKeptConflict(cur, *p.StartsAt); err != nil {
+				return store.Item{}, err
+			}
+		}
+		return inputOf(cur).merge(p).Validate(id, maxBuckets)
+	})
 }

@@ -1,4 +1,4 @@
-package httpapi
+package orderstatus
 
 import (
 	"context"
@@ -9,8 +9,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
-	"github.com/flashsale-dev/flashsale/pkg/orderlog"
-	"github.com/flashsale-dev/flashsale/pkg/orderstatus"
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 )
 
@@ -25,23 +23,30 @@ import (
 // is the number of subscriptions, one per item with a waiter. An item's
 // subscription closes with its last waiter.
 type statusWaits struct {
-	st    *orderstatus.Store
+	st    *Store
 	max   int
 	log   *slog.Logger
 	subTO time.Duration // bounds one subscribe
 
 	mu     sync.Mutex
-	n      int                              // waiting polls
-	items  map[orderlog.StockKey]*itemWatch // one per bucket of an item
+	n      int                      // waiting polls
+	items  map[bucketKey]*itemWatch // one per bucket of an item
 	closed bool
 	done   chan struct{} // closed by stop: every waiter answers now
+}
+
+// bucketKey names one bucket of an item: a status is announced on the
+// channel of the bucket its request was admitted in.
+type bucketKey struct {
+	ItemID int64
+	Bucket int
 }
 
 // itemWatch is one item's subscription and its waiters.
 type itemWatch struct {
 	ready   chan struct{} // closed once subscribed, or the subscribe failed
 	ok      bool          // subscribed (read after ready)
-	sub     *orderstatus.StatusSubscription
+	sub     *StatusSubscription
 	waiters map[string]map[*waiter]struct{}
 	refs    int
 	stopped bool // no waiter left: the subscription goes
@@ -49,15 +54,15 @@ type itemWatch struct {
 
 // waiter is one waiting poll.
 type waiter struct {
-	item orderlog.StockKey
+	item bucketKey
 	rid  string
 	w    *itemWatch
 	wake chan struct{} // buffered 1: a wake is never lost, never blocks
 }
 
-func newStatusWaits(st *orderstatus.Store, max int, subTimeout time.Duration, log *slog.Logger) *statusWaits {
+func newStatusWaits(st *Store, max int, subTimeout time.Duration, log *slog.Logger) *statusWaits {
 	return &statusWaits{st: st, max: max, log: log, subTO: subTimeout,
-		items: map[orderlog.StockKey]*itemWatch{}, done: make(chan struct{})}
+		items: map[bucketKey]*itemWatch{}, done: make(chan struct{})}
 }
 
 // acquire registers a waiter for rid of item, subscribing to item's channel
@@ -67,7 +72,7 @@ func newStatusWaits(st *orderstatus.Store, max int, subTimeout time.Duration, lo
 func (s *statusWaits) acquire(itemID int64, rid string) *waiter {
 	// Statuses are announced on the channel of the bucket the request was
 	// admitted in (its own slot).
-	item := orderlog.StockKey{ItemID: itemID, Bucket: reqid.Bucket(rid)}
+	item := bucketKey{ItemID: itemID, Bucket: reqid.Bucket(rid)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed || s.n >= s.max {
@@ -114,7 +119,7 @@ func (s *statusWaits) release(wt *waiter) {
 }
 
 // follow subscribes to item and wakes its waiters until the last one left.
-func (s *statusWaits) follow(item orderlog.StockKey, w *itemWatch) {
+func (s *statusWaits) follow(item bucketKey, w *itemWatch) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.subTO)
 	sub, err := s.st.SubscribeStatuses(ctx, item.ItemID, item.Bucket)
 	cancel()
@@ -185,7 +190,7 @@ func (s *statusWaits) waiting() (polls, items int) {
 
 // RegisterWaitMetrics exports how many polls wait now (against
 // FLASHSALE_STATUS_WAITERS) and how many item subscriptions serve them, as
-// waiting reports them. New registers them for the server's waits; it is
+// waiting reports them. NewReader registers them for its waits; it is
 // exported so the metric-name check (deploy/metricnames_test.go) sees them.
 func RegisterWaitMetrics(reg prometheus.Registerer, waiting func() (polls, items int)) {
 	f := promauto.With(reg)

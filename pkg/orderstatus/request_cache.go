@@ -1,4 +1,4 @@
-package httpapi
+package orderstatus
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
+	"github.com/flashsale-dev/flashsale/internal/negcache"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
@@ -17,7 +18,7 @@ import (
 // cached status always wins over a negative entry, and a decision MySQL
 // makes later is hidden for at most the TTL.
 type requestCache struct {
-	missing *negCache[string]
+	missing *negcache.Cache[string]
 	flights singleflight.Group
 	now     func() time.Time
 }
@@ -29,7 +30,7 @@ const unknownRequestTTL = time.Second
 const maxUnknownRequests = 10000
 
 func newRequestCache() *requestCache {
-	return &requestCache{missing: newNegCache[string](unknownRequestTTL, maxUnknownRequests), now: time.Now}
+	return &requestCache{missing: negcache.New[string](unknownRequestTTL, maxUnknownRequests), now: time.Now}
 }
 
 // read returns rid's state from load, one call shared by the concurrent
@@ -41,17 +42,17 @@ func newRequestCache() *requestCache {
 // detached from ctx, since the callers sharing it outlive the one that
 // started it if that client hangs up; ctx bounds only this caller's wait.
 func (c *requestCache) read(ctx context.Context, rid string, load func(context.Context) (store.RequestState, error)) (store.RequestState, error) {
-	if c.missing.has(rid, c.now()) {
+	if c.missing.Has(rid, c.now()) {
 		return store.RequestState{}, store.ErrNotFound
 	}
 	ch := c.flights.DoChan(rid, func() (any, error) {
 		asked := c.now()
-		if c.missing.has(rid, asked) {
+		if c.missing.Has(rid, asked) {
 			return store.RequestState{}, store.ErrNotFound
 		}
 		st, err := load(context.WithoutCancel(ctx))
 		if errors.Is(err, store.ErrNotFound) {
-			c.missing.add(rid, asked)
+			c.missing.Add(rid, asked)
 		}
 		return st, err
 	})

@@ -1,4 +1,4 @@
-package httpapi
+package catalog
 
 import (
 	"encoding/json"
@@ -33,16 +33,16 @@ func TestSaleWindowYears(t *testing.T) {
 		{"2020-01-01T00:00:00+23:59", "2020-01-01T00:00:00-23:59", true},      //
 		{"1970-01-01T00:00:00Z", "9998-12-31T23:59:59.999999999-23:59", true}, // widest
 	} {
-		var b itemBody
+		var b Input
 		body := fmt.Sprintf(`{"name":"x","price_cents":1,"stock":1,"per_user_limit":1,"starts_at":%q,"ends_at":%q}`, tc.starts, tc.ends)
 		if err := json.Unmarshal([]byte(body), &b); err != nil {
 			t.Fatalf("%s: %v", body, err)
 		}
-		_, err := b.validate(1, 64)
+		_, err := b.Validate(1, 64)
 		if tc.ok != (err == nil) {
 			t.Errorf("%s .. %s: err %v, want ok=%v", tc.starts, tc.ends, err, tc.ok)
 		}
-		if ae, isAE := err.(*apiError); err != nil && (!isAE || ae.Code != "invalid_window") {
+		if ie, isIE := err.(*InvalidError); err != nil && (!isIE || ie.Code != "invalid_window") {
 			t.Errorf("%s .. %s: %v, want invalid_window", tc.starts, tc.ends, err)
 		}
 	}
