@@ -60,22 +60,14 @@ func NotSent(err error) bool {
 }
 
 // clusterRefused reports a Cluster node's refusal to run a command, which
-// it decides before running anything (the cluster spec's redirections):
-// TRYAGAIN while a slot migrates and a multi-key command's keys are split
-// between the two nodes or one of them does not exist yet (admit.lua with a
-// new Idempotency-Key), MOVED or ASK once go-redis has followed
-// MaxRedirects of them, and CLUSTERDOWN. The hot path's scripts are
+// it decides before running anything (the cluster spec's redirections): a
+// slot move's (slotMoved: TRYAGAIN, or MOVED or ASK once go-redis has
+// followed MaxRedirects of them) or CLUSTERDOWN. The hot path's scripts are
 // attempted again after each of these (sendRetried, with go-redis'
 // backoff; go-redis' own retries took 69-234 ms in all before the caller
 // saw TRYAGAIN in reshard_cluster_test.go), so the caller sees one only
-// when a migration or an outage outlasts that.
+// when a migration or an outage outlasts that; a migration the admission
+// then waits out (WaitOutMove).
 func clusterRefused(err error) bool {
-	if redis.IsTryAgainError(err) || redis.IsClusterDownError(err) {
-		return true
-	}
-	if _, ok := redis.IsMovedError(err); ok {
-		return true
-	}
-	_, ok := redis.IsAskError(err)
-	return ok
+	return slotMoved(err) || redis.IsClusterDownError(err)
 }

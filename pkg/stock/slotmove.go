@@ -20,9 +20,12 @@ import (
 // for it, and nothing that may have run is ever sent again.
 func SlotMoving(err error) bool {
 	var we *writtenError
-	if err == nil || errors.As(err, &we) {
-		return false
-	}
+	return err != nil && !errors.As(err, &we) && slotMoved(err)
+}
+
+// slotMoved reports a slot move's refusal (TRYAGAIN, MOVED, ASK), whatever
+// came before it.
+func slotMoved(err error) bool {
 	if redis.IsTryAgainError(err) {
 		return true
 	}
