@@ -3,7 +3,6 @@
 package faults
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -166,10 +165,7 @@ func (p *proc) running() bool {
 }
 
 // grepLog counts the log lines containing s.
-func (p *proc) grepLog(s string) int {
-	b, _ := os.ReadFile(p.log)
-	return bytes.Count(b, []byte(s))
-}
+func (p *proc) grepLog(s string) int { return len(p.logLines(s)) }
 
 // logLines returns the log lines containing s.
 func (p *proc) logLines(s string) []string {

@@ -39,7 +39,7 @@ import (
 func TestWaitlistHandOffKilled(t *testing.T) {
 	cfg := defaultSettings()
 	cfg.Units, cfg.Reapers, cfg.PaymentWindow, cfg.ClaimWindow = 30, 2, 4*time.Second, 2*time.Second
-	waitlistHandOff(t, cfg, true, "waitlist hand-off: gate holder SIGKILL x2, ingress SIGKILL with a claim in flight", func(r *wlRun) {
+	waitlistHandOff(t, cfg, true, nil, "waitlist hand-off: gate holder SIGKILL x2, ingress SIGKILL with a claim in flight", func(r *wlRun) {
 		p := r.p
 		killed := map[int]bool{}
 		killGate := func() {
@@ -108,7 +108,7 @@ func TestWaitlistOfferPassRedisStalled(t *testing.T) {
 	// counted twice until the reaper marks it (cold run 15: 2 reports, I3
 	// off by 1; the final audit balances). Logged by settle, not failed.
 	tolerate := map[string]string{"live-audit": "a Redis stall between a restore's apply and its MySQL mark (issue 43 item 3, not fixed)"}
-	waitlistHandOffTolerating(t, cfg, true, tolerate, "waitlist hand-off: Redis SIGSTOPped 3 s twice during the gate's offer passes", func(r *wlRun) {
+	waitlistHandOff(t, cfg, true, tolerate, "waitlist hand-off: Redis SIGSTOPped 3 s twice during the gate's offer passes", func(r *wlRun) {
 		for i := range 2 {
 			var last string
 			testenv.Eventually(t, 30*time.Second, 5*time.Millisecond, func() bool {
@@ -140,7 +140,7 @@ func TestWaitlistClaimThroughKafkaOutage(t *testing.T) {
 	cfg := defaultSettings()
 	cfg.Units, cfg.Reapers, cfg.PaymentWindow, cfg.ClaimWindow = 30, 2, 4*time.Second, 45*time.Second
 	var r *wlRun
-	waitlistHandOff(t, cfg, false, "waitlist hand-off: Kafka stopped while claims are made", func(run *wlRun) {
+	waitlistHandOff(t, cfg, false, nil, "waitlist hand-off: Kafka stopped while claims are made", func(run *wlRun) {
 		r = run
 		var last string
 		testenv.Eventually(t, 30*time.Second, 5*time.Millisecond, func() bool {
@@ -182,14 +182,9 @@ func TestWaitlistClaimThroughKafkaOutage(t *testing.T) {
 // waitlistHandOff runs the hand-off of TestWaitlistHandOffKilled with
 // fault in the middle, once the first released unit reached the waitlist,
 // and checks what it promises at quiescence. declines: a third of the
-// buyers let their offers lapse.
-func waitlistHandOff(t *testing.T, cfg settings, declines bool, name string, fault func(r *wlRun)) {
-	waitlistHandOffTolerating(t, cfg, declines, nil, name, fault)
-}
-
-// waitlistHandOffTolerating is waitlistHandOff with the invariants settle
-// may see broken, and why (pipeline.tolerated).
-func waitlistHandOffTolerating(t *testing.T, cfg settings, declines bool, tolerated map[string]string, name string, fault func(r *wlRun)) {
+// buyers let their offers lapse; tolerated: the invariants settle may see
+// broken, and why (pipeline.tolerated).
+func waitlistHandOff(t *testing.T, cfg settings, declines bool, tolerated map[string]string, name string, fault func(r *wlRun)) {
 	start := time.Now()
 	p := newPipeline(t, cfg)
 	p.tolerated = tolerated
