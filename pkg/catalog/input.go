@@ -245,21 +245,27 @@ func (c *Catalog) PutInput(ctx context.Context, id int64, b Input, maxBuckets in
 		if err := queueKeptConflict(cur, *b.StartsAt); err != nil {
 			return store.Item{}, err
 		}
-		q, opens, rate := true, cur.QueueOpensAt.UTC(), cur.QueueRate
-		window, round := int(cur.QueueShuffleWindow.Milliseconds()), int(cur.QueueRound.Milliseconds())
-		kept := b
-		kept.Queue, kept.QueueOpensAt = &q, &opens
-		if kept.QueueRate == nil {
-			kept.QueueRate = &rate
-		}
-		if kept.QueueShuffleWindowMs == nil {
-			kept.QueueShuffleWindowMs = &window
-		}
-		if kept.QueueRoundMs == nil && round > 0 {
-			kept.QueueRoundMs = &round
-		}
-		return kept.Validate(id, maxBuckets)
+		return keepQueue(b, cur).Validate(id, maxBuckets)
 	})
+}
+
+// keepQueue is b, a body that says nothing of the queue, with the queue of
+// the stored item cur kept: its opening, and its rate and rounds where b
+// does not name them, as inputOf names them (a round as long as the window
+// left out, so a window under minRoundMs does not refuse its own item).
+func keepQueue(b Input, cur store.Item) Input {
+	stored := inputOf(cur)
+	b.Queue, b.QueueOpensAt = stored.Queue, stored.QueueOpensAt
+	if b.QueueRate == nil {
+		b.QueueRate = stored.QueueRate
+	}
+	if b.QueueShuffleWindowMs == nil {
+		b.QueueShuffleWindowMs = stored.QueueShuffleWindowMs
+	}
+	if b.QueueRoundMs == nil {
+		b.QueueRoundMs = stored.QueueRoundMs
+	}
+	return b
 }
 
 // PatchInput is Put of the item that the JSON merge patch (RFC 7386) p makes

@@ -84,3 +84,59 @@ func TestSaleTimePatternMatchesServer(t *testing.T) {
 		}
 	}
 }
+
+// TestStoredItemIsItsOwnBody: every item a valid body makes, given back as
+// the body a PATCH merges into (inputOf) or as the queue a PUT without
+// queue fields keeps (keepQueue), validates to the same item. The contract
+// run found two ways a stored item refused itself (a shuffle window under
+// the shortest round a body may name, through PATCH and then through PUT);
+// this walks the queue settings' edges instead of waiting for a fuzzer.
+func TestStoredItemIsItsOwnBody(t *testing.T) {
+	starts := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	ends, opens := starts.Add(time.Hour), starts.Add(-time.Hour)
+	ints := func(v ...int) []*int {
+		out := []*int{nil}
+		for i := range v {
+			out = append(out, &v[i])
+		}
+		return out
+	}
+	name, price, stock, limit := "x", int64(0), int64(5), 1
+	checked := 0
+	for _, queue := range []bool{false, true} {
+		for _, rate := range ints(1, 100, maxQueueRate) {
+			for _, window := range ints(0, 1, 500, 999, 1000, 1001, 2500, maxShuffleWindowMs) {
+				for _, round := range ints(minRoundMs, 1500, 2500, maxShuffleWindowMs) {
+					q := queue
+					b := Input{Name: &name, PriceCents: &price, Stock: &stock, PerUserLimit: &limit,
+						StartsAt: &starts, EndsAt: &ends, Queue: &q, QueueOpensAt: &opens,
+						QueueRate: rate, QueueShuffleWindowMs: window, QueueRoundMs: round}
+					it, err := b.Validate(1, 64)
+					if err != nil {
+						t.Fatalf("%s: %v", show(b), err)
+					}
+					if again, err := inputOf(it).Validate(1, 64); err != nil || again != it {
+						t.Errorf("%s as a PATCH's base: %+v, %v; want %+v", show(b), again, err, it)
+					}
+					if !it.Queue {
+						continue
+					}
+					plain := Input{Name: &name, PriceCents: &price, Stock: &stock, PerUserLimit: &limit, StartsAt: &starts, EndsAt: &ends}
+					if kept, err := keepQueue(plain, it).Validate(1, 64); err != nil || kept != it {
+						t.Errorf("%s kept by a PUT without queue fields: %+v, %v; want %+v", show(b), kept, err, it)
+					}
+					checked++
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no queued item was checked")
+	}
+}
+
+// show is an Input's JSON, for a failure message.
+func show(b Input) string {
+	raw, _ := json.Marshal(b)
+	return string(raw)
+}

@@ -201,4 +201,23 @@ func TestShortShuffleWindowSurvivesAPatch(t *testing.T) {
 			t.Errorf("PATCH %s: window %d ms, round %d ms; want the 500 ms window kept as one round", patch, got.Window, got.Round)
 		}
 	}
+	// A PUT that says nothing of the queue keeps it, the same way (CI's
+	// contract run found the 400 invalid_queue_round here too).
+	put := fmt.Sprintf(`{"name":"renamed again","price_cents":0,"stock":7,"per_user_limit":2,"starts_at":%q,"ends_at":%q}`,
+		now.Add(2*time.Hour).UTC().Format(time.RFC3339Nano), now.Add(3*time.Hour).UTC().Format(time.RFC3339Nano))
+	r := h.do(http.MethodPut, fmt.Sprintf("/api/v1/admin/items/%d", id), put, h.admin())
+	if r.Code != http.StatusOK {
+		t.Fatalf("PUT without queue fields: %d %s, want 200", r.Code, r.Body)
+	}
+	var got struct {
+		Queue  bool `json:"queue"`
+		Window int  `json:"queue_shuffle_window_ms"`
+		Round  int  `json:"queue_round_ms"`
+	}
+	if err := json.Unmarshal(r.Body, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !got.Queue || got.Window != 500 || got.Round != 500 {
+		t.Errorf("PUT without queue fields: queue %v, window %d ms, round %d ms; want the queue and its 500 ms window kept as one round", got.Queue, got.Window, got.Round)
+	}
 }
