@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/flashsale-dev/flashsale/pkg/api"
-	"github.com/flashsale-dev/flashsale/pkg/reqid"
+	"github.com/flashsale-dev/flashsale/pkg/bucketview"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 	"github.com/flashsale-dev/flashsale/pkg/waitroom"
@@ -22,7 +22,7 @@ type numbers struct {
 	item             store.Item
 	redis            stock.State
 	orderedPending   int64 // units of reservations already decided ORDERED
-	unappliedRestore int64 // units restored in MySQL, not yet in Redis
+	unappliedRestore int64 // units restored in MySQL, not in Redis at the cut
 	dupBuyers        int64
 	orderedNoOrder   int64
 	orderNoOutcome   int64
@@ -44,6 +44,10 @@ type numbers struct {
 type Waitlist = api.Waitlist
 
 // Item audits one item; store.ErrNotFound when MySQL does not know it.
+// It reads a consistent cut (cut.go): the restores MySQL has not marked,
+// then Redis bucket by bucket (each in one step), then MySQL in one
+// snapshot, fenced by the stock changes' and the transfers' marks read
+// before and after.
 func Item(ctx context.Context, db *sql.DB, st *stock.Store, itemID int64) (Report, error) {
 	var n numbers
 	var rep Report
@@ -54,14 +58,32 @@ func Item(ctx context.Context, db *sql.DB, st *stock.Store, itemID int64) (Repor
 	if n.item, err = store.GetItem(ctx, db, itemID); err != nil {
 		return Report{}, err
 	}
-	read := func() error { return readItem(ctx, db, st, itemID, &n, &rep) }
+	marks := bucketview.NewStore(st)
+	var markBefore bucketview.TransferMark
 	if n.item.Bucketed() {
-		err = readBucketState(ctx, db, st, &n, read)
-	} else {
-		err = read()
+		if markBefore, err = marks.ReadTransferMark(ctx, itemID); err != nil {
+			return Report{}, err
+		}
 	}
+	unmarked, err := store.UnappliedRestoresOf(ctx, db, itemID)
 	if err != nil {
 		return Report{}, err
+	}
+	c, err := readCut(ctx, st, n.item, unmarked)
+	if err != nil {
+		return Report{}, err
+	}
+	testHookAfterCut(ctx, itemID)
+	n.redis, n.waitlist = c.state, c.waitlist
+	if err := readSnapshot(ctx, db, c, &n, &rep); err != nil {
+		return Report{}, err
+	}
+	if n.item.Bucketed() {
+		markAfter, err := marks.ReadTransferMark(ctx, itemID)
+		if err != nil {
+			return Report{}, err
+		}
+		n.buckets.quiet = markBefore.Quiet(markAfter)
 	}
 	if n.changes, err = readChanges(ctx, db, st, itemID); err != nil {
 		return Report{}, err
@@ -86,117 +108,11 @@ func Item(ctx context.Context, db *sql.DB, st *stock.Store, itemID int64) (Repor
 	if !n.changesQuiet {
 		rep.Info = append(rep.Info, "a stock change (restock or withdraw) ran during the audit; the redis checks are skipped")
 	}
+	if c.paged > 0 {
+		rep.Info = append(rep.Info, fmt.Sprintf("%d buckets held more than %d pending reservations, read in pages after the cut: a redis conservation report may be a unit in flight", c.paged, maxCutReservations))
+	}
 	rep.OK = len(rep.Violations) == 0
 	return rep, nil
-}
-
-// readItem reads the item-level numbers.
-func readItem(ctx context.Context, db *sql.DB, st *stock.Store, itemID int64, n *numbers, rep *Report) error {
-	var err error
-	if n.redis, err = st.ReadState(ctx, itemID); err != nil {
-		return err
-	}
-	if n.item.Queue {
-		if n.waitlist, err = waitroom.NewStore(st).ReadShares(ctx, itemID, max(n.item.Buckets, 1)); err != nil {
-			return err
-		}
-	}
-	if err := readOrders(ctx, db, itemID, rep); err != nil {
-		return err
-	}
-	if err := readChecks(ctx, db, itemID, n, rep); err != nil {
-		return err
-	}
-	return readPending(ctx, db, st, itemID, n)
-}
-
-func readOrders(ctx context.Context, db *sql.DB, itemID int64, rep *Report) error {
-	rows, err := db.QueryContext(ctx, "SELECT status, COALESCE(SUM(qty), 0) FROM orders WHERE item_id = ? GROUP BY status", itemID)
-	if err != nil {
-		return fmt.Errorf("audit: orders of %d: %w", itemID, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var status string
-		var qty int64
-		if err := rows.Scan(&status, &qty); err != nil {
-			return fmt.Errorf("audit: orders of %d: %w", itemID, err)
-		}
-		switch store.OrderStatus(status) {
-		case store.Unpaid:
-			rep.Unpaid = qty
-		case store.Paid:
-			rep.Paid = qty
-		case store.Cancelled:
-			rep.Cancelled = qty
-		}
-	}
-	return rows.Err()
-}
-
-// readChecks runs the counting queries of I2, I4, I5 and I6 in one round
-// trip, and counts the item's item_buckets rows (an unbucketed item has none).
-func readChecks(ctx context.Context, db *sql.DB, itemID int64, n *numbers, rep *Report) error {
-	const q = `SELECT
- (SELECT COUNT(*) FROM request_outcomes WHERE item_id = ? AND outcome <> 'ORDERED'),
- (SELECT COUNT(*) FROM (SELECT user_id FROM orders WHERE item_id = ? GROUP BY user_id HAVING COUNT(*) > 1) d),
- (SELECT COUNT(*) FROM request_outcomes ro LEFT JOIN orders o ON o.request_id = ro.request_id
-    WHERE ro.item_id = ? AND ro.outcome = 'ORDERED' AND o.id IS NULL),
- (SELECT COUNT(*) FROM orders o LEFT JOIN request_outcomes ro ON ro.request_id = o.request_id
-    WHERE o.item_id = ? AND (ro.request_id IS NULL OR ro.outcome <> 'ORDERED')),
- (SELECT COUNT(*) FROM orders o LEFT JOIN stock_restores r ON r.order_id = o.id
-    WHERE o.item_id = ? AND o.status = 'CANCELLED' AND r.order_id IS NULL),
- (SELECT COUNT(*) FROM stock_restores r JOIN orders o ON o.id = r.order_id
-    WHERE r.item_id = ? AND o.status <> 'CANCELLED'),
- (SELECT COUNT(*) FROM orders WHERE item_id = ? AND paid_at IS NOT NULL AND (status = 'CANCELLED' OR cancelled_at IS NOT NULL)),
- (SELECT COALESCE(SUM(qty), 0) FROM stock_restores WHERE item_id = ? AND redis_applied_at IS NULL),
- (SELECT COUNT(*) FROM item_buckets WHERE item_id = ?)`
-	err := db.QueryRowContext(ctx, q, itemID, itemID, itemID, itemID, itemID, itemID, itemID, itemID, itemID).Scan(
-		&rep.Rejected, &n.dupBuyers, &n.orderedNoOrder, &n.orderNoOutcome,
-		&n.cancelNoRestore, &n.restoreNoCancel, &n.paidAndCancelled, &n.unappliedRestore, &n.bucketRows)
-	if err != nil {
-		return fmt.Errorf("audit: checks of %d: %w", itemID, err)
-	}
-	return nil
-}
-
-// readPending finds the reservations whose request MySQL already decided
-// ORDERED: they are counted both as pending and as orders until the consumer
-// settles them. They are also counted per bucket, in the bucket their
-// request id names (the bucket that reserved them).
-func readPending(ctx context.Context, db *sql.DB, st *stock.Store, itemID int64, n *numbers) error {
-	if n.redis.Pending == 0 {
-		return nil
-	}
-	qty := map[string]int{}
-	if err := st.ScanReservations(ctx, itemID, func(r stock.Reservation) error {
-		qty[r.RequestID] = r.Qty
-		return nil
-	}); err != nil {
-		return err
-	}
-	ids := make([]string, 0, len(qty))
-	for id := range qty {
-		ids = append(ids, id)
-	}
-	for len(ids) > 0 {
-		chunk := ids[:min(len(ids), 1000)]
-		ids = ids[len(chunk):]
-		decided, err := store.DecidedAmong(ctx, db, chunk)
-		if err != nil {
-			return err
-		}
-		for id, o := range decided {
-			if o == store.Ordered {
-				n.orderedPending += int64(qty[id])
-				if n.buckets.orderedPending == nil {
-					n.buckets.orderedPending = map[int]int64{}
-				}
-				n.buckets.orderedPending[reqid.Bucket(id)] += int64(qty[id])
-			}
-		}
-	}
-	return nil
 }
 
 func check(n numbers, r Report) []string {

@@ -8,8 +8,6 @@ import (
 	"slices"
 
 	"github.com/flashsale-dev/flashsale/pkg/api"
-	"github.com/flashsale-dev/flashsale/pkg/bucketview"
-	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
@@ -60,30 +58,23 @@ type bucketNumbers struct {
 }
 
 // readBuckets reads the MySQL side of a bucketed item with buckets buckets
-// in one read-only REPEATABLE READ transaction: every row, order and
-// restore as of one snapshot, so a consumer or reaper commit between two
-// reads cannot look like a unit in the wrong place.
-func readBuckets(ctx context.Context, db *sql.DB, itemID int64, buckets int, bn *bucketNumbers) (err error) {
-	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
-	if err != nil {
-		return fmt.Errorf("audit: buckets of %d: %w", itemID, err)
-	}
-	defer func() {
-		if cerr := tx.Commit(); cerr != nil && err == nil {
-			err = fmt.Errorf("audit: buckets of %d: %w", itemID, cerr)
-		}
-	}()
-	if err := tx.QueryRowContext(ctx, "SELECT stock, total_stock FROM items WHERE id = ?", itemID).Scan(&bn.itemStock, &bn.itemTotal); err != nil {
+// in the audit's snapshot q (readSnapshot): the item's own stock and
+// total, every bucket's row, the orders by bucket, the open transfers. A
+// consumer or reaper commit between two reads cannot look like a unit in
+// the wrong place.
+func readBuckets(ctx context.Context, q store.Querier, itemID int64, buckets int, bn *bucketNumbers) error {
+	if err := q.QueryRowContext(ctx, "SELECT stock, total_stock FROM items WHERE id = ?", itemID).Scan(&bn.itemStock, &bn.itemTotal); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("audit: buckets of %d: %w", itemID, store.ErrNotFound)
 		}
 		return fmt.Errorf("audit: buckets of %d: %w", itemID, err)
 	}
-	if bn.rows, err = store.BucketRows(ctx, tx, itemID, false); err != nil {
+	var err error
+	if bn.rows, err = store.BucketRows(ctx, q, itemID, false); err != nil {
 		return err
 	}
 	bn.orders = map[int]map[store.OrderStatus]int64{}
-	err = scanGroups(ctx, tx, "SELECT bucket MOD ?, status, COALESCE(SUM(qty), 0) FROM orders WHERE item_id = ? GROUP BY bucket MOD ?, status",
+	err = scanGroups(ctx, q, "SELECT bucket MOD ?, status, COALESCE(SUM(qty), 0) FROM orders WHERE item_id = ? GROUP BY bucket MOD ?, status",
 		[]any{buckets, itemID, buckets}, func(b int, status string, qty int64) {
 			if bn.orders[b] == nil {
 				bn.orders[b] = map[store.OrderStatus]int64{}
@@ -93,13 +84,7 @@ func readBuckets(ctx context.Context, db *sql.DB, itemID int64, buckets int, bn 
 	if err != nil {
 		return fmt.Errorf("audit: orders by bucket of %d: %w", itemID, err)
 	}
-	bn.unapplied = map[int]int64{}
-	err = scanGroups(ctx, tx, "SELECT bucket MOD ?, '', COALESCE(SUM(qty), 0) FROM stock_restores WHERE item_id = ? AND redis_applied_at IS NULL GROUP BY bucket MOD ?",
-		[]any{buckets, itemID, buckets}, func(b int, _ string, qty int64) { bn.unapplied[b] = qty })
-	if err != nil {
-		return fmt.Errorf("audit: restores by bucket of %d: %w", itemID, err)
-	}
-	bn.openTransfers, err = store.OpenTransfersOf(ctx, tx, itemID)
+	bn.openTransfers, err = store.OpenTransfersOf(ctx, q, itemID)
 	return err
 }
 
@@ -206,26 +191,4 @@ func checkBuckets(n numbers, per []BucketReport) (violations, info []string) {
 		}
 	}
 	return v, info
-}
-
-// readBucketState reads what the per-bucket checks need, around the
-// item-level reads (read): the transfer mark before and after them all.
-func readBucketState(ctx context.Context, db *sql.DB, st *stock.Store, n *numbers, read func() error) error {
-	marks := bucketview.NewStore(st)
-	before, err := marks.ReadTransferMark(ctx, n.item.ID)
-	if err != nil {
-		return err
-	}
-	if err := read(); err != nil {
-		return err
-	}
-	if err := readBuckets(ctx, db, n.item.ID, n.item.Buckets, &n.buckets); err != nil {
-		return err
-	}
-	after, err := marks.ReadTransferMark(ctx, n.item.ID)
-	if err != nil {
-		return err
-	}
-	n.buckets.quiet = before.Quiet(after)
-	return nil
 }

@@ -2,12 +2,15 @@
 // MySQL and Redis, with the numbers. The ingress serves it to operators; the
 // bench tool, the fault tests and a periodic auditor call the same function.
 //
-// The reads are not one atomic snapshot across two stores, so a report taken
-// while orders are flowing can show transient drift. Two things that are
-// legitimately "in between" are accounted for so a busy but healthy item
-// still passes: reservations already decided ORDERED (committed, not yet
-// settled in Redis) and restores committed in MySQL but not yet applied to
-// Redis. The definitive check is at quiescence.
+// It reads a consistent cut (cut.go): Redis first, each bucket in one
+// MULTI/EXEC of its slot, then MySQL in one REPEATABLE READ snapshot, so a
+// busy but healthy item passes while orders flow. What is legitimately "in
+// between" is counted once: reservations already decided ORDERED
+// (committed, not yet settled in Redis), and restores committed in MySQL
+// whose guard the cut did not see (not yet given back to Redis), however
+// long the reaper's mark is held up. What the cut cannot see (a restore
+// applied and marked between the two reads, a bucket with too many
+// reservations to read in one step) is brief, and cut.go names it.
 //
 // A bucketed item is checked as a whole and bucket by bucket (buckets.go):
 // the item's sums cannot see a unit that sits in the wrong bucket in one
@@ -18,10 +21,11 @@
 //
 // It owns no state and writes nothing: it reads MySQL with its own SELECTs
 // (items, item_buckets, orders, request_outcomes, stock_restores,
-// stock_changes; a bucketed item's sums in one read-only REPEATABLE READ
-// transaction) and Redis through the read calls of the packages that own each
-// part of it (pkg/stock the ledger, pkg/bucketview the transfer marks,
-// pkg/stockchange a pending change's guards, pkg/waitroom the waitlist), so
+// stock_changes; all but the stock changes' fence in one read-only
+// REPEATABLE READ transaction) and Redis through the read calls of the packages that own each
+// part of it (pkg/stock the ledger and its cut, pkg/bucketview the transfer
+// marks, pkg/stockchange a pending change's guards, pkg/waitroom the
+// waitlist, queued in the same cut), so
 // it may run at any time on a live sale. Its Report, BucketReport and
 // Waitlist are the JSON of the admin API's audit, live and queue views:
 // aliases of pkg/api's AuditReport, AuditBucket and Waitlist, declared there

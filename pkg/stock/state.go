@@ -56,21 +56,33 @@ func (s *Store) Stock(ctx context.Context, itemID int64) (int64, bool, error) {
 }
 
 // ReadState reads an item's whole Redis state, bucket by bucket. The reads
-// are not one atomic snapshot; audits read it at quiescence.
+// are not one atomic snapshot (a bucket's reservations are read in HSCAN
+// pages after its counts); an audit that must not straddle a write reads
+// each bucket's Cut instead.
 func (s *Store) ReadState(ctx context.Context, itemID int64) (State, error) {
 	first, err := s.readBucketState(ctx, itemID, 0)
 	if err != nil {
 		return State{}, err
 	}
-	st := first
-	st.Buckets = max(st.Buckets, 1)
-	st.PerBucket = []State{first}
-	for b := 1; b < st.Buckets; b++ {
+	per := []State{first}
+	for b := 1; b < max(first.Buckets, 1); b++ {
 		bs, err := s.readBucketState(ctx, itemID, b)
 		if err != nil {
 			return State{}, err
 		}
-		st.PerBucket = append(st.PerBucket, bs)
+		per = append(per, bs)
+	}
+	return SumBuckets(per), nil
+}
+
+// SumBuckets is an item's State from its buckets' own, bucket 0 first
+// (whose meta names the item's window, limit and bucket count): the item
+// is warmed when every bucket is.
+func SumBuckets(per []State) State {
+	st := per[0]
+	st.Buckets = max(st.Buckets, 1)
+	st.PerBucket = per
+	for _, bs := range per[1:] {
 		st.Warmed = st.Warmed && bs.Warmed
 		st.Stock += bs.Stock
 		st.Buyers += bs.Buyers
@@ -80,24 +92,52 @@ func (s *Store) ReadState(ctx context.Context, itemID int64) (State, error) {
 			st.OldestReservedAt = bs.OldestReservedAt
 		}
 	}
-	return st, nil
+	return st
 }
 
 func (s *Store) readBucketState(ctx context.Context, itemID int64, bucket int) (State, error) {
-	k := BucketKeys(itemID, bucket)
 	pipe := s.rdb.Pipeline()
-	stockCmd := pipe.Get(ctx, k.Stock)
-	metaCmd := pipe.HMGet(ctx, k.Meta, "start_ms", "end_ms", "limit", "buckets")
-	buyersCmd := pipe.HLen(ctx, k.Holders)
-	pendCmd := pipe.HLen(ctx, k.Reservations)
+	cmds := queueState(ctx, pipe, BucketKeys(itemID, bucket))
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return State{}, unavailable("stock: read state", err)
 	}
+	st := cmds.parse()
+	if st.Pending > 0 {
+		err := s.scanBucketReservations(ctx, itemID, bucket, func(r Reservation) error {
+			st.add(r)
+			return nil
+		})
+		if err != nil {
+			return State{}, err
+		}
+	}
+	return st, nil
+}
+
+// stateCmds are the reads of a bucket's counts, queued on one pipeline.
+type stateCmds struct {
+	stock         *redis.StringCmd
+	meta          *redis.SliceCmd
+	buyers, count *redis.IntCmd
+}
+
+func queueState(ctx context.Context, p redis.Pipeliner, k Keys) stateCmds {
+	return stateCmds{
+		stock:  p.Get(ctx, k.Stock),
+		meta:   p.HMGet(ctx, k.Meta, "start_ms", "end_ms", "limit", "buckets"),
+		buyers: p.HLen(ctx, k.Holders),
+		count:  p.HLen(ctx, k.Reservations),
+	}
+}
+
+// parse is the bucket's State once its pipeline ran, without what its
+// reservations add (State.add).
+func (c stateCmds) parse() State {
 	var st State
-	if v, err := stockCmd.Int64(); err == nil {
+	if v, err := c.stock.Int64(); err == nil {
 		st.Stock, st.Warmed = v, true
 	}
-	if m := metaCmd.Val(); len(m) == 4 && m[0] != nil {
+	if m := c.meta.Val(); len(m) == 4 && m[0] != nil {
 		a, _ := strconv.ParseInt(fmt.Sprint(m[0]), 10, 64)
 		b, _ := strconv.ParseInt(fmt.Sprint(m[1]), 10, 64)
 		st.StartsAt, st.EndsAt = time.UnixMilli(a).UTC(), time.UnixMilli(b).UTC()
@@ -106,19 +146,15 @@ func (s *Store) readBucketState(ctx context.Context, itemID int64, bucket int) (
 	} else {
 		st.Warmed = false
 	}
-	st.Buyers = buyersCmd.Val()
-	st.Pending = pendCmd.Val()
-	if st.Pending > 0 {
-		err := s.scanBucketReservations(ctx, itemID, bucket, func(r Reservation) error {
-			st.PendingQty += int64(r.Qty)
-			if st.OldestReservedAt.IsZero() || r.ReservedAt.Before(st.OldestReservedAt) {
-				st.OldestReservedAt = r.ReservedAt
-			}
-			return nil
-		})
-		if err != nil {
-			return State{}, err
-		}
+	st.Buyers = c.buyers.Val()
+	st.Pending = c.count.Val()
+	return st
+}
+
+// add counts one pending reservation in the state's pending qty and age.
+func (st *State) add(r Reservation) {
+	st.PendingQty += int64(r.Qty)
+	if st.OldestReservedAt.IsZero() || r.ReservedAt.Before(st.OldestReservedAt) {
+		st.OldestReservedAt = r.ReservedAt
 	}
-	return st, nil
 }

@@ -317,6 +317,24 @@ func (s *Store) ReadShares(ctx context.Context, itemID int64, n int) (Waitlist, 
 	return sumShares(shares, line), nil
 }
 
+// QueueShare queues on p the read of bucket's share of item itemID's
+// waitlist, for a caller that reads other keys of the bucket in the same
+// step (pkg/audit's cut: p is a transaction pipeline of the bucket's slot).
+// The returned function parses it once p ran, with bucket 0's line.
+func QueueShare(ctx context.Context, p redis.Pipeliner, itemID int64, bucket int) func() (Waitlist, int64, error) {
+	c := readShare(ctx, p, itemID, bucket)
+	return func() (Waitlist, int64, error) { return parseShare(c, itemID, bucket) }
+}
+
+// SumShares is an item's waitlist from its buckets' shares (one share: that
+// share); line is the gate's place in the whole line, bucket 0's.
+func SumShares(shares []Waitlist, line int64) Waitlist {
+	if len(shares) == 1 {
+		return shares[0]
+	}
+	return sumShares(shares, line)
+}
+
 // sumShares is a bucketed item's waitlist from its shares; line is the
 // gate's place in the whole line.
 func sumShares(shares []Waitlist, line int64) Waitlist {
