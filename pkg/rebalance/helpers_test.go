@@ -18,6 +18,7 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 )
 
 // env is one test's stores: a database of its own, the shared Redis (items
@@ -82,8 +83,11 @@ func (e *env) newItem(total int64, n int, queue bool) int64 {
 		it.Queue, it.QueueOpensAt, it.QueueRate = true, now.Add(-time.Hour), 100
 	}
 	err := store.RunInTx(ctx, e.db, sql.LevelDefault, func(tx *sql.Tx) error {
-		_, err := store.UpsertItem(ctx, tx, it)
-		return err
+		ch, err := store.UpsertItem(ctx, tx, it)
+		if err != nil {
+			return err
+		}
+		return waitroom.SaveQueue(ctx, tx, &ch.Item)
 	})
 	if err != nil {
 		e.t.Fatalf("create item: %v", err)

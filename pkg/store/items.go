@@ -31,7 +31,7 @@ type Item struct {
 	// stock row; more: item_buckets rows are, see buckets.go).
 	Buckets int
 	// Queue is true when the item has a waiting room (an item_queues row,
-	// see queues.go); QueueOpensAt is when buyers may take tickets and
+	// pkg/waitroom's queue_sql.go); QueueOpensAt is when buyers may take tickets and
 	// QueueCommitment hex(sha256(seed)); QueueRate is how many tickets a
 	// second the gate admits (pkg/waitroom). QueueShuffleWindow is how long
 	// after starts_at arrivals are still drawn, in rounds of QueueRound
@@ -47,6 +47,16 @@ type Item struct {
 
 // Bucketed reports whether the item's stock lives in item_buckets rows.
 func (it Item) Bucketed() bool { return it.Buckets > 1 }
+
+// queueCols are the item's queue columns as itemCols reads them, from
+// itemsFrom's join: NULL for an item without a queue. The item_queues rows
+// are pkg/waitroom's (queue_sql.go); an Item carries their settings for the
+// catalog, the audit and the admin views.
+const queueCols = "q.opens_at, q.commitment, q.rate, q.shuffle_window_ms, q.round_ms"
+
+// itemsFrom is what itemCols are read from: the item and its queue's row, in
+// one join (the primary key on both sides), rather than a subquery per column.
+const itemsFrom = "items LEFT JOIN item_queues q ON q.item_id = items.id"
 
 const itemCols = "id, name, price_cents, total_stock," +
 	" stock + COALESCE((SELECT SUM(b.stock) FROM item_buckets b WHERE b.item_id = items.id), 0)," +
@@ -131,4 +141,26 @@ func BuyersOf(ctx context.Context, q Querier, itemID int64) ([]Holding, error) {
 		out = append(out, h)
 	}
 	return out, rows.Err()
+}
+
+// LiveQueuedItems lists the items whose queue is on and whose sale has not
+// ended by now, by id: the gate's work list.
+func LiveQueuedItems(ctx context.Context, q Querier, now time.Time) ([]Item, error) {
+	rows, err := q.QueryContext(ctx, "SELECT "+itemCols+" FROM "+itemsFrom+" WHERE q.item_id IS NOT NULL AND items.ends_at > ? ORDER BY items.id", now.UTC())
+	if err != nil {
+		return nil, fmt.Errorf("store: queued items: %w", err)
+	}
+	defer rows.Close()
+	var out []Item
+	for rows.Next() {
+		it, err := scanItem(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: queued items: %w", err)
+		}
+		out = append(out, it)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: queued items: %w", err)
+	}
+	return out, nil
 }

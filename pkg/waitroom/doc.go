@@ -94,16 +94,23 @@
 // only reads the request and maps the refusals (ErrNotOpen, ErrNoTicket,
 // ErrUnavailable, ...) to status codes. Its metrics are
 // flashsale_queue_tickets_total, flashsale_queue_grants_refused_total and
-// flashsale_queue_offer_claims_total. Still outside the package: the
-// queue's settings, which are columns of the item (pkg/store queues.go:
-// saved in the item's own transaction).
+// flashsale_queue_offer_claims_total.
+//
+// # Its rows
+//
+// The tables item_queues (a queue's settings, seed and grant key:
+// queue_sql.go) and queue_rounds (rounds_sql.go) are this package's, with
+// their statements. The catalog saves an item's queue in the item's own
+// transaction (SaveQueue after store.UpsertItem); store.Item still carries
+// the queue's settings, read by pkg/store's join, for the catalog, the
+// audit and the admin views.
 //
 // # Imports
 //
 // Importers: the reaper's main, which runs the gate (and hands it the
 // rebalancer as its PoolMover); pkg/httpapi, which mounts the Room's
-// routes; pkg/audit (the waitlist's I9 counts, ReadShares) and pkg/service
-// (LoadScripts). It imports draw, pkg/api, pkg/lease, pkg/stock and
+// routes; pkg/catalog (SaveQueue), pkg/audit (the waitlist's I9 counts,
+// ReadShares) and pkg/service (LoadScripts). It imports draw, pkg/api, pkg/lease, pkg/stock and
 // pkg/store, and never the HTTP layer or pkg/rebalance.
 // pkg/ctl (flashsalectl) imports draw alone, which links no store client.
 package waitroom

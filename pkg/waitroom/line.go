@@ -30,7 +30,7 @@ type drawnLine struct {
 }
 
 func drawLine(ctx context.Context, db store.Querier, wr *Store, it store.Item) (drawnLine, error) {
-	seed, err := store.QueueSeed(ctx, db, it.ID)
+	seed, err := QueueSeed(ctx, db, it.ID)
 	if err != nil {
 		return drawnLine{}, fmt.Errorf("waitroom: seed of %d: %w", it.ID, err)
 	}
