@@ -78,7 +78,7 @@ func (s *Server) changeStock(c echo.Context) error {
 		// stale at once; the other replicas' sold-out flags end within
 		// FLASHSALE_SOLDOUT_TTL (docs/design.md, "Changing a live sale's stock").
 		s.admission.StockChanged(id)
-		s.items.forget(id)
+		s.items.Forget(id)
 	}
 	s.log.InfoContext(ctx, "stock changed", "item_id", id, "operation_id", res.Change.OperationID,
 		"delta", res.Change.Delta, "applied", res.Change.Applied, "replayed", res.Replayed)
