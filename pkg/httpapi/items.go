@@ -56,3 +56,10 @@ func (s *Server) loadItem(ctx context.Context, id int64) (store.Item, error) {
 	s.log.WarnContext(ctx, "item: mysql unavailable", "err", err)
 	return store.Item{}, unavailable("item temporarily unavailable")
 }
+
+// forgetItem drops what this replica knows of item id, in the buyers' item
+// cache and in the waiting room's view of it: an admin just wrote it.
+func (s *Server) forgetItem(id int64) {
+	s.items.Forget(id)
+	s.room.ForgetItem(id)
+}

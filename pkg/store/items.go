@@ -142,25 +142,3 @@ func BuyersOf(ctx context.Context, q Querier, itemID int64) ([]Holding, error) {
 	}
 	return out, rows.Err()
 }
-
-// LiveQueuedItems lists the items whose queue is on and whose sale has not
-// ended by now, by id: the gate's work list.
-func LiveQueuedItems(ctx context.Context, q Querier, now time.Time) ([]Item, error) {
-	rows, err := q.QueryContext(ctx, "SELECT "+itemCols+" FROM "+itemsFrom+" WHERE q.item_id IS NOT NULL AND items.ends_at > ? ORDER BY items.id", now.UTC())
-	if err != nil {
-		return nil, fmt.Errorf("store: queued items: %w", err)
-	}
-	defer rows.Close()
-	var out []Item
-	for rows.Next() {
-		it, err := scanItem(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: queued items: %w", err)
-		}
-		out = append(out, it)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: queued items: %w", err)
-	}
-	return out, nil
-}

@@ -17,8 +17,8 @@ import (
 // check is then a map read and an HMAC, never a MySQL query on the hot
 // path. A key never changes while its queue exists and the queue cannot
 // change once opened, so entries live a minute; "no queue" lives a second,
-// as long as the ingress's item cache's entries, so a queue turned on is
-// seen as soon as the item is.
+// as long as the Room's item views (itemTTL), so a queue turned on is seen
+// as soon as the item is.
 type grantKeys struct {
 	flights singleflight.Group
 	mu      sync.Mutex
