@@ -30,13 +30,9 @@ type Item struct {
 	// Buckets is the item's bucket count (1: unbucketed, items.stock is its
 	// stock row; more: item_buckets rows are, see buckets.go).
 	Buckets int
-	// Queue is true when the item has a waiting room (an item_queues row,
-	// pkg/waitroom's queue_sql.go); QueueOpensAt is when buyers may take tickets and
-	// QueueCommitment hex(sha256(seed)); QueueRate is how many tickets a
-	// second the gate admits (pkg/waitroom). QueueShuffleWindow is how long
-	// after starts_at arrivals are still drawn, in rounds of QueueRound
-	// (docs/fairness.md); 0: only the tickets taken before the start are.
-	// All are zero without a queue.
+	// The item's waiting room, as its item_queues row (pkg/waitroom's)
+	// holds it: the fields of waitroom.Item of the same names, which say
+	// what each means. Queue is false, and the others zero, without one.
 	Queue              bool
 	QueueOpensAt       time.Time
 	QueueCommitment    string
