@@ -105,3 +105,15 @@ func WarmBuckets(t testing.TB, s *stock.Store, stocks ...int64) int64 {
 	}
 	return id
 }
+
+// WarmAt warms item id in s with units of stock, its sale open (from a
+// minute ago for an hour), two units per buyer.
+func WarmAt(t testing.TB, s *stock.Store, id, units int64) {
+	t.Helper()
+	now := time.Now()
+	err := s.Warm(context.Background(), stock.Snapshot{ItemID: id, Stock: units, StartsAt: now.Add(-time.Minute),
+		EndsAt: now.Add(time.Hour), PerUserLimit: 2})
+	if err != nil {
+		t.Fatalf("warm item %d: %v", id, err)
+	}
+}

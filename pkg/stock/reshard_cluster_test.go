@@ -82,7 +82,7 @@ func TestClusterAdmissionsThroughSlotMigration(t *testing.T) {
 	kinds := []string{"single", "coalesced"}
 
 	const units = 4000
-	warmAt(t, s, item, units)
+	testenv.WarmAt(t, s, item, units)
 	// The first admission creates the holders, reservations and holder-bit
 	// keys: with one of admit.lua's keys missing, a migrating source answers
 	// TRYAGAIN for the whole move (a missing key counts as moved).

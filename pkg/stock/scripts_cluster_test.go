@@ -31,7 +31,7 @@ func TestClusterScriptsAfterFlushOnEveryShard(t *testing.T) {
 	// Single calls: warm, admit and release each find no script.
 	flushScripts(t, cc)
 	for _, id := range items {
-		warmAt(t, s, id, 10)
+		testenv.WarmAt(t, s, id, 10)
 	}
 	flushScripts(t, cc)
 	held := map[int64]string{} // item -> the request user 1 holds
@@ -121,16 +121,6 @@ func TestClusterScriptsAfterFlushOnEveryShard(t *testing.T) {
 	t.Logf("restore results with only %s flushed: %v (each 1: applied once, counted once; batch_cluster_test.go checks it)", flushed, res)
 	for _, id := range items {
 		expectState(t, s, id, 12, 0, 0)
-	}
-}
-
-func warmAt(t *testing.T, s *stock.Store, id, units int64) {
-	t.Helper()
-	now := time.Now()
-	err := s.Warm(context.Background(), stock.Snapshot{ItemID: id, Stock: units, StartsAt: now.Add(-time.Minute),
-		EndsAt: now.Add(time.Hour), PerUserLimit: 2})
-	if err != nil {
-		t.Fatalf("warm item %d: %v", id, err)
 	}
 }
 
