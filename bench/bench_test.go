@@ -25,11 +25,7 @@ func TestOpenLoopAgainstPipeline(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	plan := NewPlan(s.Buyers, s.DupFraction, s.ReplayFraction, s.PayFraction, s.Seed)
-	tokens, err := MintTokens(s.JWTSecret, s.Buyers, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan, tokens := testPlan(t, s)
 	rep, err := RunScenario(ctx, Workload{Settings: s, Plan: plan, Tokens: tokens, Timeline: true},
 		Scenario{Name: "flashsale", Base: p.URL, Brokers: p.Brokers, Group: p.Group, Topic: p.Topic, ReapWait: s.ReapWait})
 	if err != nil {
@@ -161,11 +157,7 @@ func runCompareTest(t *testing.T, p pipeline, s Settings) (Output, Plan) {
 	t.Cleanup(func() { dropDB(t, s.BaselineDB) })
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	plan := NewPlan(s.Buyers, s.DupFraction, s.ReplayFraction, s.PayFraction, s.Seed)
-	tokens, err := MintTokens(s.JWTSecret, s.Buyers, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan, tokens := testPlan(t, s)
 	out, err := RunCompare(ctx, p.Common, Workload{Settings: s, Plan: plan, Tokens: tokens, Concurrency: s.Concurrency, LagGroup: p.Group, LagTopic: p.Topic})
 	if err != nil {
 		t.Fatal(err)
@@ -205,4 +197,14 @@ func dropDB(t *testing.T, name string) {
 	}
 	defer db.Close()
 	_, _ = db.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name)
+}
+
+// testPlan is s's plan of attempts and its buyers' tokens, good for an hour.
+func testPlan(t *testing.T, s Settings) (Plan, Tokens) {
+	t.Helper()
+	tokens, err := MintTokens(s.JWTSecret, s.Buyers, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewPlan(s.Buyers, s.DupFraction, s.ReplayFraction, s.PayFraction, s.Seed), tokens
 }

@@ -43,27 +43,21 @@ type fakeRoom struct {
 
 func (f *fakeRoom) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	buyer := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-	reply := func(code int, v any) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(code)
-		_ = json.NewEncoder(w).Encode(v)
-	}
-	refuse := func(code int, e string) { reply(code, map[string]string{"error": e, "message": e}) }
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == "/api/v1/items/1/queue":
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		switch a, held := f.arrival[buyer]; {
 		case held:
-			reply(http.StatusOK, takenTicket{Ticket: fmt.Sprintf("t%d", a), Arrival: a})
+			writeJSON(w, http.StatusOK, takenTicket{Ticket: fmt.Sprintf("t%d", a), Arrival: a})
 		case time.Now().Before(f.opens):
-			refuse(http.StatusConflict, "queue_not_open")
+			writeErr(w, http.StatusConflict, "queue_not_open")
 		case f.stock == 0:
-			refuse(http.StatusGone, "sold_out")
+			writeErr(w, http.StatusGone, "sold_out")
 		default:
 			a := int64(len(f.arrival) + 1)
 			f.arrival[buyer], f.owner[fmt.Sprintf("t%d", a)] = a, buyer
-			reply(http.StatusCreated, takenTicket{Ticket: fmt.Sprintf("t%d", a), Arrival: a, TakenAt: time.Now().UTC()})
+			writeJSON(w, http.StatusCreated, takenTicket{Ticket: fmt.Sprintf("t%d", a), Arrival: a, TakenAt: time.Now().UTC()})
 		}
 	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/api/v1/items/1/queue/"):
 		wait, _ := time.ParseDuration(r.URL.Query().Get("wait"))
@@ -77,13 +71,13 @@ func (f *fakeRoom) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		for {
 			st, changed, ok := f.ticket(buyer, strings.TrimPrefix(r.URL.Path, "/api/v1/items/1/queue/"))
 			if !ok {
-				refuse(http.StatusNotFound, "not_found")
+				writeErr(w, http.StatusNotFound, "not_found")
 				return
 			}
 			// As the ingress: a waiting ticket's long poll answers when
 			// it is admitted, sold out, at the start, or at its end.
 			if st.State != ticketWaiting || !time.Now().Before(until) || (!drawn && st.Position != nil) {
-				reply(http.StatusOK, st)
+				writeJSON(w, http.StatusOK, st)
 				return
 			}
 			// Its state changes next at the start (it gets a position),
@@ -116,17 +110,17 @@ func (f *fakeRoom) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.orders = append(f.orders, buyer+" "+g)
 		switch {
 		case time.Now().Before(f.starts):
-			refuse(http.StatusConflict, "sale_not_active")
+			writeErr(w, http.StatusConflict, "sale_not_active")
 		case g == "":
-			refuse(http.StatusForbidden, "admission_required")
+			writeErr(w, http.StatusForbidden, "admission_required")
 		case !strings.HasPrefix(g, "g:"+buyer+":"):
-			refuse(http.StatusForbidden, "admission_invalid")
+			writeErr(w, http.StatusForbidden, "admission_invalid")
 		case f.expireFirst[buyer] && g == "g:"+buyer+":1":
-			refuse(http.StatusForbidden, "admission_expired")
+			writeErr(w, http.StatusForbidden, "admission_expired")
 		case f.bought[buyer]:
-			refuse(http.StatusConflict, "already_purchased")
+			writeErr(w, http.StatusConflict, "already_purchased")
 		case f.stock == 0:
-			refuse(http.StatusGone, "sold_out")
+			writeErr(w, http.StatusGone, "sold_out")
 		default:
 			f.stock--
 			f.bought[buyer] = true
@@ -134,10 +128,10 @@ func (f *fakeRoom) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				close(f.changed)
 				f.changed = nil
 			}
-			reply(http.StatusAccepted, map[string]string{"request_id": "r-" + buyer, "status": "PENDING"})
+			writeJSON(w, http.StatusAccepted, map[string]string{"request_id": "r-" + buyer, "status": "PENDING"})
 		}
 	default:
-		refuse(http.StatusNotFound, "no_route")
+		writeErr(w, http.StatusNotFound, "no_route")
 	}
 }
 

@@ -133,15 +133,9 @@ func (f *resaleRoom) state(read func()) {
 
 func (f *resaleRoom) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	buyer := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-	reply := func(code int, v any) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(code)
-		_ = json.NewEncoder(w).Encode(v)
-	}
-	refuse := func(code int, e string) { reply(code, map[string]string{"error": e, "message": e}) }
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == "/api/v1/items/1/queue":
-		reply(http.StatusOK, takenTicket{Ticket: "t-" + buyer, Arrival: 1, TakenAt: time.Now().UTC()})
+		writeJSON(w, http.StatusOK, takenTicket{Ticket: "t-" + buyer, Arrival: 1, TakenAt: time.Now().UTC()})
 	case r.Method == http.MethodGet && r.URL.Path == "/api/v1/items/1/queue/t-"+buyer:
 		wait, _ := time.ParseDuration(r.URL.Query().Get("wait"))
 		pos := int64(1)
@@ -152,21 +146,21 @@ func (f *resaleRoom) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		f.mu.Unlock()
 		if stale && wait == 0 {
-			reply(http.StatusOK, ticketState{Ticket: "t-" + buyer, State: ticketAdmitted, Position: &pos, AdmissionGrant: "g:" + buyer, GrantExpiresAt: time.Now().Add(time.Minute).UTC()})
+			writeJSON(w, http.StatusOK, ticketState{Ticket: "t-" + buyer, State: ticketAdmitted, Position: &pos, AdmissionGrant: "g:" + buyer, GrantExpiresAt: time.Now().Add(time.Minute).UTC()})
 			return
 		}
 		if g, exp, ok := f.longPoll(r.Context(), buyer, wait); ok {
-			reply(http.StatusOK, ticketState{Ticket: "t-" + buyer, State: ticketOffered, Position: &pos, AdmissionGrant: g, GrantExpiresAt: exp.UTC()})
+			writeJSON(w, http.StatusOK, ticketState{Ticket: "t-" + buyer, State: ticketOffered, Position: &pos, AdmissionGrant: g, GrantExpiresAt: exp.UTC()})
 			return
 		}
-		reply(http.StatusOK, ticketState{Ticket: "t-" + buyer, State: ticketSoldOut, Position: &pos})
+		writeJSON(w, http.StatusOK, ticketState{Ticket: "t-" + buyer, State: ticketSoldOut, Position: &pos})
 	case r.Method == http.MethodPost && r.URL.Path == "/api/v1/orders":
 		var b struct {
 			Grant *string `json:"admission_grant"`
 		}
 		_ = json.NewDecoder(r.Body).Decode(&b)
 		if b.Grant == nil || strings.HasPrefix(*b.Grant, "g:") {
-			refuse(http.StatusGone, "sold_out")
+			writeErr(w, http.StatusGone, "sold_out")
 			return
 		}
 		g, _, live := f.offered(buyer)
@@ -175,10 +169,10 @@ func (f *resaleRoom) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		answer := func(code int, e string) {
 			f.claims = append(f.claims, buyer+" "+strconv.Itoa(code))
 			if code == http.StatusAccepted {
-				reply(code, map[string]string{"request_id": "r-" + buyer, "status": "PENDING"})
+				writeJSON(w, code, map[string]string{"request_id": "r-" + buyer, "status": "PENDING"})
 				return
 			}
-			refuse(code, e)
+			writeErr(w, code, e)
 		}
 		switch {
 		case f.claimed[buyer]:
@@ -201,14 +195,14 @@ func (f *resaleRoom) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			st = "PAID"
 		}
 		f.mu.Unlock()
-		reply(http.StatusOK, OrderStatus{RequestID: "r-" + buyer, ItemID: 1, Qty: 1, Status: st, OrderID: 1, ExpiresAt: time.Now().Add(10 * time.Second).UTC()})
+		writeJSON(w, http.StatusOK, OrderStatus{RequestID: "r-" + buyer, ItemID: 1, Qty: 1, Status: st, OrderID: 1, ExpiresAt: time.Now().Add(10 * time.Second).UTC()})
 	case r.Method == http.MethodPost && r.URL.Path == "/api/v1/orders/r-"+buyer+"/pay":
 		f.mu.Lock()
 		f.paid[buyer] = true
 		f.mu.Unlock()
-		reply(http.StatusOK, map[string]string{"status": "PAID"})
+		writeJSON(w, http.StatusOK, map[string]string{"status": "PAID"})
 	default:
-		refuse(http.StatusNotFound, "no_route")
+		writeErr(w, http.StatusNotFound, "no_route")
 	}
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -11,22 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-// chromium returns Debian's headless browser. Under -short (make
-// test-unit) the test skips; otherwise it fails, never skips: make test installs it (deploy/local/report-deps.sh browser), so
-// a missing browser is a broken machine, not a reason to pass.
-func chromium(t *testing.T) string {
-	t.Helper()
-	testenv.NeedStack(t, "chromium")
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Fatal("chromium is not on PATH: run deploy/local/report-deps.sh browser (make test does) to install Debian's chromium")
-	return ""
-}
+	"github.com/flashsale-dev/flashsale/internal/testenv"
+)
 
 // chromiumArgs are the flags of every headless run here. Every host name
 // resolves to nothing, so a page that needed the network (a CDN script)
@@ -46,7 +32,7 @@ func dumpDOM(t *testing.T, file string) string {
 	defer cancel()
 	args := append(chromiumArgs(t), "--window-size=1280,2000", "--dump-dom", "file://"+file)
 	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, chromium(t), args...)
+	cmd := exec.CommandContext(ctx, testenv.Chromium(t), args...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
 	if err := cmd.Run(); err != nil {

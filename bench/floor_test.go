@@ -22,11 +22,7 @@ func TestFloors(t *testing.T) {
 	s.Floor, s.Concurrency, s.ReapWait = true, 8, 0
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	plan := NewPlan(s.Buyers, s.DupFraction, s.ReplayFraction, s.PayFraction, s.Seed)
-	tokens, err := MintTokens(s.JWTSecret, s.Buyers, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan, tokens := testPlan(t, s)
 	before := floorTopics(t, p.Brokers)
 	// A failed run leaves no topic behind either.
 	t.Cleanup(func() {

@@ -22,11 +22,7 @@ func TestLongPollAgainstPipeline(t *testing.T) {
 		if err := s.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		plan := NewPlan(s.Buyers, s.DupFraction, s.ReplayFraction, s.PayFraction, s.Seed)
-		tokens, err := MintTokens(s.JWTSecret, s.Buyers, time.Hour)
-		if err != nil {
-			t.Fatal(err)
-		}
+		plan, tokens := testPlan(t, s)
 		rep, err := RunScenario(ctx, Workload{Settings: s, Plan: plan, Tokens: tokens},
 			Scenario{Name: "flashsale", Base: p.URL, Brokers: p.Brokers, Group: p.Group, Topic: p.Topic})
 		if err != nil {

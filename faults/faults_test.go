@@ -150,18 +150,22 @@ func TestIngressKilled(t *testing.T) {
 
 // TestKafkaStopped: the broker stopped for 15 s during the burst and started
 // again. Publishes fail (503, aborted through the arbiter), consumers wait.
-func TestKafkaStopped(t *testing.T) {
+func TestKafkaStopped(t *testing.T) { stoppedDuringBurst(t, "kafka", waitKafka) }
+
+// stoppedDuringBurst stops service for 15 s during the burst and starts it
+// again; once back says it answers, everything must settle.
+func stoppedDuringBurst(t *testing.T, service string, back func(*testing.T, *pipeline)) {
 	start := time.Now()
 	s := newStack(t)
 	p := newPipeline(t, defaultSettings())
 	p.startAll()
 	w := p.start(burst(pick(900, 1500), 30))
 	waitAccepted(t, w, 20)
-	s.stop("kafka")
+	s.stop(service)
 	hold(15 * time.Second)
-	s.start("kafka")
-	waitKafka(t, p)
-	p.settle("kafka stopped 15s", start, w)
+	s.start(service)
+	back(t, p)
+	p.settle(service+" stopped 15s", start, w)
 }
 
 // TestKafkaPaused: the broker black-holed (SIGSTOP: the port accepts, nothing
@@ -196,19 +200,11 @@ func waitKafka(t *testing.T, p *pipeline) {
 // TestMySQLStopped: MariaDB stopped for 15 s during the burst and started
 // again. Admission goes on (Redis, Kafka); consumers and reaper retry.
 func TestMySQLStopped(t *testing.T) {
-	start := time.Now()
-	s := newStack(t)
-	p := newPipeline(t, defaultSettings())
-	p.startAll()
-	w := p.start(burst(pick(900, 1500), 30))
-	waitAccepted(t, w, 20)
-	s.stop("mysql")
-	hold(15 * time.Second)
-	s.start("mysql")
-	testenv.Eventually(t, time.Minute, 200*time.Millisecond, func() bool {
-		return p.db.PingContext(context.Background()) == nil
-	}, "mysql did not come back")
-	p.settle("mysql stopped 15s", start, w)
+	stoppedDuringBurst(t, "mysql", func(t *testing.T, p *pipeline) {
+		testenv.Eventually(t, time.Minute, 200*time.Millisecond, func() bool {
+			return p.db.PingContext(context.Background()) == nil
+		}, "mysql did not come back")
+	})
 }
 
 // consumerStatements match the statements only the order writer runs (the

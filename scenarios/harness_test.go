@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/api"
 	"github.com/flashsale-dev/flashsale/pkg/auth"
 )
 
@@ -346,31 +347,8 @@ func (s *system) pay(user int64, rid string) answer {
 	return s.call(http.MethodPost, "/api/v1/orders/"+rid+"/pay", s.bearer(user), nil, nil)
 }
 
-// audit is the admin audit as the API describes it.
-type audit struct {
-	Total      int64    `json:"total"`
-	RedisStock int64    `json:"redis_stock"`
-	DBStock    int64    `json:"db_stock"`
-	Pending    int64    `json:"pending"`
-	Unpaid     int64    `json:"unpaid"`
-	Paid       int64    `json:"paid"`
-	Cancelled  int64    `json:"cancelled"`
-	Rejected   int64    `json:"rejected"`
-	Buckets    int      `json:"buckets"`
-	OK         bool     `json:"ok"`
-	Violations []string `json:"violations"`
-	Info       []string `json:"info"`
-	PerBucket  []struct {
-		Bucket     int   `json:"bucket"`
-		Total      int64 `json:"total"`
-		DBStock    int64 `json:"db_stock"`
-		RedisStock int64 `json:"redis_stock"`
-		Pending    int64 `json:"pending"`
-		Unpaid     int64 `json:"unpaid"`
-		Paid       int64 `json:"paid"`
-		Cancelled  int64 `json:"cancelled"`
-	} `json:"per_bucket"`
-}
+// audit is the admin audit's answer, as the API's own type decodes it.
+type audit = api.AuditReport
 
 // settledAudit waits until the item has nothing pending and the audit holds
 // with every check made (no transfer under way), and returns it.

@@ -2,8 +2,8 @@
 // exist, so a client hammering one unknown id costs the store one query per
 // TTL rather than one per request.
 //
-// Its users are the ingress's read caches: the buyers' item cache
-// (pkg/httpapi: unknown item ids) and the status poll's request cache
+// Its users are the ingress's read caches: the item caches (through
+// internal/rowcache: unknown item ids) and the status poll's request cache
 // (pkg/orderstatus: unknown request ids). It imports nothing of the module,
 // so any package may use it.
 package negcache

@@ -11,7 +11,9 @@
 //
 // It owns the test side of the stack: the defaults, the per-test databases,
 // topics and groups, free addresses, FaultDialer, the log buffers and metric
-// readers. It imports package testing.
+// readers, the test items several packages warm the same way (WarmAt,
+// WarmBuckets), the cluster helpers (slots, script caches) and the headless
+// browser (Chromium). It imports package testing.
 //
 // Only tests import it (tests of the pkg/ packages, bench, deploy, faults and
 // scenarios); no non-test file may, since a deployable that linked it would

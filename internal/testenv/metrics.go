@@ -12,10 +12,35 @@ import (
 // fails the test.
 func Metric(t testing.TB, reg prometheus.Gatherer, name string, labels ...string) float64 {
 	t.Helper()
+	vs := series(t, reg, name, labels)
+	if len(vs) == 0 {
+		t.Fatalf("testenv: metric %s%v not found", name, labels)
+	}
+	return vs[0]
+}
+
+// MetricSum is the sum of the values of every series of name in reg whose
+// labels include labels (name, value pairs), as Metric reads each: 0 when
+// there is none. For a metric several registrants of one test add series to
+// (a label of their own each).
+func MetricSum(t testing.TB, reg prometheus.Gatherer, name string, labels ...string) float64 {
+	t.Helper()
+	var sum float64
+	for _, v := range series(t, reg, name, labels) {
+		sum += v
+	}
+	return sum
+}
+
+// series is the values of name's series in reg that carry labels, in the
+// order reg gathers them.
+func series(t testing.TB, reg prometheus.Gatherer, name string, labels []string) []float64 {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
+	var out []float64
 	for _, mf := range mfs {
 		if mf.GetName() != name {
 			continue
@@ -29,16 +54,15 @@ func Metric(t testing.TB, reg prometheus.Gatherer, name string, labels ...string
 			}
 			switch {
 			case m.Counter != nil:
-				return m.Counter.GetValue()
+				out = append(out, m.Counter.GetValue())
 			case m.Gauge != nil:
-				return m.Gauge.GetValue()
+				out = append(out, m.Gauge.GetValue())
 			case m.Histogram != nil:
-				return float64(m.Histogram.GetSampleCount())
+				out = append(out, float64(m.Histogram.GetSampleCount()))
 			}
 		}
 	}
-	t.Fatalf("testenv: metric %s%v not found", name, labels)
-	return 0
+	return out
 }
 
 func hasLabel(m *dto.Metric, k, v string) bool {

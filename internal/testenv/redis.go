@@ -90,3 +90,30 @@ func (r *PrivateRedis) Client(timeout time.Duration) redis.UniversalClient {
 }
 
 func (r *PrivateRedis) String() string { return fmt.Sprintf("redis %s", r.Addr) }
+
+// WarmBuckets warms a new item in s with one bucket per entry of stocks,
+// its sale open (from a minute ago for an hour), one unit per buyer, and
+// returns its id.
+func WarmBuckets(t testing.TB, s *stock.Store, stocks ...int64) int64 {
+	t.Helper()
+	id := ItemID()
+	now := time.Now()
+	err := s.Warm(context.Background(), stock.Snapshot{ItemID: id, BucketStock: stocks,
+		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), PerUserLimit: 1})
+	if err != nil {
+		t.Fatalf("warm: %v", err)
+	}
+	return id
+}
+
+// WarmAt warms item id in s with units of stock, its sale open (from a
+// minute ago for an hour), two units per buyer.
+func WarmAt(t testing.TB, s *stock.Store, id, units int64) {
+	t.Helper()
+	now := time.Now()
+	err := s.Warm(context.Background(), stock.Snapshot{ItemID: id, Stock: units, StartsAt: now.Add(-time.Minute),
+		EndsAt: now.Add(time.Hour), PerUserLimit: 2})
+	if err != nil {
+		t.Fatalf("warm item %d: %v", id, err)
+	}
+}

@@ -84,3 +84,15 @@ func FlushScripts(t testing.TB, cc *redis.ClusterClient, shas []string) {
 		}
 	}
 }
+
+// ExpectScriptsEverywhere fails the test unless every node of cc, replicas
+// too, caches every script of shas: a load (or a NOSCRIPT retry) must have
+// reached them all, so a failover finds them.
+func ExpectScriptsEverywhere(t testing.TB, cc *redis.ClusterClient, shas []string) {
+	t.Helper()
+	for addr, n := range CachedScripts(t, cc, shas) {
+		if n != len(shas) {
+			t.Errorf("%s caches %d of the %d scripts", addr, n, len(shas))
+		}
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
 // SlotNode is one Redis Cluster primary as a slot move addresses it: its
@@ -128,4 +130,27 @@ func PutSlotBack(t testing.TB, slot int, home, other SlotNode, others []SlotNode
 	if strings.Contains(string(out), "[ERR]") {
 		t.Logf("redis-cli --cluster fix:\n%s", out)
 	}
+}
+
+// ItemInEmptySlot returns a fresh item whose slot holds no key yet, and
+// that slot, so a slot move carries only the test's own keys.
+func ItemInEmptySlot(t testing.TB, cc *redis.ClusterClient) (int64, int) {
+	t.Helper()
+	ctx := context.Background()
+	for range 100 {
+		id := ItemID()
+		slot, err := cc.ClusterKeySlot(ctx, stock.KeysOf(id).Stock).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := ClusterNodeAt(t, PrimaryOf(t, cc, id)).C.ClusterCountKeysInSlot(ctx, int(slot)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return id, int(slot)
+		}
+	}
+	t.Fatal("no item in an empty slot among 100")
+	return 0, 0
 }

@@ -130,14 +130,7 @@ func matchSchema(t *testing.T, schemas node, name string, typ reflect.Type, seen
 // admin audit answers (GET /api/v1/admin/items/{id}/audit, 200), property for
 // property both ways, with per_bucket's AuditBucket and waitlist's Waitlist.
 func TestAuditMatchesOpenAPI(t *testing.T) {
-	b, err := os.ReadFile("../../ingress/openapi.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc node
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		t.Fatal(err)
-	}
+	doc := readOpenAPI(t)
 	get := func(n node, path ...string) node {
 		for _, p := range path {
 			next, ok := n[p].(node)
@@ -169,14 +162,7 @@ func TestAuditMatchesOpenAPI(t *testing.T) {
 // transcript (with its Rounds); and the items as a buyer and an admin read
 // them (Item, AdminItem, AdminItemDetail, ItemPage).
 func TestQueueMatchesOpenAPI(t *testing.T) {
-	b, err := os.ReadFile("../../ingress/openapi.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc node
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		t.Fatal(err)
-	}
+	doc := readOpenAPI(t)
 	components, _ := doc["components"].(node)
 	schemas, _ := components["schemas"].(node)
 	for name, typ := range map[string]reflect.Type{
@@ -219,4 +205,18 @@ func TestImportsNothingOfTheModule(t *testing.T) {
 	if !slices.Equal(deps, []string{"github.com/flashsale-dev/flashsale/pkg/api"}) {
 		t.Errorf("pkg/api depends on %v, expected nothing but the standard library", deps)
 	}
+}
+
+// readOpenAPI is ingress/openapi.yaml as a tree.
+func readOpenAPI(t *testing.T) node {
+	t.Helper()
+	b, err := os.ReadFile("../../ingress/openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc
 }

@@ -158,8 +158,13 @@ func (p *idp) release() {
 // changes; a nil value deletes the claim.
 func claimsFor(kv ...any) jwt.MapClaims {
 	now := time.Now()
-	c := jwt.MapClaims{"sub": "42", "aud": DefaultAudience, "iss": testIssuer,
-		"iat": now.Unix(), "exp": now.Add(5 * time.Minute).Unix()}
+	return changed(jwt.MapClaims{"sub": "42", "aud": DefaultAudience, "iss": testIssuer,
+		"iat": now.Unix(), "exp": now.Add(5 * time.Minute).Unix()}, kv...)
+}
+
+// changed is c with kv's changes, name, value pairs: a nil value deletes
+// the claim.
+func changed(c jwt.MapClaims, kv ...any) jwt.MapClaims {
 	for i := 0; i < len(kv); i += 2 {
 		if kv[i+1] == nil {
 			delete(c, kv[i].(string))

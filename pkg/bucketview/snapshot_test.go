@@ -3,25 +3,11 @@ package bucketview_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/bucketview"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
-
-// warmBuckets warms a new item with one bucket per entry of stocks.
-func warmBuckets(t *testing.T, s *stock.Store, stocks ...int64) int64 {
-	t.Helper()
-	id := testenv.ItemID()
-	now := time.Now()
-	err := s.Warm(context.Background(), stock.Snapshot{ItemID: id, BucketStock: stocks,
-		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), PerUserLimit: 1})
-	if err != nil {
-		t.Fatalf("warm: %v", err)
-	}
-	return id
-}
 
 // soldOut is the ingress's judgement of an item's buckets for a buyer of
 // qty (pkg/admission: Snapshot, then SoldOut).
@@ -37,7 +23,7 @@ func TestSnapshotSeesTransfers(t *testing.T) {
 	rdb := testenv.Redis(t)
 	s := stock.New(rdb)
 	ctx := context.Background()
-	item := warmBuckets(t, s, 0, 1, 0)
+	item := testenv.WarmBuckets(t, s, 0, 1, 0)
 	if gone, err := soldOut(ctx, s, item, 3, 1); err != nil || gone {
 		t.Fatalf("sold out with a unit in bucket 1 = %v, %v", gone, err)
 	}

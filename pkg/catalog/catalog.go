@@ -9,6 +9,7 @@ import (
 
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 )
 
 // ErrInFlight is returned while requests for the item are still pending
@@ -112,6 +113,9 @@ func (c *Catalog) put(ctx context.Context, id int64, build func(cur store.Item, 
 		}
 		ch, err := store.UpsertItem(ctx, tx, it)
 		if err != nil {
+			return err
+		}
+		if err := waitroom.SaveQueue(ctx, tx, &ch.Item); err != nil {
 			return err
 		}
 		_, warmed, err := c.st.Stock(ctx, it.ID)

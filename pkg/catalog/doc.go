@@ -15,12 +15,15 @@
 // the queue's opening and pace, a PATCH merged onto the stored item, a PUT
 // that keeps the stored queue), which PutInput and PatchInput check under the
 // item's row lock. It owns no state of its own: the
-// rows are pkg/store's, the Redis state and warm.lua pkg/stock's, and the
+// rows are pkg/store's (the queue's item_queues row pkg/waitroom's, saved
+// in the item's transaction by waitroom.SaveQueue), the Redis state and
+// warm.lua pkg/stock's, and the
 // consumer group's lag comes from the caller as a LagFunc, so the package
 // needs no Kafka client.
 //
 // Only pkg/httpapi imports it, for the admin routes that create, update, warm
-// and end items. It imports pkg/store and pkg/stock, and never the HTTP layer,
+// and end items. It imports pkg/store, pkg/stock and pkg/waitroom (for the
+// queue's row alone), and never the HTTP layer,
 // pkg/orderlog, or the workers (admission, orderwriter, reap, rebalance): it
 // makes its changes safe by the locks and checks above, not by knowing their
 // code.

@@ -3,8 +3,6 @@ package console_test
 import (
 	"context"
 	"fmt"
-	"github.com/flashsale-dev/flashsale/internal/testenv"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -14,22 +12,9 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
-)
 
-// chromium returns Debian's headless browser. Under -short (make
-// test-unit) the test skips; otherwise it fails, never skips: make test installs it (deploy/local/report-deps.sh browser runs
-// before go test), so a missing browser is a broken machine, not a pass.
-func chromium(t *testing.T) string {
-	t.Helper()
-	testenv.NeedStack(t, "chromium")
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Fatal("chromium is not on PATH: run deploy/local/report-deps.sh browser (make test does) to install Debian's chromium")
-	return ""
-}
+	"github.com/flashsale-dev/flashsale/internal/testenv"
+)
 
 // browser is one headless Chromium and what its tabs did that a test must
 // see: script errors, and every URL they asked for.
@@ -61,7 +46,7 @@ func newBrowser(t *testing.T, timeout time.Duration) *browser {
 	t.Helper()
 	dir := t.TempDir() // removed after the browser has stopped (cleanups run last first)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium(t)),
+		chromedp.ExecPath(testenv.Chromium(t)),
 		chromedp.NoSandbox,
 		chromedp.DisableGPU,
 		chromedp.UserDataDir(dir),

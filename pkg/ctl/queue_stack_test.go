@@ -14,7 +14,6 @@ import (
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/api"
-	"github.com/flashsale-dev/flashsale/pkg/store"
 	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 )
 
@@ -45,7 +44,7 @@ func (g *ingress) closeRounds(t *testing.T, id int64, want int) {
 	t.Helper()
 	wr := waitroom.NewStore(g.stock)
 	testenv.Eventually(t, 30*time.Second, 50*time.Millisecond, func() bool {
-		it, err := store.GetItem(t.Context(), g.db, id)
+		it, err := waitroom.ReadItem(t.Context(), g.db, id)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -51,7 +51,7 @@ func (s *Server) savedItem(c echo.Context, id int64, it store.Item, err error) e
 		return newErr(http.StatusConflict, "queue_kept", kept.Error())
 	}
 	if errors.Is(err, catalog.ErrNotWarmed) {
-		s.items.forget(id) // MySQL changed
+		s.forgetItem(id) // MySQL changed
 		s.log.WarnContext(c.Request().Context(), "item saved but not warmed", "item_id", id, "err", err)
 		return &apiError{Status: http.StatusServiceUnavailable, Code: "not_warmed", RetryAfter: time.Second,
 			Message: "the item is saved, but Redis could not be rebuilt from it; repeat the request or POST .../warm once requests have settled"}
@@ -59,7 +59,7 @@ func (s *Server) savedItem(c echo.Context, id int64, it store.Item, err error) e
 	if err != nil {
 		return s.catalogError(c, err)
 	}
-	s.items.forget(id)
+	s.forgetItem(id)
 	s.log.InfoContext(c.Request().Context(), "item saved", "item_id", id, "total_stock", it.TotalStock)
 	return c.JSON(http.StatusOK, toAdminItem(it))
 }

@@ -23,7 +23,7 @@ func (s *Server) endItem(c echo.Context) error {
 		return err
 	}
 	it, err := s.catalog.End(c.Request().Context(), id)
-	s.items.forget(id)
+	s.forgetItem(id)
 	if errors.Is(err, catalog.ErrNotWarmed) {
 		s.log.WarnContext(c.Request().Context(), "sale ended in MySQL but not in Redis", "item_id", id, "err", err)
 		return &apiError{Status: http.StatusServiceUnavailable, Code: "not_warmed", RetryAfter: time.Second,

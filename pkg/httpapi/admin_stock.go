@@ -75,10 +75,10 @@ func (s *Server) changeStock(c echo.Context) error {
 	}
 	if res.Change.Applied != 0 {
 		// Units came back or left: this replica's flags and item cache are
-		// stale at once; the other replicas' sold-out flags end within
+		// stale at once (forgetItem); the other replicas' sold-out flags end within
 		// FLASHSALE_SOLDOUT_TTL (docs/design.md, "Changing a live sale's stock").
 		s.admission.StockChanged(id)
-		s.items.forget(id)
+		s.forgetItem(id)
 	}
 	s.log.InfoContext(ctx, "stock changed", "item_id", id, "operation_id", res.Change.OperationID,
 		"delta", res.Change.Delta, "applied", res.Change.Applied, "replayed", res.Replayed)

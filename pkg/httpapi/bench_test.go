@@ -12,7 +12,6 @@ import (
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/config"
-	"github.com/flashsale-dev/flashsale/pkg/store"
 	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 )
 
@@ -57,7 +56,7 @@ func BenchmarkAdmissionQueued(b *testing.B) {
 	item := testenv.ItemID()
 	now := time.Now()
 	h.putRatedItem(item, 1_000_000_000, now.Add(-time.Minute), now.Add(-time.Second), now.Add(time.Hour), 100_000)
-	key, err := store.QueueGrantKey(context.Background(), h.db, item)
+	key, err := waitroom.QueueGrantKey(context.Background(), h.db, item)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -30,5 +30,5 @@ func (c *testClock) advance(d time.Duration) {
 // useCacheClock makes h's item cache tell time by c. Called before h
 // serves anything (the field is read unlocked).
 func (h *harness) useCacheClock(c *testClock) {
-	h.srv.items.now = c.now
+	h.srv.items.SetClock(c.now)
 }

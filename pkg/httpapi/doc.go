@@ -14,7 +14,8 @@
 // It owns what is the HTTP layer's own: the routes and middleware, the per-IP
 // rate limit (a one-second counter per client IP in Redis, the keys
 // fs:ip:<ip>:<second>, iplimit.go), the in-memory cache of the items buyers
-// read (items.go, with internal/negcache for the ids MySQL does not have),
+// read (items.go, an internal/rowcache; the waiting room's routes read the
+// Room's own view of the item instead),
 // and the metrics flashsale_http_requests_total,
 // flashsale_http_request_duration_seconds, flashsale_stock_changes_total and
 // flashsale_redis_batch_calls. Any other stored state it reaches through the

@@ -62,7 +62,7 @@ func TestUnknownItemCostsOneQueryPerTTL(t *testing.T) {
 	h, queries := base.countingServer(t, "FROM items")
 	clk := newTestClock()
 	h.useCacheClock(clk)
-	ttl := h.srv.items.ttl
+	ttl := h.srv.items.TTL()
 	item := testenv.ItemID()
 	path := fmt.Sprintf("/api/v1/items/%d", item)
 	want := func(what string, n int64) {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/flashsale-dev/flashsale/pkg/admission"
 	"github.com/flashsale-dev/flashsale/pkg/orderstatus"
-	"github.com/flashsale-dev/flashsale/pkg/store"
 	"github.com/flashsale-dev/flashsale/pkg/tally"
 	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 )
@@ -72,7 +71,7 @@ func (s *Server) order(c echo.Context, b orderBody) error {
 			if errors.Is(err, waitroom.ErrUnavailable) {
 				return unavailable("the order could not be taken; nothing was reserved, please retry")
 			}
-			return roomError(err, store.Item{}, "order")
+			return roomError(err, waitroom.Item{}, "order")
 		}
 	}
 	res := s.admission.Admit(c.Request().Context(), admission.Request{

@@ -15,19 +15,30 @@ import (
 // every rule; here the path, the caller and the wait are read and the
 // room's answers and refusals turned into the contract's.
 
-// queuedItem is the item of the path's {id} when it has a waiting room:
-// 404 for an unknown item, 409 queue_off for one without the queue.
-func (s *Server) queuedItem(c echo.Context) (store.Item, error) {
+// queuedItem is the waiting room's view of the path's {id} when it has a
+// waiting room: 404 for an unknown item, 409 queue_off for one without the
+// queue.
+func (s *Server) queuedItem(c echo.Context) (waitroom.Item, error) {
 	id, err := pathID(c, "id")
 	if err != nil {
-		return store.Item{}, err
+		return waitroom.Item{}, err
 	}
-	it, err := s.loadItem(c.Request().Context(), id)
+	it, err := s.roomItem(c, id)
 	if err != nil {
-		return store.Item{}, err
+		return waitroom.Item{}, err
 	}
 	if !it.Queue {
-		return store.Item{}, errQueueOff
+		return waitroom.Item{}, errQueueOff
+	}
+	return it, nil
+}
+
+// roomItem is the waiting room's view of item id (waitroom.Room.Item):
+// 404 for an unknown item, 503 when MySQL does not answer.
+func (s *Server) roomItem(c echo.Context, id int64) (waitroom.Item, error) {
+	it, err := s.room.Item(c.Request().Context(), id)
+	if err != nil {
+		return waitroom.Item{}, roomError(err, it, "item")
 	}
 	return it, nil
 }
@@ -81,7 +92,7 @@ func (s *Server) getTicket(c echo.Context) error {
 	if !waitroom.ValidTicketID(tid) {
 		return badRequest("invalid_ticket", "ticket must be 32 lower-case hex digits")
 	}
-	it, err := s.loadItem(c.Request().Context(), id)
+	it, err := s.roomItem(c, id)
 	if err != nil {
 		return err
 	}
@@ -123,7 +134,7 @@ func (s *Server) getReceiptKey(c echo.Context) error {
 
 // roomError is the contract's answer to a refusal of the waiting room of
 // item it; what names what was asked for in a 503.
-func roomError(err error, it store.Item, what string) error {
+func roomError(err error, it waitroom.Item, what string) error {
 	switch {
 	case errors.Is(err, waitroom.ErrNotOpen):
 		return newErr(http.StatusConflict, "queue_not_open", "the waiting room opens at "+it.QueueOpensAt.UTC().Format(time.RFC3339Nano))
@@ -135,7 +146,7 @@ func roomError(err error, it store.Item, what string) error {
 		return newErr(http.StatusGone, "sale_ended", "the sale has ended")
 	case errors.Is(err, waitroom.ErrSoldOut):
 		return newErr(http.StatusGone, "sold_out", "the item is sold out")
-	case errors.Is(err, waitroom.ErrNotWarmed):
+	case errors.Is(err, waitroom.ErrNotWarmed), errors.Is(err, waitroom.ErrNoItem):
 		return notFound("no such item")
 	case errors.Is(err, waitroom.ErrNoTicket):
 		return notFound("no such ticket")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/store"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 )
 
 // putQueuedItem creates an item whose queue opens at opens and whose sale
@@ -48,7 +49,7 @@ func TestQueueFieldsOnTheItem(t *testing.T) {
 	if put["queue"] != true || !hexSHA256.MatchString(commitment) || put["queue_opens_at"] == nil {
 		t.Fatalf("PUT answer %v: want queue true, a commitment and queue_opens_at", put)
 	}
-	seed, err := store.QueueSeed(t.Context(), h.db, id)
+	seed, err := waitroom.QueueSeed(t.Context(), h.db, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func TestQueueFieldsOnTheItem(t *testing.T) {
 	if !strings.Contains(string(r.Body), `"queue":false`) || strings.Contains(string(r.Body), "queue_commitment") {
 		t.Errorf("an item without a queue: %s", r.Body)
 	}
-	if _, err := store.QueueSeed(t.Context(), h.db, plain); err != store.ErrNotFound {
+	if _, err := waitroom.QueueSeed(t.Context(), h.db, plain); err != store.ErrNotFound {
 		t.Errorf("seed of an item without a queue: %v, want ErrNotFound", err)
 	}
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/api"
-	"github.com/flashsale-dev/flashsale/pkg/store"
 	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 	"github.com/flashsale-dev/flashsale/pkg/waitroom/draw"
 )
@@ -92,7 +91,7 @@ func TestTicketPositionsFollowTheShuffle(t *testing.T) {
 		}
 		tickets[early+i] = v
 	}
-	seed, err := store.QueueSeed(t.Context(), h.db, item)
+	seed, err := waitroom.QueueSeed(t.Context(), h.db, item)
 	if err != nil {
 		t.Fatal(err)
 	}

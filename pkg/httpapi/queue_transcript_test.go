@@ -11,7 +11,7 @@ import (
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/api"
-	"github.com/flashsale-dev/flashsale/pkg/store"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 	"github.com/flashsale-dev/flashsale/pkg/waitroom/draw"
 )
 
@@ -33,7 +33,7 @@ func TestTranscriptAfterTheStart(t *testing.T) {
 	for i := range buyers {
 		_, tickets[i] = h.take(int64(300+i), item)
 	}
-	seed, err := store.QueueSeed(t.Context(), h.db, item)
+	seed, err := waitroom.QueueSeed(t.Context(), h.db, item)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ const staleVerdict = 50 * time.Millisecond
 func (s *Server) notActive(ctx context.Context, id int64) error {
 	now := time.Now()
 	it, err := s.loadItem(ctx, id)
-	if err == nil && saleState(it, now) == saleOpen && s.items.forgetOlder(id, s.items.now().Add(-staleVerdict)) {
+	if err == nil && saleState(it, now) == saleOpen && s.items.ForgetOlder(id, s.items.Now().Add(-staleVerdict)) {
 		it, err = s.loadItem(ctx, id)
 	}
 	if err == nil && saleState(it, now) == saleEnded {

@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/flashsale-dev/flashsale/internal/rowcache"
 	"github.com/flashsale-dev/flashsale/pkg/admission"
 	"github.com/flashsale-dev/flashsale/pkg/auth"
 	"github.com/flashsale-dev/flashsale/pkg/catalog"
@@ -21,6 +22,7 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/orderstatus"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/stockchange"
+	"github.com/flashsale-dev/flashsale/pkg/store"
 	"github.com/flashsale-dev/flashsale/pkg/tally"
 	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 )
@@ -73,10 +75,10 @@ type Server struct {
 	pub       admission.Publisher // the admission path's; a DLQ replay publishes through it
 	catalog   *catalog.Catalog
 	changes   *stockchange.Changer
-	items     *itemCache
-	room      *waitroom.Room // the waiting room: tickets, their polls, grants
-	tally     *tally.Tally   // order answers per item, for /live
-	ipl       *ipLimiter     // nil = off
+	items     *rowcache.Cache[store.Item] // the buyers' item reads: a second's TTL
+	room      *waitroom.Room              // the waiting room: tickets, their polls, grants
+	tally     *tally.Tally                // order answers per item, for /live
+	ipl       *ipLimiter                  // nil = off
 	ready     ops.Readiness
 	m         *Metrics
 	log       *slog.Logger
@@ -109,7 +111,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 	s := &Server{
 		cfg: cfg, db: d.DB, st: d.Stock, log: d.Log, openAPI: d.OpenAPI, pub: d.Publisher,
 		verifier: newVerifier(cfg.Ingress, d.Log),
-		items:    newItemCache(time.Second),
+		items:    rowcache.New[store.Item](time.Second, store.ErrNotFound),
 		status: orderstatus.NewReader(orderstatus.ReaderConfig{StoreTimeout: cfg.StoreTimeout,
 			Waiters: cfg.Ingress.StatusWaiters, Recheck: cfg.Ingress.StatusRecheck}, d.Stock, d.DB, d.Registerer, d.Log),
 		room: waitroom.NewRoom(waitroom.RoomConfig{StoreTimeout: cfg.StoreTimeout, GrantTTL: cfg.Ingress.QueueGrantTTL, MoveWait: cfg.Ingress.RedisMoveWait},

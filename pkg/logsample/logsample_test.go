@@ -1,7 +1,6 @@
 package logsample
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -14,23 +13,12 @@ import (
 )
 
 // lines is a concurrency-safe sink of JSON log lines.
-type lines struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
+type lines struct{ testenv.LogBuffer }
 
 func (l *lines) records(t *testing.T) []map[string]any {
 	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	var out []map[string]any
-	for _, s := range strings.Split(strings.TrimSpace(l.buf.String()), "\n") {
+	for _, s := range strings.Split(strings.TrimSpace(l.String()), "\n") {
 		if s == "" {
 			continue
 		}

@@ -45,7 +45,7 @@ func TestClusterPutStatusesAfterFlushOnEveryShard(t *testing.T) {
 			t.Fatalf("item %d: status %q %v %v", id, b, ok, err)
 		}
 	}
-	expectScriptsOnEveryShard(t, cc)
+	testenv.ExpectScriptsEverywhere(t, cc, scriptSHAs(t))
 }
 
 // scriptSHAs are the digests of the embedded scripts (lua/*.lua), which
@@ -55,15 +55,3 @@ func scriptSHAs(t *testing.T) []string { return testenv.ScriptSHAs(t, "lua/*.lua
 // flushScripts empties every shard's script cache and checks it is empty,
 // so the calls that follow must find NOSCRIPT.
 func flushScripts(t *testing.T, cc *redis.ClusterClient) { testenv.FlushScripts(t, cc, scriptSHAs(t)) }
-
-// expectScriptsOnEveryShard: the NOSCRIPT retry loaded every script on
-// every shard, replicas too, so a failover finds them.
-func expectScriptsOnEveryShard(t *testing.T, cc *redis.ClusterClient) {
-	t.Helper()
-	want := len(scriptSHAs(t))
-	for addr, n := range testenv.CachedScripts(t, cc, scriptSHAs(t)) {
-		if n != want {
-			t.Errorf("%s caches %d of the %d scripts after the batch's NOSCRIPT retry", addr, n, want)
-		}
-	}
-}

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/orderstatus"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
@@ -26,7 +24,7 @@ import (
 func TestClusterStatusSubscriptionFollowsSlotMigration(t *testing.T) {
 	cc := testenv.RedisCluster(t)
 	s := orderstatus.NewStore(stock.New(cc))
-	item, slot := itemInEmptySlot(t, cc)
+	item, slot := testenv.ItemInEmptySlot(t, cc)
 	home := testenv.ClusterNodeAt(t, testenv.PrimaryOf(t, cc, item))
 	var dst testenv.SlotNode
 	var others []testenv.SlotNode
@@ -142,28 +140,4 @@ func (l eventList) String() string {
 		out += fmt.Sprintf("%s at %+v", e.String(), e.at.Sub(l.since).Round(time.Millisecond))
 	}
 	return out + "]"
-}
-
-// itemInEmptySlot returns a fresh item whose slot holds no key yet, so the
-// move carries only this test's keys (as pkg/stock's reshard tests pick
-// theirs).
-func itemInEmptySlot(t *testing.T, cc *redis.ClusterClient) (int64, int) {
-	t.Helper()
-	ctx := context.Background()
-	for range 100 {
-		id := testenv.ItemID()
-		slot, err := cc.ClusterKeySlot(ctx, stock.KeysOf(id).Stock).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		n, err := testenv.ClusterNodeAt(t, testenv.PrimaryOf(t, cc, id)).C.ClusterCountKeysInSlot(ctx, int(slot)).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			return id, int(slot)
-		}
-	}
-	t.Fatal("no item in an empty slot among 100")
-	return 0, 0
 }

@@ -1,20 +1,19 @@
 package orderwriter_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/config"
 	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
@@ -76,24 +75,7 @@ func runChild(spec string) int {
 // child is a consumer running in a process of its own.
 type child struct {
 	cmd *exec.Cmd
-	out *lockedBuffer
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	out *testenv.LogBuffer
 }
 
 // startChild starts a consumer process with cfg against e's database.
@@ -105,7 +87,7 @@ func (e *env) startChild(cfg orderwriter.Config) *child {
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+string(spec))
-	out := &lockedBuffer{}
+	out := &testenv.LogBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		e.t.Fatal(err)

@@ -1,11 +1,9 @@
 package orderwriter_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,18 +14,6 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
 	"github.com/flashsale-dev/flashsale/pkg/tracing"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // The log line of a dead-lettered message carries the trace id its
 // traceparent header names (the POST that admitted it), even with tracing
@@ -45,7 +31,7 @@ func TestDeadLetterLineCarriesTheOrdersTraceID(t *testing.T) {
 		Headers: []kafka.Header{{Key: "traceparent", Value: []byte("00-" + traceID + "-00f067aa0ba902b7-01")}}}); err != nil {
 		t.Fatal(err)
 	}
-	var buf syncBuffer
+	var buf testenv.LogBuffer
 	log := tracing.Logger(slog.New(slog.NewJSONHandler(&buf, nil)))
 	c, err := orderwriter.New(e.config(), orderwriter.Deps{DB: e.db, Stock: e.st}, orderwriter.NewMetrics(prometheus.NewRegistry()), log)
 	if err != nil {

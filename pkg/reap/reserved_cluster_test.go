@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/orderstatus"
@@ -25,11 +24,11 @@ func TestClusterReservedItemsScansEveryPrimary(t *testing.T) {
 	ctx := context.Background()
 	items := testenv.ItemsOnEveryPrimary(t, cc)
 	for _, id := range items {
-		warmAt(t, s, id, 10)
+		testenv.WarmAt(t, s, id, 10)
 		admitOne(t, s, id, 1)
 	}
 	idle := testenv.ItemID()
-	warmAt(t, s, idle, 10)
+	testenv.WarmAt(t, s, idle, 10)
 	var sts []orderstatus.StatusEntry
 	for u := range 3000 {
 		sts = append(sts, orderstatus.StatusEntry{ItemID: idle, RequestID: fmt.Sprintf("r-%d", u), Rank: orderstatus.RankFinal, JSON: []byte(`{}`)})
@@ -49,16 +48,5 @@ func TestClusterReservedItemsScansEveryPrimary(t *testing.T) {
 	}
 	if slices.Contains(got, idle) {
 		t.Errorf("idle item %d (on %s) has no reservation, ReservedItems reported it", idle, testenv.PrimaryOf(t, cc, idle))
-	}
-}
-
-// warmAt warms item id of units on sale now.
-func warmAt(t *testing.T, s *stock.Store, id, units int64) {
-	t.Helper()
-	now := time.Now()
-	err := s.Warm(context.Background(), stock.Snapshot{ItemID: id, Stock: units, StartsAt: now.Add(-time.Minute),
-		EndsAt: now.Add(time.Hour), PerUserLimit: 2})
-	if err != nil {
-		t.Fatalf("warm item %d: %v", id, err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 )
 
 // env is one test's stores: a database of its own, the shared Redis (items
@@ -82,8 +83,11 @@ func (e *env) newItem(total int64, n int, queue bool) int64 {
 		it.Queue, it.QueueOpensAt, it.QueueRate = true, now.Add(-time.Hour), 100
 	}
 	err := store.RunInTx(ctx, e.db, sql.LevelDefault, func(tx *sql.Tx) error {
-		_, err := store.UpsertItem(ctx, tx, it)
-		return err
+		ch, err := store.UpsertItem(ctx, tx, it)
+		if err != nil {
+			return err
+		}
+		return waitroom.SaveQueue(ctx, tx, &ch.Item)
 	})
 	if err != nil {
 		e.t.Fatalf("create item: %v", err)
@@ -217,43 +221,11 @@ func (e *env) setWant(item int64, b int) {
 	}
 }
 
+// metric is name's value summed over every rebalancer of the test (each
+// registers under its own "r" label).
 func (e *env) metric(name string, labels ...string) float64 {
 	e.t.Helper()
-	var sum float64
-	mfs, err := e.reg.Gather()
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	// Every rebalancer of the test registers under its own "r" label: add
-	// them up.
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			for i := 0; i+1 < len(labels); i += 2 {
-				found := false
-				for _, l := range m.GetLabel() {
-					if l.GetName() == labels[i] && l.GetValue() == labels[i+1] {
-						found = true
-					}
-				}
-				if !found {
-					continue next
-				}
-			}
-			switch {
-			case m.Counter != nil:
-				sum += m.Counter.GetValue()
-			case m.Gauge != nil:
-				sum += m.Gauge.GetValue()
-			case m.Histogram != nil:
-				sum += float64(m.Histogram.GetSampleCount())
-			}
-		}
-	}
-	return sum
+	return testenv.MetricSum(e.t, e.reg, name, labels...)
 }
 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }

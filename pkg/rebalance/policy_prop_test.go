@@ -39,20 +39,7 @@ func TestPropPolicySafePass(t *testing.T) {
 func TestPropPolicyServesEveryCoverableBuyer(t *testing.T) {
 	t.Parallel()
 	policyChecks(t, func(t *rapid.T) {
-		n := rapid.IntRange(1, 12).Draw(t, "buckets")
-		stocks := rapid.SliceOfN(rapid.Int64Range(-1, 12), n, n).Draw(t, "stocks")
-		type buyer struct {
-			home int
-			qty  int64
-		}
-		var waiting []buyer
-		for i := range rapid.IntRange(1, 3*n).Draw(t, "buyers") {
-			waiting = append(waiting, buyer{
-				home: rapid.IntRange(0, n-1).Draw(t, fmt.Sprintf("home%d", i)),
-				qty:  rapid.Int64Range(1, 3).Draw(t, fmt.Sprintf("qty%d", i)),
-			})
-		}
-		want, need := make([]bool, n), make([]int64, n)
+		s, waiting := drawSale(t)
 		// retry lets the waiting buyers try again in an order of rapid's
 		// choosing: one served leaves; one refused raises its bucket's
 		// flag to its qty (admit.lua), and leaves too when the buckets
@@ -61,48 +48,99 @@ func TestPropPolicyServesEveryCoverableBuyer(t *testing.T) {
 			order := rapid.Permutation(waiting).Draw(t, fmt.Sprintf("order%d", round))
 			waiting = waiting[:0]
 			for _, b := range order {
-				if stocks[b.home] >= b.qty {
-					stocks[b.home] -= b.qty
-					continue
-				}
-				if stocks[b.home] >= 0 { // no stock key: the script answers before the flag
-					want[b.home], need[b.home] = true, b.qty
-				}
-				var sum int64
-				for _, s := range stocks {
-					sum += max(s, 0)
-				}
-				if b.qty <= sum {
+				if !s.try(b) && b.qty <= s.total() {
 					waiting = append(waiting, b)
 				}
 			}
 		}
-		var prev []int64
-		passes := len(waiting) + 1
-		for pass := range passes {
-			retry(pass)
-			moves := Plan(stocks, want, need, prev)
-			checkMoves(t, stocks, moves)
-			stocks = after(stocks, moves)
-			for _, m := range moves {
-				if stocks[m.To] >= need[m.To] {
-					want[m.To], need[m.To] = false, 0 // transfer_in.lua
-				}
-			}
-			prev = stocks
-		}
-		retry(passes)
-		var sum int64
-		for _, s := range stocks {
-			sum += max(s, 0)
-		}
-		for _, b := range waiting {
-			if b.qty <= sum && stocks[b.home] >= 0 {
-				t.Fatalf("a buyer of %d homed on bucket %d still waits with %d units left: stocks %v, wants %v, needs %v",
-					b.qty, b.home, sum, stocks, want, need)
-			}
-		}
+		s.runPasses(t, len(waiting)+1, retry)
+		s.expectNoneCoverable(t, waiting)
 	})
+}
+
+// waitingBuyer is a buyer retrying in its home bucket for qty units.
+type waitingBuyer struct {
+	home int
+	qty  int64
+}
+
+// sale is what the liveness properties run passes over: each bucket's
+// stock (-1: no stock key) and want flag, with the flag's qty.
+type sale struct {
+	stocks []int64
+	want   []bool
+	need   []int64
+}
+
+// drawSale draws 1 to 12 buckets of -1 to 12 units with no flag raised,
+// and 1 to 3 buyers a bucket, of 1 to 3 units each, homed anywhere.
+func drawSale(t *rapid.T) (*sale, []waitingBuyer) {
+	n := rapid.IntRange(1, 12).Draw(t, "buckets")
+	s := &sale{stocks: rapid.SliceOfN(rapid.Int64Range(-1, 12), n, n).Draw(t, "stocks"), want: make([]bool, n), need: make([]int64, n)}
+	var buyers []waitingBuyer
+	for i := range rapid.IntRange(1, 3*n).Draw(t, "buyers") {
+		buyers = append(buyers, waitingBuyer{
+			home: rapid.IntRange(0, n-1).Draw(t, fmt.Sprintf("home%d", i)),
+			qty:  rapid.Int64Range(1, 3).Draw(t, fmt.Sprintf("qty%d", i)),
+		})
+	}
+	return s, buyers
+}
+
+// total is the units the buckets hold together.
+func (s *sale) total() int64 {
+	var sum int64
+	for _, st := range s.stocks {
+		sum += max(st, 0)
+	}
+	return sum
+}
+
+// try is b's attempt, as admit.lua answers it: served from its home
+// bucket when that holds b's qty (true); else refused, the bucket's flag
+// raised to b's qty (but in a bucket with no stock key, where the script
+// answers before the flag).
+func (s *sale) try(b waitingBuyer) bool {
+	if s.stocks[b.home] >= b.qty {
+		s.stocks[b.home] -= b.qty
+		return true
+	}
+	if s.stocks[b.home] >= 0 {
+		s.want[b.home], s.need[b.home] = true, b.qty
+	}
+	return false
+}
+
+// runPasses runs passes rebalancer passes over s, each after retry(pass)
+// let the buyers try again, and checks each pass's moves; a move that
+// covers its bucket's flag clears it (transfer_in.lua). A last retry
+// follows the last pass.
+func (s *sale) runPasses(t *rapid.T, passes int, retry func(round int)) {
+	var prev []int64
+	for pass := range passes {
+		retry(pass)
+		moves := Plan(s.stocks, s.want, s.need, prev)
+		checkMoves(t, s.stocks, moves)
+		s.stocks = after(s.stocks, moves)
+		for _, m := range moves {
+			if s.stocks[m.To] >= s.need[m.To] {
+				s.want[m.To], s.need[m.To] = false, 0 // transfer_in.lua
+			}
+		}
+		prev = s.stocks
+	}
+	retry(passes)
+}
+
+// expectNoneCoverable fails t if a buyer still waiting asks for no more
+// than the buckets hold together, in a home bucket with a stock key.
+func (s *sale) expectNoneCoverable(t *rapid.T, waiting []waitingBuyer) {
+	for _, b := range waiting {
+		if b.qty <= s.total() && s.stocks[b.home] >= 0 {
+			t.Fatalf("a buyer of %d homed on bucket %d still waits with %d units left: stocks %v, wants %v, needs %v",
+				b.qty, b.home, s.total(), s.stocks, s.want, s.need)
+		}
+	}
 }
 
 // policyChecks runs prop over 2,000 cases: 20 rapid runs of its default

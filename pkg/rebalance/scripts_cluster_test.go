@@ -33,12 +33,7 @@ func TestClusterScriptsAfterFlush(t *testing.T) {
 	if err := loadScripts(ctx, cc); err != nil {
 		t.Fatal(err)
 	}
-	want := len(shas)
-	for addr, n := range testenv.CachedScripts(t, cc, shas) {
-		if n != want {
-			t.Errorf("%s caches %d of the %d scripts after loadScripts", addr, n, want)
-		}
-	}
+	testenv.ExpectScriptsEverywhere(t, cc, shas)
 
 	item := e.itemOnTwoPrimaries(t, cc)
 	e.admit(item, 2, 1, 10) // bucket 1 sold out

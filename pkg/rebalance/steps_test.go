@@ -13,19 +13,6 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
-// warmForTransfer warms a new item with one bucket per entry of stocks.
-func warmForTransfer(t *testing.T, s *stock.Store, stocks ...int64) int64 {
-	t.Helper()
-	id := testenv.ItemID()
-	now := time.Now()
-	err := s.Warm(context.Background(), stock.Snapshot{ItemID: id, BucketStock: stocks,
-		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), PerUserLimit: 1})
-	if err != nil {
-		t.Fatalf("warm: %v", err)
-	}
-	return id
-}
-
 func stocksOf(t *testing.T, s *stock.Store, item int64, n int) []int64 {
 	t.Helper()
 	st, err := s.BucketStocks(context.Background(), item, n)
@@ -42,7 +29,7 @@ func TestTransferOutDecidedOnce(t *testing.T) {
 	rdb := testenv.Redis(t)
 	s := stock.New(rdb)
 	ctx := context.Background()
-	item := warmForTransfer(t, s, 5, 0, 2)
+	item := testenv.WarmBuckets(t, s, 5, 0, 2)
 
 	ok := ref{item: item, id: 1, from: 0, to: 1, qty: 3, token: 1000}
 	for i := range 3 {
@@ -93,7 +80,7 @@ func TestTransferInOnceAndFinish(t *testing.T) {
 	rdb := testenv.Redis(t)
 	s := stock.New(rdb)
 	ctx := context.Background()
-	item := warmForTransfer(t, s, 5, 0)
+	item := testenv.WarmBuckets(t, s, 5, 0)
 	k1 := stock.BucketKeys(item, 1)
 	if err := rdb.Set(ctx, k1.Want, "1", 2*time.Second).Err(); err != nil {
 		t.Fatal(err)

@@ -28,7 +28,7 @@ func TestClusterRestoreManyCountsEachOnceWhenOneShardLostItsScripts(t *testing.T
 	ctx := context.Background()
 	items := testenv.ItemsOnEveryPrimary(t, cc)
 	for _, id := range items {
-		warmAt(t, s, id, 10)
+		testenv.WarmAt(t, s, id, 10)
 	}
 	if err := stock.LoadScripts(ctx, cc); err != nil {
 		t.Fatal(err)

@@ -52,7 +52,7 @@ func TestClusterAdmissionsThroughSlotMigration(t *testing.T) {
 	cc := testenv.RedisCluster(t)
 	s := stock.New(cc)
 	ctx := context.Background()
-	item, slot := itemInEmptySlot(t, cc)
+	item, slot := testenv.ItemInEmptySlot(t, cc)
 	from := testenv.ClusterNodeAt(t, testenv.PrimaryOf(t, cc, item))
 	var to testenv.SlotNode
 	var others []testenv.SlotNode
@@ -82,7 +82,7 @@ func TestClusterAdmissionsThroughSlotMigration(t *testing.T) {
 	kinds := []string{"single", "coalesced"}
 
 	const units = 4000
-	warmAt(t, s, item, units)
+	testenv.WarmAt(t, s, item, units)
 	// The first admission creates the holders, reservations and holder-bit
 	// keys: with one of admit.lua's keys missing, a migrating source answers
 	// TRYAGAIN for the whole move (a missing key counts as moved).
@@ -435,29 +435,6 @@ func sum(m map[string]int) int {
 		n += v
 	}
 	return n
-}
-
-// itemInEmptySlot returns a fresh item whose slot holds no key yet, so the
-// move carries only this test's keys.
-func itemInEmptySlot(t *testing.T, cc *redis.ClusterClient) (int64, int) {
-	t.Helper()
-	ctx := context.Background()
-	for range 100 {
-		id := testenv.ItemID()
-		slot, err := cc.ClusterKeySlot(ctx, stock.KeysOf(id).Stock).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		n, err := testenv.ClusterNodeAt(t, testenv.PrimaryOf(t, cc, id)).C.ClusterCountKeysInSlot(ctx, int(slot)).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			return id, int(slot)
-		}
-	}
-	t.Fatal("no item in an empty slot among 100")
-	return 0, 0
 }
 
 func countKeys(t *testing.T, n testenv.SlotNode, slot int) int64 {

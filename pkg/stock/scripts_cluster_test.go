@@ -31,7 +31,7 @@ func TestClusterScriptsAfterFlushOnEveryShard(t *testing.T) {
 	// Single calls: warm, admit and release each find no script.
 	flushScripts(t, cc)
 	for _, id := range items {
-		warmAt(t, s, id, 10)
+		testenv.WarmAt(t, s, id, 10)
 	}
 	flushScripts(t, cc)
 	held := map[int64]string{} // item -> the request user 1 holds
@@ -73,7 +73,7 @@ func TestClusterScriptsAfterFlushOnEveryShard(t *testing.T) {
 	for _, id := range items {
 		expectState(t, s, id, 10, 0, 0)
 	}
-	expectScriptsOnEveryShard(t, cc)
+	testenv.ExpectScriptsEverywhere(t, cc, scriptSHAs(t))
 
 	flushScripts(t, cc)
 	var rest []stock.RestoreEntry
@@ -124,16 +124,6 @@ func TestClusterScriptsAfterFlushOnEveryShard(t *testing.T) {
 	}
 }
 
-func warmAt(t *testing.T, s *stock.Store, id, units int64) {
-	t.Helper()
-	now := time.Now()
-	err := s.Warm(context.Background(), stock.Snapshot{ItemID: id, Stock: units, StartsAt: now.Add(-time.Minute),
-		EndsAt: now.Add(time.Hour), PerUserLimit: 2})
-	if err != nil {
-		t.Fatalf("warm item %d: %v", id, err)
-	}
-}
-
 // admitAt admits user for qty of item and returns the verdict with the
 // request id it used in RequestID.
 func admitAt(t *testing.T, s *stock.Store, id, user int64, qty int) stock.AdmitResult {
@@ -162,15 +152,3 @@ func scriptSHAs(t *testing.T) []string { return testenv.ScriptSHAs(t, "lua/*.lua
 // flushScripts empties every shard's script cache and checks it is empty,
 // so the calls that follow must find NOSCRIPT.
 func flushScripts(t *testing.T, cc *redis.ClusterClient) { testenv.FlushScripts(t, cc, scriptSHAs(t)) }
-
-// expectScriptsOnEveryShard: the NOSCRIPT retry loaded every script on
-// every shard, replicas too, so a failover finds them.
-func expectScriptsOnEveryShard(t *testing.T, cc *redis.ClusterClient) {
-	t.Helper()
-	want := len(scriptSHAs(t))
-	for addr, n := range testenv.CachedScripts(t, cc, scriptSHAs(t)) {
-		if n != want {
-			t.Errorf("%s caches %d of the %d scripts after the batch's NOSCRIPT retry", addr, n, want)
-		}
-	}
-}

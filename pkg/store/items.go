@@ -30,13 +30,9 @@ type Item struct {
 	// Buckets is the item's bucket count (1: unbucketed, items.stock is its
 	// stock row; more: item_buckets rows are, see buckets.go).
 	Buckets int
-	// Queue is true when the item has a waiting room (an item_queues row,
-	// see queues.go); QueueOpensAt is when buyers may take tickets and
-	// QueueCommitment hex(sha256(seed)); QueueRate is how many tickets a
-	// second the gate admits (pkg/waitroom). QueueShuffleWindow is how long
-	// after starts_at arrivals are still drawn, in rounds of QueueRound
-	// (docs/fairness.md); 0: only the tickets taken before the start are.
-	// All are zero without a queue.
+	// The item's waiting room, as its item_queues row (pkg/waitroom's)
+	// holds it: the fields of waitroom.Item of the same names, which say
+	// what each means. Queue is false, and the others zero, without one.
 	Queue              bool
 	QueueOpensAt       time.Time
 	QueueCommitment    string
@@ -47,6 +43,16 @@ type Item struct {
 
 // Bucketed reports whether the item's stock lives in item_buckets rows.
 func (it Item) Bucketed() bool { return it.Buckets > 1 }
+
+// queueCols are the item's queue columns as itemCols reads them, from
+// itemsFrom's join: NULL for an item without a queue. The item_queues rows
+// are pkg/waitroom's (queue_sql.go); an Item carries their settings for the
+// catalog, the audit and the admin views.
+const queueCols = "q.opens_at, q.commitment, q.rate, q.shuffle_window_ms, q.round_ms"
+
+// itemsFrom is what itemCols are read from: the item and its queue's row, in
+// one join (the primary key on both sides), rather than a subquery per column.
+const itemsFrom = "items LEFT JOIN item_queues q ON q.item_id = items.id"
 
 const itemCols = "id, name, price_cents, total_stock," +
 	" stock + COALESCE((SELECT SUM(b.stock) FROM item_buckets b WHERE b.item_id = items.id), 0)," +

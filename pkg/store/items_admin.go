@@ -35,7 +35,10 @@ var ErrTransfersOpen = errors.New("store: transfers between buckets not finished
 // silently rebasing it would break conservation (I3). Changing the bucket
 // count lays the remaining stock out anew (rebucket); the caller must have
 // made sure no reservation is pending (the catalog does), and an unfinished
-// transfer returns ErrTransfersOpen.
+// transfer returns ErrTransfersOpen. The item's waiting room (its
+// item_queues row) is not written here: it is pkg/waitroom's, and the
+// caller saves it in the same transaction (waitroom.SaveQueue, as the
+// catalog does).
 func UpsertItem(ctx context.Context, tx *sql.Tx, it Item) (ItemChange, error) {
 	cur, err := GetItemForUpdate(ctx, tx, it.ID)
 	if errors.Is(err, ErrNotFound) {
@@ -50,9 +53,6 @@ func UpsertItem(ctx context.Context, tx *sql.Tx, it Item) (ItemChange, error) {
 			if err := rebucket(ctx, tx, it, it.Buckets); err != nil {
 				return ItemChange{}, err
 			}
-		}
-		if err := withQueue(ctx, tx, &it); err != nil {
-			return ItemChange{}, err
 		}
 		return ItemChange{Item: it, Created: true, StockChanged: true, BucketsChanged: it.Bucketed(), PrevBuckets: 1}, nil
 	}
@@ -98,22 +98,8 @@ func UpsertItem(ctx context.Context, tx *sql.Tx, it Item) (ItemChange, error) {
 			return ItemChange{}, err
 		}
 	}
-	if err := withQueue(ctx, tx, &it); err != nil {
-		return ItemChange{}, err
-	}
 	change.Item = it
 	return change, nil
-}
-
-// withQueue saves it's queue (saveQueue) and sets its queue fields to what
-// is stored: a queue that stays on keeps its commitment.
-func withQueue(ctx context.Context, tx *sql.Tx, it *Item) error {
-	q, err := saveQueue(ctx, tx, *it)
-	if err != nil {
-		return err
-	}
-	it.QueueOpensAt, it.QueueCommitment, it.QueueRate = q.OpensAt, q.Commitment, q.Rate
-	return nil
 }
 
 // OpenTransfersOf counts item's transfers between buckets that are not

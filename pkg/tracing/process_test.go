@@ -1,16 +1,16 @@
 package tracing
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/flashsale-dev/flashsale/internal/testenv"
 )
 
 // A deployable's stop returns within FlushTimeout even when the collector
@@ -36,7 +36,7 @@ func TestInitStopIsBounded(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+ln.Addr().String())
 	// Locked: the SDK's export goroutine outlives a Shutdown that timed
 	// out, and logs its failure when the export gives up.
-	buf := &lockedBuffer{}
+	buf := &testenv.LogBuffer{}
 	log := slog.New(slog.NewJSONHandler(buf, nil))
 	stop, err := Init(context.Background(), "test", log)
 	if err != nil || !Enabled() {
@@ -57,23 +57,6 @@ func TestInitStopIsBounded(t *testing.T) {
 	if !strings.Contains(buf.String(), "spans not flushed") {
 		t.Fatalf("a failed flush was not logged: %s", buf.String())
 	}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // Off (no OTEL_* settings), Init starts nothing and stop is harmless.

@@ -85,25 +85,38 @@
 //
 // # The ingress's side: Room
 //
-// Room (room*.go) is what a buyer meets: taking a ticket, reading its
-// state and long-polling it (the readers of watch_admit.go and
+// Room (room*.go) is what a buyer meets: the item as the waiting room
+// sees it (Item, item.go: read by the Room itself from its own join of the
+// item's row and its queue's, cached for a second per replica), taking a
+// ticket, reading its state and long-polling it (the readers of watch_admit.go and
 // watch_offer.go wake every poll of an item at once from one Redis read
 // per interval), the grants an admitted ticket or an offer is handed and
 // an order is checked with (grant_keys.go), the transcript and the
 // operator's view. Its answers are pkg/api's wire types; the HTTP layer
 // only reads the request and maps the refusals (ErrNotOpen, ErrNoTicket,
-// ErrUnavailable, ...) to status codes. Its metrics are
+// ErrNoItem, ErrUnavailable, ...) to status codes. Its metrics are
 // flashsale_queue_tickets_total, flashsale_queue_grants_refused_total and
-// flashsale_queue_offer_claims_total. Still outside the package: the
-// queue's settings, which are columns of the item (pkg/store queues.go:
-// saved in the item's own transaction).
+// flashsale_queue_offer_claims_total.
+//
+// # Its rows
+//
+// The tables item_queues (a queue's settings, seed and grant key:
+// queue_sql.go) and queue_rounds (rounds_sql.go) are this package's, with
+// their statements, and so is the read of the item's view with its queue
+// (item.go: ReadItem for the Room, LiveQueuedItems for the gate). The catalog saves an item's queue in the item's own
+// transaction (SaveQueue after store.UpsertItem); store.Item still carries
+// the queue's settings, read by pkg/store's join, for the catalog, the
+// audit and the admin views.
 //
 // # Imports
 //
 // Importers: the reaper's main, which runs the gate (and hands it the
 // rebalancer as its PoolMover); pkg/httpapi, which mounts the Room's
-// routes; pkg/audit (the waitlist's I9 counts, ReadShares) and pkg/service
-// (LoadScripts). It imports draw, pkg/api, pkg/lease, pkg/stock and
-// pkg/store, and never the HTTP layer or pkg/rebalance.
+// routes; pkg/catalog (SaveQueue), pkg/audit (the waitlist's I9 counts,
+// ReadShares) and pkg/service (LoadScripts). It imports draw, pkg/api,
+// pkg/lease, pkg/stock, internal/rowcache and pkg/store (the Querier, the
+// error classification and the Item SaveQueue is handed; no query of
+// pkg/store's is on a ticket's path), and never the HTTP layer,
+// pkg/catalog or pkg/rebalance.
 // pkg/ctl (flashsalectl) imports draw alone, which links no store client.
 package waitroom

@@ -13,7 +13,6 @@ import (
 
 	"github.com/flashsale-dev/flashsale/pkg/lease"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
-	"github.com/flashsale-dev/flashsale/pkg/store"
 	"github.com/flashsale-dev/flashsale/pkg/waitroom/draw"
 )
 
@@ -88,7 +87,7 @@ type Gate struct {
 	// gate's time instead of waiting on it (export_test.go).
 	now func() time.Time
 
-	items   []store.Item
+	items   []Item
 	itemsAt time.Time
 	lines   map[int64]line         // the items' serving orders (gate_offers.go)
 	rounds  map[int64][]draw.Round // the items' closed rounds (closeRounds)
@@ -193,7 +192,7 @@ func (g *Gate) hold(ctx context.Context) (bool, error) {
 // admitted, no time banked), so admissions follow what the consumers
 // commit. Orders follow admissions late (a buyer orders after seeing the
 // admission), so the bound is on the pipeline's backlog, not on tickets.
-func (g *Gate) advance(ctx context.Context, it store.Item) (GateState, error) {
+func (g *Gate) advance(ctx context.Context, it Item) (GateState, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.cfg.StoreTimeout)
 	defer cancel()
 	// Rounds close whether or not the pipeline has room: a round's root is
@@ -218,7 +217,7 @@ func (g *Gate) advance(ctx context.Context, it store.Item) (GateState, error) {
 // closeRounds is item it's closed rounds, closing those whose end Redis'
 // clock has passed (CloseRounds). Once every round is closed the answer is
 // kept: nothing about them changes again.
-func (g *Gate) closeRounds(ctx context.Context, it store.Item) ([]draw.Round, error) {
+func (g *Gate) closeRounds(ctx context.Context, it Item) ([]draw.Round, error) {
 	if c, ok := g.rounds[it.ID]; ok && len(c) == rounds(it) {
 		return c, nil
 	}
@@ -240,27 +239,27 @@ const endedGrace = time.Minute
 
 // list is the live queued items (and those ended within endedGrace), read
 // again every itemsTTL.
-func (g *Gate) list(ctx context.Context) ([]store.Item, error) {
+func (g *Gate) list(ctx context.Context) ([]Item, error) {
 	if g.items != nil && time.Since(g.itemsAt) < itemsTTL {
 		return g.items, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, g.cfg.StoreTimeout)
 	defer cancel()
-	items, err := store.LiveQueuedItems(ctx, g.db, g.now().Add(-endedGrace))
+	items, err := LiveQueuedItems(ctx, g.db, g.now().Add(-endedGrace))
 	if err != nil {
 		return nil, err
 	}
 	if items == nil {
-		items = []store.Item{}
+		items = []Item{}
 	}
 	g.items, g.itemsAt = items, time.Now()
 	for id := range g.lines {
-		if !slices.ContainsFunc(items, func(it store.Item) bool { return it.ID == id }) {
+		if !slices.ContainsFunc(items, func(it Item) bool { return it.ID == id }) {
 			delete(g.lines, id)
 		}
 	}
 	for id := range g.rounds {
-		if !slices.ContainsFunc(items, func(it store.Item) bool { return it.ID == id }) {
+		if !slices.ContainsFunc(items, func(it Item) bool { return it.ID == id }) {
 			delete(g.rounds, id)
 		}
 	}

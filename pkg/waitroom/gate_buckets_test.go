@@ -58,7 +58,7 @@ func newBucketedQueue(t *testing.T, n int, per int64, tickets int) *bucketedQueu
 			t.Fatal(err)
 		}
 	}
-	it, err := store.GetItem(ctx, db, q.item)
+	it, err := waitroom.ReadItem(ctx, db, q.item)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
 // The waitlist's hand-off (issue 25): units the reaper released while an
@@ -35,7 +33,7 @@ type line struct {
 
 // waitlist runs item it's waitlist while it has units in its pool or on
 // offer (st, read by this pass's advance).
-func (g *Gate) waitlist(ctx context.Context, it store.Item, st GateState) error {
+func (g *Gate) waitlist(ctx context.Context, it Item, st GateState) error {
 	if it.Buckets > 1 {
 		return g.waitlistBuckets(ctx, it, st)
 	}
@@ -82,7 +80,7 @@ func (g *Gate) waitlist(ctx context.Context, it store.Item, st GateState) error 
 // lineOf is item it's serving order as candidates, drawn again when the
 // ticket count is not the one it was drawn from (late tickets join at the
 // end; the early ones' order is fixed once the sale starts).
-func (g *Gate) lineOf(ctx context.Context, it store.Item, tickets int64) (line, error) {
+func (g *Gate) lineOf(ctx context.Context, it Item, tickets int64) (line, error) {
 	if ln, ok := g.lines[it.ID]; ok && ln.tickets == tickets {
 		return ln, nil
 	}

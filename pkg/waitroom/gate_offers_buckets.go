@@ -9,7 +9,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale-dev/flashsale/pkg/stock"
-	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
 // A bucketed item's waitlist (issue 41): its units, like its stock, live in
@@ -85,7 +84,7 @@ const (
 
 // waitlistBuckets runs bucketed item it's waitlist (st: the gate's state
 // this pass read).
-func (g *Gate) waitlistBuckets(ctx context.Context, it store.Item, st GateState) error {
+func (g *Gate) waitlistBuckets(ctx context.Context, it Item, st GateState) error {
 	n := it.Buckets
 	w, err := g.readShares(ctx, it.ID, n)
 	if err != nil {
@@ -222,7 +221,7 @@ func choose(cands []Candidate, homes []int, free []bool, shares []Waitlist, move
 // tickets' need, from the pools with units to spare, the bucket of the
 // earliest chosen ticket first, at most maxMovesPerPass transfers. shares'
 // pools are updated with what moved.
-func (g *Gate) gather(ctx context.Context, it store.Item, shares []Waitlist, need []int64, cands []Candidate, homes []int, stand []standing) error {
+func (g *Gate) gather(ctx context.Context, it Item, shares []Waitlist, need []int64, cands []Candidate, homes []int, stand []standing) error {
 	spare := make([]int64, len(shares))
 	for b, s := range shares {
 		spare[b] = max(s.Pool-need[b], 0)
@@ -313,7 +312,7 @@ func (g *Gate) readShares(ctx context.Context, itemID int64, n int) (Waitlist, e
 
 // offerIn runs bucket's share of item it's waitlist with cands
 // (OfferReleasedIn), counts and logs what it did.
-func (g *Gate) offerIn(ctx context.Context, it store.Item, bucket int, cands []Candidate, endOfLine bool) (OfferPass, error) {
+func (g *Gate) offerIn(ctx context.Context, it Item, bucket int, cands []Candidate, endOfLine bool) (OfferPass, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.cfg.StoreTimeout)
 	defer cancel()
 	p, err := g.wr.OfferReleasedIn(ctx, it.ID, bucket, g.cfg.ClaimWindow, cands, endOfLine)

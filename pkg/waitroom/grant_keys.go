@@ -13,12 +13,12 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
-// grantKeys caches the items' grant keys (store.QueueGrantKey): an order's
+// grantKeys caches the items' grant keys (QueueGrantKey): an order's
 // check is then a map read and an HMAC, never a MySQL query on the hot
 // path. A key never changes while its queue exists and the queue cannot
 // change once opened, so entries live a minute; "no queue" lives a second,
-// as long as the ingress's item cache's entries, so a queue turned on is
-// seen as soon as the item is.
+// as long as the Room's item views (itemTTL), so a queue turned on is seen
+// as soon as the item is.
 type grantKeys struct {
 	flights singleflight.Group
 	mu      sync.Mutex
@@ -48,7 +48,7 @@ func (g *grantKeys) key(ctx context.Context, db store.Querier, timeout time.Dura
 	ch := g.flights.DoChan(strconv.FormatInt(id, 10), func() (any, error) {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 		defer cancel()
-		k, err := store.QueueGrantKey(dctx, db, id)
+		k, err := QueueGrantKey(dctx, db, id)
 		e := grantKey{key: k, expires: time.Now().Add(grantKeyTTL)}
 		switch {
 		case errors.Is(err, store.ErrNotFound):

@@ -17,7 +17,7 @@ import (
 // ticket's place in line. The gate offers released units down it and the
 // ingress answers positions from it (Positions): one function, so both
 // serve one order. store.ErrNotFound: the item has no waiting room.
-func ServingLine(ctx context.Context, db store.Querier, wr *Store, it store.Item) ([]Ticket, error) {
+func ServingLine(ctx context.Context, db store.Querier, wr *Store, it Item) ([]Ticket, error) {
 	l, err := drawLine(ctx, db, wr, it)
 	return l.tickets, err
 }
@@ -29,8 +29,8 @@ type drawnLine struct {
 	tickets []Ticket // in serving order
 }
 
-func drawLine(ctx context.Context, db store.Querier, wr *Store, it store.Item) (drawnLine, error) {
-	seed, err := store.QueueSeed(ctx, db, it.ID)
+func drawLine(ctx context.Context, db store.Querier, wr *Store, it Item) (drawnLine, error) {
+	seed, err := QueueSeed(ctx, db, it.ID)
 	if err != nil {
 		return drawnLine{}, fmt.Errorf("waitroom: seed of %d: %w", it.ID, err)
 	}
@@ -71,7 +71,7 @@ func drawLine(ctx context.Context, db store.Querier, wr *Store, it store.Item) (
 // set is not final. Only from starts_at on: the caller refuses earlier
 // reads, as the seed is never shown before the start. store.ErrNotFound:
 // the item has no waiting room.
-func Transcript(ctx context.Context, db store.Querier, wr *Store, it store.Item) (draw.RoundTranscript, error) {
+func Transcript(ctx context.Context, db store.Querier, wr *Store, it Item) (draw.RoundTranscript, error) {
 	l, err := drawLine(ctx, db, wr, it)
 	if err != nil {
 		return draw.RoundTranscript{}, err

@@ -7,7 +7,6 @@ import (
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
-	"github.com/flashsale-dev/flashsale/pkg/store"
 	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 	"github.com/flashsale-dev/flashsale/pkg/waitroom/draw"
 )
@@ -27,7 +26,7 @@ func TestOneServingLine(t *testing.T) {
 	wr := waitroom.NewStore(st)
 	const n = 40
 	id := queuedItem(t, db, st, 10, time.Now().Add(time.Hour), 10, n)
-	it, err := store.GetItem(ctx, db, id)
+	it, err := waitroom.ReadItem(ctx, db, id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ var ErrMissing = errors.New("waitroom: a ticket of a closed round is missing fro
 var ErrRoundOpen = errors.New("waitroom: the ticket's round is still open")
 
 // Positions keeps, per item, the serving positions of its tickets drawn
-// in rounds (ServingLine), for a second, as the ingress's item cache does,
+// in rounds (ServingLine), for a second, as the Room's item views do,
 // because a round's close may be published a moment after a poll asks.
 // One draw per item at a time, whatever the number of polls asking
 // (singleflight).
@@ -54,7 +54,7 @@ func NewPositions(db store.Querier, wr *Store, timeout time.Duration) *Positions
 // ticket taken after the shuffle window (every round is ahead of it, and
 // the late ones in arrival order). Errors: ErrRoundOpen, the draw's (a
 // store unavailable), ErrMissing, or ctx's.
-func (p *Positions) Position(ctx context.Context, it store.Item, t Ticket) (int64, error) {
+func (p *Positions) Position(ctx context.Context, it Item, t Ticket) (int64, error) {
 	k := RoundOf(it, t.TakenAt)
 	if k == Late {
 		return t.Arrival, nil
@@ -74,7 +74,7 @@ func (p *Positions) Position(ctx context.Context, it store.Item, t Ticket) (int6
 
 // drawn is item it's drawn order, drawn again when it is a second old, or
 // when round k, closed by now, was still open when it was drawn.
-func (p *Positions) drawn(ctx context.Context, it store.Item, k int) (drawnOrder, error) {
+func (p *Positions) drawn(ctx context.Context, it Item, k int) (drawnOrder, error) {
 	p.mu.Lock()
 	d, ok := p.m[it.ID]
 	p.mu.Unlock()
@@ -104,7 +104,7 @@ const roundRetry = 100 * time.Millisecond
 
 // draw orders the item's tickets and keeps the positions of those drawn in
 // rounds, with each closed round's tree for the proofs.
-func (p *Positions) draw(ctx context.Context, it store.Item) (drawnOrder, error) {
+func (p *Positions) draw(ctx context.Context, it Item) (drawnOrder, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	l, err := drawLine(ctx, p.db, p.wr, it)
@@ -133,7 +133,7 @@ func (p *Positions) draw(ctx context.Context, it store.Item) (drawnOrder, error)
 // Proof is t's inclusion proof in its round, once the round is closed and
 // drawn (found false before, and for a ticket after the window, which no
 // round holds).
-func (p *Positions) Proof(ctx context.Context, it store.Item, t Ticket) (*api.InclusionProof, bool, error) {
+func (p *Positions) Proof(ctx context.Context, it Item, t Ticket) (*api.InclusionProof, bool, error) {
 	k := RoundOf(it, t.TakenAt)
 	if k == Late {
 		return nil, false, nil

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flashsale-dev/flashsale/internal/rowcache"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
@@ -58,6 +59,7 @@ type Room struct {
 	db        store.Querier
 	positions *Positions
 	tickets   *ticketCache
+	items     *rowcache.Cache[Item] // the items' views (item.go)
 	grants    *grantKeys
 	receipts  receiptKeys
 	reads     *itemReads  // ticket reads' shared reads of an item's stock and gate
@@ -87,6 +89,7 @@ func NewRoom(cfg RoomConfig, st *stock.Store, db store.Querier, m *RoomMetrics, 
 		cfg: cfg, st: st, wr: wr, db: db, log: log,
 		positions: NewPositions(db, wr, cfg.StoreTimeout),
 		tickets:   newTicketCache(),
+		items:     newItemViews(),
 		grants:    newGrantKeys(),
 		reads:     newItemReads(),
 		admits:    newAdmitWatch(st, wr, cfg.WatchEvery, cfg.StoreTimeout),

@@ -6,13 +6,12 @@ import (
 
 	"github.com/flashsale-dev/flashsale/pkg/api"
 	"github.com/flashsale-dev/flashsale/pkg/lease"
-	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
 // AdminView is an operator's view of queued item it's waiting room: its
 // settings, the gate's position and holder, and the waitlist's counts.
 // ErrUnavailable when Redis does not answer.
-func (r *Room) AdminView(ctx context.Context, it store.Item) (api.AdminQueue, error) {
+func (r *Room) AdminView(ctx context.Context, it Item) (api.AdminQueue, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.StoreTimeout)
 	defer cancel()
 	g, err := r.wr.ReadGate(ctx, it.ID)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/flashsale-dev/flashsale/pkg/api"
-	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
 // Status is user's ticket id of queued item it: ErrNoTicket when there is
@@ -15,7 +14,7 @@ import (
 // the state changes (sold out, the shuffle at starts_at, the gate reaching
 // the ticket, the end; for a sold-out ticket a waitlist offer or stock
 // again) or at the end of the wait, whichever is first.
-func (r *Room) Status(ctx context.Context, it store.Item, user int64, id string, wait time.Duration) (api.TicketStatus, error) {
+func (r *Room) Status(ctx context.Context, it Item, user int64, id string, wait time.Duration) (api.TicketStatus, error) {
 	rctx, cancel := context.WithTimeout(ctx, r.cfg.StoreTimeout)
 	t, found, err := r.tickets.ticket(rctx, r.wr, it.ID, id)
 	cancel()
@@ -57,7 +56,7 @@ var unavailableView = fmt.Errorf("ticket: %w", ErrUnavailable)
 
 // view is ticket t's state now: admitted once starts_at has passed and the
 // gate's serving position has reached the ticket's position.
-func (r *Room) view(ctx context.Context, it store.Item, t Ticket) (api.TicketStatus, error) {
+func (r *Room) view(ctx context.Context, it Item, t Ticket) (api.TicketStatus, error) {
 	rctx, cancel := context.WithTimeout(ctx, r.cfg.StoreTimeout)
 	defer cancel()
 	// The item's stock and gate as this replica last read them (at most an
@@ -139,7 +138,7 @@ func (r *Room) view(ctx context.Context, it store.Item, t Ticket) (api.TicketSta
 // offeredView is sold-out view v of ticket t, or its offer when the
 // waitlist holds a unit for its buyer: one more Redis read, made only for a
 // ticket of a sold-out item.
-func (r *Room) offeredView(ctx context.Context, it store.Item, t Ticket, v api.TicketStatus) (api.TicketStatus, error) {
+func (r *Room) offeredView(ctx context.Context, it Item, t Ticket, v api.TicketStatus) (api.TicketStatus, error) {
 	o, ok, err := r.wr.OfferOf(ctx, it.ID, t.UserID)
 	if err != nil {
 		return api.TicketStatus{}, unavailableView
@@ -159,7 +158,7 @@ func (r *Room) offeredView(ctx context.Context, it store.Item, t Ticket, v api.T
 // position is t's place in item it's serving order (Positions):
 // ErrRoundOpen while its round is open, ErrUnavailable when it cannot be
 // told.
-func (r *Room) position(ctx context.Context, it store.Item, t Ticket) (int64, error) {
+func (r *Room) position(ctx context.Context, it Item, t Ticket) (int64, error) {
 	pos, err := r.positions.Position(ctx, it, t)
 	switch {
 	case errors.Is(err, ErrRoundOpen):
@@ -176,7 +175,7 @@ func (r *Room) position(ctx context.Context, it store.Item, t Ticket) (int64, er
 }
 
 // withRound sets v's round and its close, for a ticket drawn in a round.
-func withRound(v *api.TicketStatus, it store.Item, t Ticket) {
+func withRound(v *api.TicketStatus, it Item, t Ticket) {
 	k := RoundOf(it, t.TakenAt)
 	if k == Late {
 		return
@@ -187,7 +186,7 @@ func withRound(v *api.TicketStatus, it store.Item, t Ticket) {
 
 // withProof sets v's inclusion proof once t's round is closed and drawn;
 // a proof that cannot be read leaves it out (the position stands).
-func (r *Room) withProof(ctx context.Context, v *api.TicketStatus, it store.Item, t Ticket) {
+func (r *Room) withProof(ctx context.Context, v *api.TicketStatus, it Item, t Ticket) {
 	if pr, ok, err := r.positions.Proof(ctx, it, t); err == nil && ok {
 		v.Proof = pr
 	}

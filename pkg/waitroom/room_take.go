@@ -7,7 +7,6 @@ import (
 
 	"github.com/flashsale-dev/flashsale/pkg/api"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
-	"github.com/flashsale-dev/flashsale/pkg/store"
 	"github.com/flashsale-dev/flashsale/pkg/waitroom/draw"
 )
 
@@ -15,7 +14,7 @@ import (
 // took it, false when the user held it already (one per buyer per item,
 // whatever is asked again). Refusals: ErrNotOpen, ErrEnded, ErrSoldOut,
 // ErrNotWarmed, ErrUnavailable (nothing taken).
-func (r *Room) Take(ctx context.Context, it store.Item, user int64) (api.Ticket, bool, error) {
+func (r *Room) Take(ctx context.Context, it Item, user int64) (api.Ticket, bool, error) {
 	fresh, err := draw.NewTicketID(nil)
 	if err != nil {
 		r.log.ErrorContext(ctx, "queue: ticket id", "err", err)

@@ -15,20 +15,19 @@ import (
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/api"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
-	"github.com/flashsale-dev/flashsale/pkg/store"
 	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 )
 
 // soldOutRoom is a Room over the stack with a queued item of one unit
 // whose sale started a second ago, user 7's ticket of it, and a sell that
 // takes the last unit (as an order would, through the ledger).
-func soldOutRoom(t *testing.T) (room *waitroom.Room, it store.Item, ticket string, sell func()) {
+func soldOutRoom(t *testing.T) (room *waitroom.Room, it waitroom.Item, ticket string, sell func()) {
 	t.Helper()
 	ctx := context.Background()
 	db, _ := testenv.MySQL(t)
 	st := stock.New(testenv.Redis(t))
 	id := queuedItem(t, db, st, 1, time.Now().Add(-time.Second), 100, 0)
-	it, err := store.GetItem(ctx, db, id)
+	it, err := waitroom.ReadItem(ctx, db, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +123,7 @@ func TestTicketReadsShareTheItemRead(t *testing.T) {
 	rdb := testenv.Redis(t)
 	st := stock.New(rdb)
 	id := queuedItem(t, db, st, 10, time.Now().Add(time.Hour), 100, 0)
-	it, err := store.GetItem(ctx, db, id)
+	it, err := waitroom.ReadItem(ctx, db, id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ var ErrNotRevealed = errors.New("waitroom: not revealed before starts_at")
 // starts_at on): ErrNotRevealed before the start, store.ErrNotFound when
 // the item has no waiting room, ErrUnavailable when a store does not
 // answer.
-func (r *Room) Transcript(ctx context.Context, it store.Item) (draw.RoundTranscript, error) {
+func (r *Room) Transcript(ctx context.Context, it Item) (draw.RoundTranscript, error) {
 	if time.Now().Before(it.StartsAt) {
 		return draw.RoundTranscript{}, ErrNotRevealed
 	}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/flashsale-dev/flashsale/pkg/api"
-	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
 // awaitTicket waits for ticket t's state to leave v's: the item selling out
@@ -20,7 +19,7 @@ import (
 // Redis read per waiter, so thousands of polls waking at once cost nothing
 // more (the sell-out reached 8,540 waiters in up to 1.59 s when each read
 // again).
-func (r *Room) awaitTicket(ctx context.Context, it store.Item, t Ticket, v api.TicketStatus, wait time.Duration) api.TicketStatus {
+func (r *Room) awaitTicket(ctx context.Context, it Item, t Ticket, v api.TicketStatus, wait time.Duration) api.TicketStatus {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	wi := r.admits.acquire(it.ID)
@@ -81,7 +80,7 @@ func (r *Room) awaitTicket(ctx context.Context, it store.Item, t Ticket, v api.T
 // stock again (a restock, or the waitlist giving its units back: the
 // ticket is read again), ends_at, or the wait's end. Both are answered
 // from offerWatch's reads, not a Redis read per waiter.
-func (r *Room) awaitOffer(ctx context.Context, it store.Item, t Ticket, v api.TicketStatus, wait time.Duration) api.TicketStatus {
+func (r *Room) awaitOffer(ctx context.Context, it Item, t Ticket, v api.TicketStatus, wait time.Duration) api.TicketStatus {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	end := time.NewTimer(time.Until(it.EndsAt))
@@ -149,7 +148,7 @@ func waitingView(v api.TicketStatus, wi *watchedItem, rate int) api.TicketStatus
 // read of the stock may predate the sell-out by an interval (view says why
 // admitted must not be answered on it). On a failed read the poll answers
 // v, as one that saw nothing change.
-func (r *Room) admittedView(ctx context.Context, it store.Item, t Ticket, v api.TicketStatus, wi *watchedItem) api.TicketStatus {
+func (r *Room) admittedView(ctx context.Context, it Item, t Ticket, v api.TicketStatus, wi *watchedItem) api.TicketStatus {
 	rctx, cancel := context.WithTimeout(ctx, r.cfg.StoreTimeout)
 	left, warmed, err := r.st.Stock(rctx, it.ID)
 	cancel()

@@ -2,8 +2,6 @@ package waitroom
 
 import (
 	"time"
-
-	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
 // The rounds of an item's waiting room (docs/fairness.md). Without a
@@ -25,7 +23,7 @@ const Late = -1
 
 // rounds is how many rounds item it has: one without a window, else the
 // window's slices.
-func rounds(it store.Item) int {
+func rounds(it Item) int {
 	if it.QueueShuffleWindow <= 0 || it.QueueRound <= 0 {
 		return 1
 	}
@@ -35,12 +33,12 @@ func rounds(it store.Item) int {
 // DrawAt is when item it's first round closes and the first tickets get
 // their places: starts_at without a shuffle window, a round length after it
 // with one. Nobody is admitted before.
-func DrawAt(it store.Item) time.Time { return roundEnd(it, 0) }
+func DrawAt(it Item) time.Time { return roundEnd(it, 0) }
 
 // roundEnd is when round k of item it closes: starts_at without a window;
 // with one, a round length after starts_at for round 0, a round length
 // later for each next round, the last at the window's end.
-func roundEnd(it store.Item, k int) time.Time {
+func roundEnd(it Item, k int) time.Time {
 	if it.QueueShuffleWindow <= 0 || it.QueueRound <= 0 {
 		return it.StartsAt
 	}
@@ -49,11 +47,11 @@ func roundEnd(it store.Item, k int) time.Time {
 
 // windowEnd is when item it's last round closes: from then on arrivals
 // are served as they come.
-func windowEnd(it store.Item) time.Time { return roundEnd(it, rounds(it)-1) }
+func windowEnd(it Item) time.Time { return roundEnd(it, rounds(it)-1) }
 
 // RoundOf is the round of a ticket of item it taken at takenAt, Late after
 // the window.
-func RoundOf(it store.Item, takenAt time.Time) int {
+func RoundOf(it Item, takenAt time.Time) int {
 	for k := range rounds(it) {
 		if takenAt.Before(roundEnd(it, k)) {
 			return k

@@ -19,7 +19,7 @@ import (
 // The gate calls it on each pass; a round is published within a pass of
 // its end. Two gates at once write the same rows (the tickets are final),
 // and the first write stands.
-func CloseRounds(ctx context.Context, db store.Querier, wr *Store, it store.Item, now time.Time) ([]draw.Round, error) {
+func CloseRounds(ctx context.Context, db store.Querier, wr *Store, it Item, now time.Time) ([]draw.Round, error) {
 	closed, err := ClosedRounds(ctx, db, it.ID)
 	if err != nil {
 		return nil, err
@@ -69,7 +69,7 @@ func CloseRounds(ctx context.Context, db store.Querier, wr *Store, it store.Item
 // rounds closed: to the last closed round's last arrival while a round is
 // open (a ticket of an open round has no position yet), every ticket once
 // all rounds are closed (-1: no bound).
-func admissible(it store.Item, closed []draw.Round) int64 {
+func admissible(it Item, closed []draw.Round) int64 {
 	if len(closed) == rounds(it) {
 		return -1
 	}

@@ -15,11 +15,8 @@ import (
 // server seed varies, as it does between sales of the same tickets.
 func TestRoundShuffleIsUniform(t *testing.T) {
 	const (
-		k      = 8
-		before = 3
-		seeds  = 20000
-		// chi-square, 49 degrees of freedom, 0.999 quantile.
-		bound = 85.35
+		k, seeds = uniformK, uniformSeeds
+		before   = 3
 	)
 	src := rand.NewChaCha8([32]byte{'u', 'n', 'i', 'f', 2})
 	entries := make([]draw.Entry, before+k)
@@ -40,7 +37,7 @@ func TestRoundShuffleIsUniform(t *testing.T) {
 	}
 	r1.Beacon = "0a0b0c0d"
 	rounds := []draw.Round{r0, r1}
-	var counts [k][k]int
+	var counts placeCounts
 	for range seeds {
 		seed, err := draw.NewSeed(src)
 		if err != nil {
@@ -54,16 +51,5 @@ func TestRoundShuffleIsUniform(t *testing.T) {
 			counts[e.Arrival-before-1][pos]++
 		}
 	}
-	expected := float64(seeds) / k
-	var chi float64
-	for i := range k {
-		for p := range k {
-			d := float64(counts[i][p]) - expected
-			chi += d * d / expected
-		}
-	}
-	t.Logf("chi-square %.1f over %d seeds (bound %.2f)", chi, seeds, bound)
-	if chi > bound {
-		t.Fatalf("chi-square %.1f > %.2f: the round's shuffle is not uniform; counts %v", chi, bound, counts)
-	}
+	counts.expectUniform(t, "the round's shuffle")
 }

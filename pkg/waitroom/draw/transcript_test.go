@@ -30,17 +30,41 @@ func sale(t *testing.T, src *rand.ChaCha8, n, shuffled int) (draw.Transcript, []
 }
 
 // roundTrip is the transcript as a buyer downloads it: through its JSON form.
-func roundTrip(t *testing.T, tr draw.Transcript) draw.Transcript {
+func roundTrip[T any](t *testing.T, tr T) T {
 	t.Helper()
 	b, err := json.Marshal(tr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out draw.Transcript
+	var out T
 	if err := json.Unmarshal(b, &out); err != nil {
 		t.Fatalf("decode %s: %v", b, err)
 	}
 	return out
+}
+
+// tamper is a change to a published transcript of type T, and the refusal
+// its verification must answer.
+type tamper[T any] struct {
+	name   string
+	tamper func(tr *T)
+	want   error
+}
+
+// expectRefused checks every case on its own copy of base, read back from
+// its JSON as a verifier reads it: verify must refuse it with the case's
+// error.
+func expectRefused[T any](t *testing.T, base T, verify func(T) error, cases []tamper[T]) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tr := roundTrip(t, base)
+			c.tamper(&tr)
+			if err := verify(tr); !errors.Is(err, c.want) {
+				t.Fatalf("verify = %v, want %v", err, c.want)
+			}
+		})
+	}
 }
 
 func TestTranscriptVerifiesFromItselfAlone(t *testing.T) {
@@ -96,11 +120,7 @@ func TestTamperedTranscriptFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases := []struct {
-		name   string
-		tamper func(tr *draw.Transcript)
-		want   error
-	}{
+	expectRefused(t, base, draw.Verify, []tamper[draw.Transcript]{
 		{"swapped pair of shuffled tickets", func(tr *draw.Transcript) {
 			tr.Tickets[3], tr.Tickets[4] = tr.Tickets[4], tr.Tickets[3]
 		}, draw.ErrOrder},
@@ -128,16 +148,7 @@ func TestTamperedTranscriptFails(t *testing.T) {
 		{"ticket dropped from the middle of the arrivals", func(tr *draw.Transcript) {
 			tr.Tickets = append(tr.Tickets[:2:2], tr.Tickets[3:]...)
 		}, draw.ErrArrivals},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			tr := roundTrip(t, base)
-			c.tamper(&tr)
-			if err := draw.Verify(tr); !errors.Is(err, c.want) {
-				t.Fatalf("Verify = %v, want %v", err, c.want)
-			}
-		})
-	}
+	})
 }
 
 func TestSeedFormsRoundTrip(t *testing.T) {

@@ -13,12 +13,7 @@ import (
 // flake; the bound is the 0.999 quantile of chi-square with (k-1)^2 degrees
 // of freedom (the table's rows and columns each sum to the number of seeds).
 func TestShuffleIsUniform(t *testing.T) {
-	const (
-		k     = 8
-		seeds = 20000
-		// chi-square, 49 degrees of freedom, 0.999 quantile.
-		bound = 85.35
-	)
+	const k, seeds = uniformK, uniformSeeds
 	src := rand.NewChaCha8([32]byte{'u', 'n', 'i', 'f'})
 	entries := make([]draw.Entry, k)
 	for i := range k {
@@ -28,7 +23,7 @@ func TestShuffleIsUniform(t *testing.T) {
 		}
 		entries[i] = draw.Entry{Ticket: draw.Hash(id), Arrival: int64(i + 1)}
 	}
-	var counts [k][k]int
+	var counts placeCounts
 	for range seeds {
 		seed, err := draw.NewSeed(src)
 		if err != nil {
@@ -38,16 +33,37 @@ func TestShuffleIsUniform(t *testing.T) {
 			counts[e.Arrival-1][pos]++
 		}
 	}
-	expected := float64(seeds) / k
+	counts.expectUniform(t, "the shuffle")
+}
+
+// The uniformity tests draw uniformK tickets' places over uniformSeeds
+// server seeds; uniformBound is the 0.999 quantile of chi-square with
+// (uniformK-1)^2 = 49 degrees of freedom.
+const (
+	uniformK     = 8
+	uniformSeeds = 20000
+	uniformBound = 85.35
+)
+
+// placeCounts counts, by ticket and place, how often each ticket landed in
+// each place.
+type placeCounts [uniformK][uniformK]int
+
+// expectUniform fails t when the chi-square of c against equal counts (the
+// rows and columns each sum to uniformSeeds) is above uniformBound: what
+// shuffled is not uniform.
+func (c *placeCounts) expectUniform(t *testing.T, what string) {
+	t.Helper()
+	expected := float64(uniformSeeds) / uniformK
 	var chi float64
-	for i := range k {
-		for p := range k {
-			d := float64(counts[i][p]) - expected
+	for i := range uniformK {
+		for p := range uniformK {
+			d := float64(c[i][p]) - expected
 			chi += d * d / expected
 		}
 	}
-	t.Logf("chi-square %.1f over %d seeds (bound %.2f)", chi, seeds, bound)
-	if chi > bound {
-		t.Fatalf("chi-square %.1f > %.2f: the shuffle is not uniform; counts %v", chi, bound, counts)
+	t.Logf("chi-square %.1f over %d seeds (bound %.2f)", chi, uniformSeeds, uniformBound)
+	if chi > uniformBound {
+		t.Fatalf("chi-square %.1f > %.2f: %s is not uniform; counts %v", chi, uniformBound, what, *c)
 	}
 }
