@@ -11,7 +11,8 @@
 //
 // It owns the test side of the stack: the defaults, the per-test databases,
 // topics and groups, free addresses, FaultDialer, the log buffers and metric
-// readers, the test items several packages warm the same way (WarmAt,
+// readers, the goroutines a test runs beside it (Background), the test
+// items several packages warm the same way (WarmAt,
 // WarmBuckets), the cluster helpers (slots, script caches) and the headless
 // browser (Chromium). It imports package testing.
 //

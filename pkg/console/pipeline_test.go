@@ -73,15 +73,7 @@ func startPipeline(t *testing.T) *pipeline {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil && ctx.Err() == nil {
-			t.Errorf("consumer: %v", err)
-		}
-	})
+	testenv.Background(t, "consumer", c.Run)
 	p := &pipeline{url: hs.URL, client: &http.Client{Timeout: 10 * time.Second,
 		Transport: &http.Transport{MaxIdleConnsPerHost: 32}}, dsn: dsn, st: st, ingress: in}
 	p.count = func(t *testing.T, q string, args ...any) int64 {

@@ -29,15 +29,7 @@ func (g *ingress) startConsumer(t *testing.T, giveUp time.Duration) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil && ctx.Err() == nil {
-			t.Errorf("consumer: %v", err)
-		}
-	})
+	testenv.Background(t, "consumer", c.Run)
 }
 
 func (g *ingress) count(t *testing.T, q string, args ...any) int {

@@ -99,10 +99,7 @@ func TestOneTraceFromClickToRow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	testenv.Background(t, "consumer", c.Run)
 
 	do := func(method, path, token, body string, hdr map[string]string) (int, []byte) {
 		t.Helper()
