@@ -219,6 +219,37 @@ func TestWaitNoLostWakeup(t *testing.T) {
 	}
 }
 
+// TestWaitRereadsSoonAfterASlotMove: a waiting poll's re-read that a slot
+// move refuses (TRYAGAIN) is tried again after a move's pause, not left to
+// the next recheck or announcement. Here there is neither (announcedReader,
+// and the status was stored before the subscription), so without the
+// retry the poll answered PENDING, the last view, at once; the cluster
+// fault suite saw such a poll answered 1.025 s after its status changed
+// during a move. The status is the retry's.
+func TestWaitRereadsSoonAfterASlotMove(t *testing.T) {
+	h := announcedReader(t)
+	item := testenv.ItemID()
+	rid := h.pendingOrder(10, item)
+	testHookBeforeWait = func() { h.settle(10, item, rid) }
+	refused := 0
+	testHookReread = func() error {
+		if refused < 2 {
+			refused++
+			return errors.New("TRYAGAIN Multiple keys request during rehashing of slot")
+		}
+		return nil
+	}
+	t.Cleanup(func() { testHookBeforeWait, testHookReread = nil, nil })
+	start := time.Now()
+	r := h.poll(context.Background(), 10, rid, "10s")
+	if r.code != 200 || r.status != Unpaid {
+		t.Fatalf("got %d %s after %v, want 200 UNPAID read again after the move's refusals", r.code, r.body, r.at.Sub(start))
+	}
+	if refused != 2 {
+		t.Fatalf("%d re-reads refused, want 2", refused)
+	}
+}
+
 // TestWaitBound: past FLASHSALE_STATUS_WAITERS a poll with wait answers at
 // once; the waiting ones still get their wake-up.
 func TestWaitBound(t *testing.T) {

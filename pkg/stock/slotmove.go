@@ -54,20 +54,30 @@ const (
 // it afresh (a new deadline). wait <= 0 makes it one attempt.
 func WaitOutMove(ctx context.Context, wait time.Duration, attempt func() error) (refused int, err error) {
 	start := time.Now()
-	pause := moveBackoffMin
 	for {
 		err = attempt()
 		if err == nil || !SlotMoving(err) {
 			return refused, err
 		}
 		refused++
-		d := rand.N(pause) + pause/2 // jittered: waiters do not retry in step
+		d := MovePause(refused)
 		if time.Since(start)+d > wait {
 			return refused, err
 		}
 		if sleep(ctx, d) != nil {
 			return refused, err
 		}
+	}
+}
+
+// MovePause is the pause before the next attempt of a call whose last n
+// attempts (n >= 1) a slot move refused: from moveBackoffMin, doubling to
+// moveBackoffMax, jittered by half either way so waiters do not retry in
+// step.
+func MovePause(n int) time.Duration {
+	pause := moveBackoffMin
+	for i := 1; i < n && pause < moveBackoffMax; i++ {
 		pause = min(moveBackoffMax, 2*pause)
 	}
+	return rand.N(pause) + pause/2
 }
