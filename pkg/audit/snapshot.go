@@ -44,16 +44,18 @@ func readSnapshot(ctx context.Context, db *sql.DB, c cut, n *numbers, rep *Repor
 	if n.item.Bucketed() {
 		n.buckets.unapplied = map[int]int64{}
 	}
-	if err := readUnmarked(ctx, tx, itemID, func(requestID string, bucket int, qty int64) {
-		if c.restored[requestID] {
-			return // in Redis at the cut: counted in its stock or waitlist
-		}
-		n.unappliedRestore += qty
-		if n.item.Bucketed() {
-			n.buckets.unapplied[bucket%buckets] += qty
-		}
-	}); err != nil {
+	unmarked, err := store.UnappliedRestoresOf(ctx, tx, itemID)
+	if err != nil {
 		return err
+	}
+	for _, o := range unmarked {
+		if c.restored[o.RequestID] {
+			continue // in Redis at the cut: counted in its stock or waitlist
+		}
+		n.unappliedRestore += int64(o.Qty)
+		if n.item.Bucketed() {
+			n.buckets.unapplied[o.Bucket%buckets] += int64(o.Qty)
+		}
 	}
 	if err := readOrdered(ctx, tx, c, n); err != nil {
 		return err
@@ -111,29 +113,6 @@ func readChecks(ctx context.Context, q store.Querier, itemID int64, n *numbers, 
 		return fmt.Errorf("audit: checks of %d: %w", itemID, err)
 	}
 	return nil
-}
-
-// readUnmarked calls fn for every restore of the item that MySQL has not
-// marked applied in Redis (stock_restores.redis_applied_at IS NULL): its
-// order's request id (its guard's name), the bucket it went back to, its
-// qty.
-func readUnmarked(ctx context.Context, q store.Querier, itemID int64, fn func(requestID string, bucket int, qty int64)) error {
-	rows, err := q.QueryContext(ctx, "SELECT o.request_id, r.bucket, r.qty FROM stock_restores r JOIN orders o ON o.id = r.order_id"+
-		" WHERE r.item_id = ? AND r.redis_applied_at IS NULL", itemID)
-	if err != nil {
-		return fmt.Errorf("audit: restores of %d: %w", itemID, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		var bucket int
-		var qty int64
-		if err := rows.Scan(&id, &bucket, &qty); err != nil {
-			return fmt.Errorf("audit: restores of %d: %w", itemID, err)
-		}
-		fn(id, bucket, qty)
-	}
-	return rows.Err()
 }
 
 // readOrdered finds the reservations of the cut whose request the snapshot

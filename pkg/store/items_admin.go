@@ -121,8 +121,8 @@ func countOrdersOf(ctx context.Context, q Querier, itemID int64) (int64, error) 
 	return n, nil
 }
 
-// UnappliedRestoresOf returns the cancelled orders (request id, and the
-// bucket their qty went back to) of item
+// UnappliedRestoresOf returns the cancelled orders (request id, the bucket
+// their qty went back to, and the qty) of item
 // whose stock came back in MySQL but not yet in Redis
 // (stock_restores.redis_applied_at IS NULL). A warm copies MySQL stock, which
 // already counts them, so it must set their restore guards in Redis (named by
@@ -130,7 +130,7 @@ func countOrdersOf(ctx context.Context, q Querier, itemID int64) (int64, error) 
 // second time (I5). The reaper owns stock_restores; this only reads it.
 func UnappliedRestoresOf(ctx context.Context, q Querier, itemID int64) ([]Order, error) {
 	rows, err := q.QueryContext(ctx,
-		"SELECT o.request_id, r.bucket FROM stock_restores r JOIN orders o ON o.id = r.order_id"+
+		"SELECT o.request_id, r.bucket, r.qty FROM stock_restores r JOIN orders o ON o.id = r.order_id"+
 			" WHERE r.item_id = ? AND r.redis_applied_at IS NULL", itemID)
 	if err != nil {
 		return nil, fmt.Errorf("store: unapplied restores of %d: %w", itemID, err)
@@ -139,7 +139,7 @@ func UnappliedRestoresOf(ctx context.Context, q Querier, itemID int64) ([]Order,
 	var out []Order
 	for rows.Next() {
 		o := Order{ItemID: itemID, Status: Cancelled}
-		if err := rows.Scan(&o.RequestID, &o.Bucket); err != nil {
+		if err := rows.Scan(&o.RequestID, &o.Bucket, &o.Qty); err != nil {
 			return nil, fmt.Errorf("store: unapplied restores of %d: %w", itemID, err)
 		}
 		out = append(out, o)
