@@ -139,7 +139,7 @@ func admissionError(r admission.Result) error {
 // reservation, terminal states from the status cache, MySQL only on a miss.
 // Another user's request is a 404, exactly like an unknown one.
 //
-// With ?wait= (orderstatus.Reader.Await) a PENDING request is answered as
+// With ?wait= (orderstatus.Reader.Poll) a PENDING request is answered as
 // soon as its status leaves PENDING, or PENDING at the end of the wait.
 func (s *Server) getOrder(c echo.Context) error {
 	_, sent := c.QueryParams()["wait"]
@@ -148,12 +148,9 @@ func (s *Server) getOrder(c echo.Context) error {
 		return err
 	}
 	ctx, user := c.Request().Context(), principal(c).UserID
-	v, err := s.readStatus(ctx, c.Param("request_id"), user)
+	v, err := s.status.Poll(ctx, c.Param("request_id"), user, wait)
 	if err != nil {
-		return err
-	}
-	if wait > 0 && v.Status == orderstatus.Pending {
-		v = s.status.Await(ctx, v, wait, user)
+		return statusError(err)
 	}
 	return c.JSON(http.StatusOK, v)
 }

@@ -42,13 +42,18 @@ func parseWait(raw string, sent bool, max time.Duration) (time.Duration, error) 
 // 404 as an unknown one.
 func (s *Server) readStatus(ctx context.Context, rid string, user int64) (orderstatus.View, error) {
 	v, err := s.status.Read(ctx, rid, user)
+	return v, statusError(err)
+}
+
+// statusError is the API's answer to a status read's error (nil for nil).
+func statusError(err error) error {
 	switch {
 	case errors.Is(err, orderstatus.ErrNoRequest):
-		return v, notFound("no such request")
+		return notFound("no such request")
 	case errors.Is(err, orderstatus.ErrUnavailable):
-		return v, unavailable("status temporarily unavailable")
+		return unavailable("status temporarily unavailable")
 	}
-	return v, err
+	return err
 }
 
 // itemOfRequest is the item of a request id; a malformed one is no request.

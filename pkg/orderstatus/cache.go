@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -130,11 +129,8 @@ func (s *Store) GetStatus(ctx context.Context, itemID int64, requestID string) (
 	if err != nil {
 		return nil, false, unavailable("orderstatus: get status", err)
 	}
-	_, js, ok := strings.Cut(v, "|")
-	if inDoubt(js) {
-		return nil, false, nil // "ask MySQL", like a miss
-	}
-	return []byte(js), ok, nil
+	js, _ := cachedStatus(v) // the in-doubt marker: "ask MySQL", like a miss
+	return js, js != nil, nil
 }
 
 // StatusEntry is one request's status for PutStatuses.

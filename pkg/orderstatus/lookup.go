@@ -42,13 +42,7 @@ func (s *Store) LookupRequest(ctx context.Context, itemID int64, requestID strin
 	}
 	var out Lookup
 	if v, ok := res[0].(string); ok {
-		if _, js, ok := strings.Cut(v, "|"); ok {
-			if inDoubt(js) {
-				out.InDoubt = true
-			} else {
-				out.Status = []byte(js)
-			}
-		}
+		out.Status, out.InDoubt = cachedStatus(v)
 	}
 	if v, ok := res[1].(string); ok {
 		r, err := stock.ParseReservation(requestID, v)
@@ -58,6 +52,20 @@ func (s *Store) LookupRequest(ctx context.Context, itemID int64, requestID strin
 		out.Reservation, out.HasReservation = r, true
 	}
 	return out, nil
+}
+
+// cachedStatus is the JSON of a status cache value ("rank|JSON", as
+// status_put.lua stores and announces it), or inDoubt for the pay's marker
+// ("rank|"); neither for a value of another shape.
+func cachedStatus(v string) (js []byte, inDoubtMark bool) {
+	_, s, ok := strings.Cut(v, "|")
+	switch {
+	case !ok:
+		return nil, false
+	case inDoubt(s):
+		return nil, true
+	}
+	return []byte(s), false
 }
 
 // lookupApart is lookup.lua's two reads as two single-key calls, for while

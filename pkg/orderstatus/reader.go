@@ -65,14 +65,22 @@ func NewReader(cfg ReaderConfig, ledger *stock.Store, db *sql.DB, reg prometheus
 // Store is the status cache the reader reads (the pay marks it in doubt).
 func (r *Reader) Store() *Store { return r.st }
 
-// Stop makes every poll waiting in Await answer now and the later ones
+// Stop makes every poll waiting in Poll answer now and the later ones
 // answer at once (server shutdown).
 func (r *Reader) Stop() { r.waits.stop() }
+
+// testHookRead, when set by a test, runs at the start of each Read (a
+// poll's first read and every re-read of a waiting poll): the test counts
+// what a poll costs Redis.
+var testHookRead func()
 
 // Read answers one status poll of rid for user: one Redis round trip (cache
 // and reservation together), MySQL only when Redis knows neither. Its errors
 // are ErrNoRequest and ErrUnavailable.
 func (r *Reader) Read(ctx context.Context, rid string, user int64) (View, error) {
+	if h := testHookRead; h != nil {
+		h()
+	}
 	item, err := reqid.Item(rid)
 	if err != nil {
 		return View{}, ErrNoRequest

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,8 +14,9 @@ import (
 )
 
 // StatusSubscription follows one item's status channel, on which
-// status_put.lua announces the request id of every status it stores, so an
-// ingress can wake the buyers waiting on those requests. It uses a
+// status_put.lua announces every status it stores (the request id and the
+// status itself), so an ingress can answer the buyers waiting on those
+// requests without reading Redis again. It uses a
 // connection of its own (a Redis pub/sub connection carries nothing else).
 //
 // On a Redis Cluster the channel is a shard channel of the slot of the
@@ -76,31 +78,52 @@ func (ss *StatusSubscription) subscribe(ctx context.Context) (*redis.PubSub, err
 	return ps, nil
 }
 
-// Next blocks until the next announcement and returns its request id. gap
-// is true (and requestID empty) when announcements may have been missed:
+// Announcement is one message of a status channel: the request whose status
+// was stored and, from status_put.lua, that status as cached ("rank|JSON",
+// parsed by cachedView). Status is nil when the message carries only the
+// request id: the pay's in-doubt marker (status_mark.lua), whose truth is
+// in MySQL, or a message of a writer older than the status in messages.
+// Either way the waiter reads the status again.
+type Announcement struct {
+	RequestID string
+	Status    []byte
+}
+
+// parseAnnouncement splits a channel message: "request-id cached-status"
+// or a bare request id (request ids hold no space).
+func parseAnnouncement(payload string) Announcement {
+	rid, status, ok := strings.Cut(payload, " ")
+	if !ok {
+		return Announcement{RequestID: payload}
+	}
+	return Announcement{RequestID: rid, Status: []byte(status)}
+}
+
+// Next blocks until the next announcement and returns it. gap is true (and
+// the announcement empty) when announcements may have been missed:
 // the connection failed or was re-established, or the subscription moved
 // with its slot, so every waiter must look again. err is returned only
 // once the subscription is closed. One goroutine calls Next at a time.
-func (ss *StatusSubscription) Next(ctx context.Context) (requestID string, gap bool, err error) {
+func (ss *StatusSubscription) Next(ctx context.Context) (a Announcement, gap bool, err error) {
 	if ss.lost != nil {
 		// Subscribed again only now, so the gap was reported at once:
 		// what was published in between is lost, another gap.
 		old := ss.lost
 		ss.lost = nil
 		if err := ss.resubscribe(ctx, old); err != nil {
-			return "", false, err
+			return Announcement{}, false, err
 		}
-		return "", true, nil
+		return Announcement{}, true, nil
 	}
 	for {
 		ps, err := ss.current()
 		if err != nil {
-			return "", false, err
+			return Announcement{}, false, err
 		}
 		msg, err := ps.ReceiveTimeout(ctx, statusIdle)
 		switch m := msg.(type) {
 		case *redis.Message:
-			return m.Payload, false, nil
+			return parseAnnouncement(m.Payload), false, nil
 		case *redis.Subscription:
 			if m.Kind == "sunsubscribe" {
 				// The server ended it (the slot moved): the next call
@@ -109,7 +132,7 @@ func (ss *StatusSubscription) Next(ctx context.Context) (requestID string, gap b
 			}
 			// Else a re-subscription after a reconnect: whatever was
 			// published while the connection was down is lost.
-			return "", true, nil
+			return Announcement{}, true, nil
 		case *redis.Pong:
 			continue
 		}
@@ -117,7 +140,7 @@ func (ss *StatusSubscription) Next(ctx context.Context) (requestID string, gap b
 			continue
 		}
 		if errors.Is(err, redis.ErrClosed) || ctx.Err() != nil {
-			return "", false, fmt.Errorf("orderstatus: status subscription: %w", err)
+			return Announcement{}, false, fmt.Errorf("orderstatus: status subscription: %w", err)
 		}
 		var nerr interface{ Timeout() bool }
 		if errors.As(err, &nerr) && nerr.Timeout() {
@@ -132,7 +155,7 @@ func (ss *StatusSubscription) Next(ctx context.Context) (requestID string, gap b
 		case <-time.After(100 * time.Millisecond):
 		case <-ctx.Done():
 		}
-		return "", true, nil
+		return Announcement{}, true, nil
 	}
 }
 

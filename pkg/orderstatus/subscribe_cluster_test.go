@@ -49,7 +49,8 @@ func TestClusterStatusAnnouncements(t *testing.T) {
 	for _, id := range items {
 		want := map[string]bool{fmt.Sprint("batch-", id): true, fmt.Sprint("single-", id): true}
 		for len(want) > 0 {
-			rid, gap, err := subs[id].Next(ctx)
+			a, gap, err := subs[id].Next(ctx)
+			rid := a.RequestID
 			if err != nil || gap {
 				t.Fatalf("item %d on %s: next: gap %v, err %v; still expecting %v", id, testenv.PrimaryOf(t, cc, id), gap, err, want)
 			}

@@ -56,10 +56,11 @@ func TestClusterStatusSubscriptionFollowsSlotMigration(t *testing.T) {
 	go func() {
 		defer close(nextDone)
 		for {
-			rid, gap, err := sub.Next(ctx)
+			a, gap, err := sub.Next(ctx)
 			if err != nil {
 				return
 			}
+			rid := a.RequestID
 			mu.Lock()
 			events = append(events, subEvent{at: time.Now(), rid: rid, gap: gap})
 			mu.Unlock()

@@ -2,6 +2,8 @@ package orderstatus_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -11,8 +13,9 @@ import (
 )
 
 // TestStatusPutAnnounces: every status stored (one call or a pipelined
-// batch) is announced on the item's channel with its request id; a status
-// kept back because a newer one is cached is not.
+// batch) is announced on the item's channel with its request id and the
+// value stored (which a woken poll answers without reading it back); a
+// status kept back because a newer one is cached is not.
 func TestStatusPutAnnounces(t *testing.T) {
 	s := orderstatus.NewStore(stock.New(testenv.Redis(t)))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -23,7 +26,7 @@ func TestStatusPutAnnounces(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sub.Close()
-	if err := s.PutStatus(ctx, item, "r1", orderstatus.RankFinal, []byte(`{}`)); err != nil {
+	if err := s.PutStatus(ctx, item, "r1", orderstatus.RankFinal, []byte(`{"status":"PAID"}`)); err != nil {
 		t.Fatal(err)
 	}
 	// Kept back (r1 is final): no announcement.
@@ -41,13 +44,18 @@ func TestStatusPutAnnounces(t *testing.T) {
 	}
 	var got []string
 	for range 3 {
-		rid, gap, err := sub.Next(ctx)
+		a, gap, err := sub.Next(ctx)
 		if err != nil || gap {
-			t.Fatalf("next: %q gap %v err %v", rid, gap, err)
+			t.Fatalf("next: %+v gap %v err %v", a, gap, err)
 		}
-		got = append(got, rid)
+		got = append(got, a.RequestID+" "+string(a.Status))
 	}
-	if want := []string{"r1", "r2", "r3"}; len(got) != 3 || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
-		t.Fatalf("announced %v, want %v", got, want)
+	want := []string{
+		"r1 " + fmt.Sprint(int(orderstatus.RankFinal)) + `|{"status":"PAID"}`,
+		"r2 " + fmt.Sprint(int(orderstatus.RankUnpaid)) + "|{}",
+		"r3 " + fmt.Sprint(int(orderstatus.RankFinal)) + "|{}",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("announced %q, want %q", got, want)
 	}
 }

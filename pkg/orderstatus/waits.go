@@ -13,20 +13,25 @@ import (
 )
 
 // statusWaits is the per-process fan-out behind GET ...?wait=: ONE Redis
-// subscription per item that has waiting polls, shared by all of them, and a
-// map request id -> waiters that an announcement (status_put.lua publishes
-// the request id of every status it stores) wakes. A woken poll reads its
-// status again, from Redis like any poll; nothing is held while it waits but
-// a goroutine and its HTTP connection, never a MySQL connection.
+// subscription per item bucket that has waiting polls, shared by all of
+// them, and a map request id -> waiters that an announcement wakes.
+// status_put.lua announces every status it stores with the status itself,
+// so a woken poll answers from the message; a message without one (the
+// pay's in-doubt marker) or a subscription gap makes it read again, from
+// Redis like any poll. Nothing is held while a poll waits but a goroutine
+// and its HTTP connection, never a MySQL connection.
 //
 // The number of waiting polls is bounded (FLASHSALE_STATUS_WAITERS), and so
-// is the number of subscriptions, one per item with a waiter. An item's
-// subscription closes with its last waiter.
+// is the number of subscriptions, one per item bucket with a waiter. A
+// subscription outlives its last waiter by linger (statusLinger), so the
+// next poll of the bucket finds it up: it joins it before its first read,
+// and neither subscribes nor reads again after subscribing (Reader.Poll).
 type statusWaits struct {
-	st    *Store
-	max   int
-	log   *slog.Logger
-	subTO time.Duration // bounds one subscribe
+	st     *Store
+	max    int
+	log    *slog.Logger
+	subTO  time.Duration // bounds one subscribe
+	linger time.Duration // how long a subscription outlives its last waiter
 
 	mu     sync.Mutex
 	n      int                      // waiting polls
@@ -35,6 +40,13 @@ type statusWaits struct {
 	done   chan struct{} // closed by stop: every waiter answers now
 }
 
+// statusLinger is how long an item bucket's subscription stays after its
+// last waiting poll answered. During a sale the polls of a bucket follow
+// each other closely, and a subscription kept between them saves each poll
+// a subscribe and a read (two of the three Redis reads a long poll made);
+// an idle subscription costs a connection and the messages of its bucket.
+const statusLinger = 10 * time.Second
+
 // bucketKey names one bucket of an item: a status is announced on the
 // channel of the bucket its request was admitted in.
 type bucketKey struct {
@@ -42,14 +54,26 @@ type bucketKey struct {
 	Bucket int
 }
 
-// itemWatch is one item's subscription and its waiters.
+// itemWatch is one item bucket's subscription and its waiters.
 type itemWatch struct {
 	ready   chan struct{} // closed once subscribed, or the subscribe failed
 	ok      bool          // subscribed (read after ready)
 	sub     *StatusSubscription
 	waiters map[string]map[*waiter]struct{}
 	refs    int
-	stopped bool // no waiter left: the subscription goes
+	idle    int  // counts the times refs fell to 0: the linger's generation
+	stopped bool // no waiter left and the linger over: the subscription goes
+}
+
+// subscribed reports whether w's subscription is confirmed: an
+// announcement made from now on reaches its waiters.
+func (w *itemWatch) subscribed() bool {
+	select {
+	case <-w.ready:
+		return w.ok
+	default:
+		return false
+	}
 }
 
 // waiter is one waiting poll.
@@ -57,19 +81,36 @@ type waiter struct {
 	item bucketKey
 	rid  string
 	w    *itemWatch
-	wake chan struct{} // buffered 1: a wake is never lost, never blocks
+	// wake hears the announcements of rid: the status they carry, or nil
+	// to read again (a gap, or a message without a status). Buffered 1 and
+	// holding the latest only: a wake is never lost, never blocks, and a
+	// newer status replaces one not yet taken (statuses of a request only
+	// move forward).
+	wake chan []byte
 }
 
 func newStatusWaits(st *Store, max int, subTimeout time.Duration, log *slog.Logger) *statusWaits {
-	return &statusWaits{st: st, max: max, log: log, subTO: subTimeout,
+	return &statusWaits{st: st, max: max, log: log, subTO: subTimeout, linger: statusLinger,
 		items: map[bucketKey]*itemWatch{}, done: make(chan struct{})}
 }
 
-// acquire registers a waiter for rid of item, subscribing to item's channel
-// if no poll waits on it yet. nil means no room (the bound, or shutting
-// down): answer at once. Register BEFORE the status is read again, so an
-// announcement between that read and the wait is not lost.
+// acquire registers a waiter for rid of item, subscribing to its bucket's
+// channel if nothing follows it yet. nil means no room (the bound, or
+// shutting down): answer at once. Register BEFORE the status is read again,
+// so an announcement between that read and the wait is not lost.
 func (s *statusWaits) acquire(itemID int64, rid string) *waiter {
+	return s.register(itemID, rid, true)
+}
+
+// join is acquire for a bucket whose subscription already exists (a
+// waiting poll's, or one lingering after its last), nil otherwise: a poll
+// joins before its first read, and only a request found pending subscribes
+// (acquire), so made-up request ids cannot open subscriptions.
+func (s *statusWaits) join(itemID int64, rid string) *waiter {
+	return s.register(itemID, rid, false)
+}
+
+func (s *statusWaits) register(itemID int64, rid string, subscribe bool) *waiter {
 	// Statuses are announced on the channel of the bucket the request was
 	// admitted in (its own slot).
 	item := bucketKey{ItemID: itemID, Bucket: reqid.Bucket(rid)}
@@ -78,14 +119,17 @@ func (s *statusWaits) acquire(itemID int64, rid string) *waiter {
 	if s.closed || s.n >= s.max {
 		return nil
 	}
-	s.n++
 	w := s.items[item]
 	if w == nil {
+		if !subscribe {
+			return nil
+		}
 		w = &itemWatch{ready: make(chan struct{}), waiters: map[string]map[*waiter]struct{}{}}
 		s.items[item] = w
 		go s.follow(item, w)
 	}
-	wt := &waiter{item: item, rid: rid, w: w, wake: make(chan struct{}, 1)}
+	s.n++
+	wt := &waiter{item: item, rid: rid, w: w, wake: make(chan []byte, 1)}
 	if w.waiters[rid] == nil {
 		w.waiters[rid] = map[*waiter]struct{}{}
 	}
@@ -94,8 +138,8 @@ func (s *statusWaits) acquire(itemID int64, rid string) *waiter {
 	return wt
 }
 
-// release unregisters wt; the last waiter of an item closes its
-// subscription.
+// release unregisters wt; after the last waiter of a bucket its
+// subscription lingers, then goes (drop).
 func (s *statusWaits) release(wt *waiter) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -109,9 +153,27 @@ func (s *statusWaits) release(wt *waiter) {
 	if w.refs > 0 {
 		return
 	}
+	if s.closed || s.linger <= 0 {
+		s.drop(wt.item, w)
+		return
+	}
+	w.idle++
+	gen := w.idle
+	time.AfterFunc(s.linger, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if w.refs == 0 && w.idle == gen {
+			s.drop(wt.item, w)
+		}
+	})
+}
+
+// drop ends the subscription of item's bucket, w, which has no waiter.
+// Called with s.mu held.
+func (s *statusWaits) drop(item bucketKey, w *itemWatch) {
 	w.stopped = true
-	if s.items[wt.item] == w {
-		delete(s.items, wt.item)
+	if s.items[item] == w {
+		delete(s.items, item)
 	}
 	if w.sub != nil {
 		_ = w.sub.Close() // follow's Next returns
@@ -144,7 +206,7 @@ func (s *statusWaits) follow(item bucketKey, w *itemWatch) {
 	s.mu.Unlock()
 	close(w.ready)
 	for {
-		rid, gap, err := sub.Next(context.Background())
+		a, gap, err := sub.Next(context.Background())
 		s.mu.Lock()
 		if err != nil || w.stopped {
 			s.mu.Unlock()
@@ -152,32 +214,48 @@ func (s *statusWaits) follow(item bucketKey, w *itemWatch) {
 		}
 		if gap {
 			for _, ws := range w.waiters {
-				wakeAll(ws)
+				wakeAll(ws, nil)
 			}
 		} else {
-			wakeAll(w.waiters[rid])
+			wakeAll(w.waiters[a.RequestID], a.Status)
 		}
 		s.mu.Unlock()
 	}
 }
 
-func wakeAll(ws map[*waiter]struct{}) {
+// wakeAll hands status (nil: read again) to the waiters ws, replacing one
+// not yet taken. Called with s.mu held: follow, the one sender of a
+// waiter's wake, holds it, so the send after emptying the buffer cannot
+// block.
+func wakeAll(ws map[*waiter]struct{}, status []byte) {
 	for wt := range ws {
 		select {
-		case wt.wake <- struct{}{}:
+		case wt.wake <- status:
 		default:
+			select {
+			case <-wt.wake:
+			default:
+			}
+			wt.wake <- status
 		}
 	}
 }
 
-// stop makes every waiting poll answer now and refuses new waits (server
-// shutdown: http.Server.Shutdown waits for in-flight requests).
+// stop makes every waiting poll answer now, refuses new waits and ends the
+// lingering subscriptions (server shutdown: http.Server.Shutdown waits for
+// in-flight requests); a waited-on subscription ends with its last waiter.
 func (s *statusWaits) stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.closed {
-		s.closed = true
-		close(s.done)
+	if s.closed {
+		return
+	}
+	s.closed = true
+	close(s.done)
+	for item, w := range s.items {
+		if w.refs == 0 {
+			s.drop(item, w)
+		}
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,8 +21,8 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
-// The long polls' wait (Reader.Await over statusWaits), read as the status
-// route reads: Read, then Await while PENDING. A pending request is the
+// The long polls' wait (Reader.Poll over statusWaits), read as the status
+// route reads. A pending request is the
 // reservation admit.lua writes, and its settling the status the consumer
 // caches after its commit (Put, status_put.lua), so no order path runs.
 
@@ -41,6 +42,7 @@ func newWaitHarness(t *testing.T, cfg ReaderConfig) *waitHarness {
 	st := stock.New(rdb)
 	cfg.StoreTimeout = 2 * time.Second
 	r := NewReader(cfg, st, db, prometheus.NewRegistry(), testenv.LogTail(t))
+	r.waits.linger = 0 // a subscription goes with its last waiter (noWaitsLeft); TestWarmWaitReadsOnce sets one
 	t.Cleanup(r.Stop)
 	return &waitHarness{t: t, r: r, rdb: rdb, st: st}
 }
@@ -138,10 +140,7 @@ func (h *waitHarness) poll(ctx context.Context, user int64, rid, wait string) ti
 	if err != nil {
 		h.t.Fatalf("wait %q: %v", wait, err)
 	}
-	v, err := h.r.Read(ctx, rid, user)
-	if err == nil && d > 0 && v.Status == Pending {
-		v = h.r.Await(ctx, v, d, user)
-	}
+	v, err := h.r.Poll(ctx, rid, user, d)
 	code := 200
 	switch {
 	case errors.Is(err, ErrNoRequest):
@@ -366,5 +365,81 @@ func TestWaitAnswersALostAnnouncement(t *testing.T) {
 	r := <-got
 	if r.code != 200 || r.status != Unpaid {
 		t.Fatalf("got %d %s %v after the status was stored unannounced, want 200 UNPAID: the poll waited out its 10s instead of reading again", r.code, r.body, r.at.Sub(stored))
+	}
+}
+
+// TestWarmWaitReadsOnce: a long poll on a bucket whose subscription is up
+// (another poll's, just answered) costs one read of Redis: its first. It
+// joins the subscription before that read, so no status stored after the
+// read can be missed and no re-read is needed after subscribing; and the
+// announcement that wakes it carries the status, so it answers without
+// reading again. Before, the same poll read three times: its first read,
+// once more after subscribing, once more when woken (issue 42: the long
+// poll's three lookup.lua calls were a third of an order's Redis scripts).
+func TestWarmWaitReadsOnce(t *testing.T) {
+	h := announcedReader(t)
+	h.r.waits.linger = time.Minute
+	item := testenv.ItemID()
+	warm := h.pendingOrder(51, item)
+	got := make(chan timedStatus, 1)
+	go func() { got <- h.poll(context.Background(), 51, warm, "10s") }()
+	h.waitingOn(item, 1)
+	h.settle(51, item, warm)
+	if r := <-got; r.status != Unpaid {
+		t.Fatalf("warm-up poll: %d %s, want UNPAID", r.code, r.body)
+	}
+
+	var reads atomic.Int64
+	testHookRead = func() { reads.Add(1) }
+	t.Cleanup(func() { testHookRead = nil })
+	rid := h.pendingOrder(52, item)
+	go func() { got <- h.poll(context.Background(), 52, rid, "10s") }()
+	h.waitingOn(item, 1)
+	h.settle(52, item, rid)
+	r := <-got
+	if r.code != 200 || r.status != Unpaid {
+		t.Fatalf("got %d %s, want 200 UNPAID (the announcement's)", r.code, r.body)
+	}
+	if n := reads.Load(); n != 1 {
+		t.Fatalf("the poll read its status %d times, want 1: its first read, then the status the announcement carried", n)
+	}
+}
+
+// TestSubscriptionLingersThenGoes: an item bucket's subscription outlives
+// its last waiter by the linger, for the next poll to join, and then goes
+// with the goroutine that followed it.
+func TestSubscriptionLingersThenGoes(t *testing.T) {
+	h := announcedReader(t)
+	h.r.waits.linger = 300 * time.Millisecond
+	item := testenv.ItemID()
+	rid := h.pendingOrder(61, item)
+	got := make(chan timedStatus, 1)
+	go func() { got <- h.poll(context.Background(), 61, rid, "10s") }()
+	h.waitingOn(item, 1)
+	h.settle(61, item, rid)
+	if r := <-got; r.status != Unpaid {
+		t.Fatalf("got %d %s, want UNPAID", r.code, r.body)
+	}
+	if n, items := h.r.waits.waiting(); n != 0 || items != 1 {
+		t.Fatalf("%d polls and %d subscriptions right after the answer, want 0 and 1 (lingering)", n, items)
+	}
+	h.noWaitsLeft()
+}
+
+// TestUnknownRequestOpensNoSubscription: a long poll of a request id nobody
+// made (a well-formed id of any item) answers 404 at once and subscribes to
+// nothing: only a request found pending opens a subscription, so made-up
+// ids cannot make an ingress hold one connection per item.
+func TestUnknownRequestOpensNoSubscription(t *testing.T) {
+	h := announcedReader(t)
+	h.r.waits.linger = time.Minute
+	item := testenv.ItemID()
+	start := time.Now()
+	r := h.poll(context.Background(), 71, reqid.New(item, time.Now()), "10s")
+	if r.code != 404 || !answeredBefore(r, start, 10*time.Second) {
+		t.Fatalf("got %d %s after %v, want 404 at once", r.code, r.body, r.at.Sub(start))
+	}
+	if n, items := h.r.waits.waiting(); n != 0 || items != 0 {
+		t.Fatalf("%d polls and %d subscriptions after the 404, want none", n, items)
 	}
 }

@@ -112,8 +112,8 @@ func (k Keys) Status(requestID string) string {
 }
 
 // StatusChannel is the item's shard channel (SPUBLISH/SSUBSCRIBE) on which
-// pkg/orderstatus's status_put.lua announces the request id of every status
-// it stores. It carries the bucket's hash tag, so it lives on the shard of
+// pkg/orderstatus's status_put.lua announces every status it stores (the
+// request id and the value stored). It carries the bucket's hash tag, so it lives on the shard of
 // the bucket's keys.
 func (k Keys) StatusChannel() string {
 	return k.prefix + "stn"
