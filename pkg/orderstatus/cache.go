@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -103,20 +104,32 @@ func (r StatusRank) ttl() time.Duration {
 
 // PutStatus caches the JSON status of a request unless a newer one is cached.
 func (s *Store) PutStatus(ctx context.Context, itemID int64, requestID string, rank StatusRank, json []byte) error {
-	keys, args := statusPutCall(itemID, requestID, rank, json)
-	err := s.eval(ctx, statusPutScript, keys, args...).Err()
-	if err != nil {
+	c := statusPutCall([]StatusEntry{{ItemID: itemID, RequestID: requestID, Rank: rank, JSON: json}})
+	if err := s.eval(ctx, c.Script, c.Keys, c.Args...).Err(); err != nil {
 		return unavailable("orderstatus: put status", err)
 	}
 	return nil
 }
 
-// statusPutCall is status_put.lua's keys and arguments: the key, then rank,
-// JSON, TTL and the item's status channel with the request id to publish.
-func statusPutCall(itemID int64, requestID string, rank StatusRank, json []byte) ([]string, []any) {
-	k := stock.RequestKeys(itemID, requestID)
-	return []string{k.Status(requestID)},
-		[]any{int(rank), json, rank.ttl().Milliseconds(), k.StatusChannel(), requestID}
+// statusPutMax bounds the statuses one status_put.lua call stores: a
+// script runs alone on its shard, so a call of a few hundred µs at most.
+const statusPutMax = 100
+
+// statusPutCall is status_put.lua's call for entries, all of one item
+// bucket: their keys, then the bucket's status channel and each entry's
+// rank, JSON, TTL and request id.
+func statusPutCall(entries []StatusEntry) stock.ScriptCall {
+	keys := make([]string, len(entries))
+	args := make([]any, 1, 1+4*len(entries))
+	for i, e := range entries {
+		k := stock.RequestKeys(e.ItemID, e.RequestID)
+		keys[i] = k.Status(e.RequestID)
+		if i == 0 {
+			args[0] = k.StatusChannel()
+		}
+		args = append(args, int(e.Rank), e.JSON, e.Rank.ttl().Milliseconds(), e.RequestID)
+	}
+	return stock.ScriptCall{Script: statusPutScript, Keys: keys, Args: args}
 }
 
 // GetStatus returns the cached JSON status of a request, if any (the
@@ -143,16 +156,31 @@ type StatusEntry struct {
 
 // PutStatuses caches many statuses in one round trip (each never replacing
 // a newer one, as PutStatus): one pipeline for a whole consumer batch or
-// reaper pass instead of a call per request (stock.RunBatch, which sends
-// again only the calls that met NOSCRIPT).
+// reaper pass, and in it one script call per item bucket (up to
+// statusPutMax statuses each), not one per request (stock.RunBatch, which
+// sends again only the calls that met NOSCRIPT).
 func (s *Store) PutStatuses(ctx context.Context, entries []StatusEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	calls := make([]stock.ScriptCall, len(entries))
-	for i, e := range entries {
-		keys, args := statusPutCall(e.ItemID, e.RequestID, e.Rank, e.JSON)
-		calls[i] = stock.ScriptCall{Script: statusPutScript, Keys: keys, Args: args}
+	type bucket struct {
+		item int64
+		b    int
+	}
+	byBucket := map[bucket][]StatusEntry{}
+	var order []bucket
+	for _, e := range entries {
+		k := bucket{e.ItemID, stock.RequestKeys(e.ItemID, e.RequestID).Bucket}
+		if _, ok := byBucket[k]; !ok {
+			order = append(order, k)
+		}
+		byBucket[k] = append(byBucket[k], e)
+	}
+	var calls []stock.ScriptCall
+	for _, k := range order {
+		for es := range slices.Chunk(byBucket[k], statusPutMax) {
+			calls = append(calls, statusPutCall(es))
+		}
 	}
 	_, err := stock.RunBatch(ctx, s.client(), "orderstatus: put statuses", calls, LoadScripts)
 	return err
