@@ -33,7 +33,7 @@ func PlantAdmitRead(r *Room, item, left, serving int64) *PlantedRead {
 
 // Fresh reports whether the room takes the planted read for a fresh one.
 func (p *PlantedRead) Fresh() bool {
-	_, _, ok := p.r.admits.fresh(p.id, p.r.cfg.WatchEvery*3/2)
+	_, ok := p.r.admits.fresh(p.id, p.r.cfg.WatchEvery*3/2)
 	return ok
 }
 
@@ -45,7 +45,10 @@ func (p *PlantedRead) Waiters() int {
 }
 
 // Move is the gate's move to serving, as the reader would see it.
-func (p *PlantedRead) Move(serving int64) { p.wi.setServing(serving) }
+func (p *PlantedRead) Move(serving int64) {
+	_, tickets, _ := p.wi.gateNow()
+	p.wi.setGate(serving, max(serving, tickets))
+}
 
 // Remove takes the planted reader away.
 func (p *PlantedRead) Remove() {

@@ -66,7 +66,7 @@ func (r *Room) awaitTicket(ctx context.Context, it Item, t Ticket, v api.TicketS
 			}
 			return v
 		case <-deadline.C:
-			return waitingView(v, wi, it.QueueRate)
+			return r.waitingView(ctx, it, t, v, wi)
 		case <-ctx.Done():
 			return v
 		case <-r.done:
@@ -127,15 +127,23 @@ func soldOutView(v api.TicketStatus) api.TicketStatus {
 	return v
 }
 
-// waitingView is waiting view v with the watcher's serving position and the
-// estimate it gives, at the end of a wait that saw no change.
-func waitingView(v api.TicketStatus, wi *watchedItem, rate int) api.TicketStatus {
-	serving, ok, _ := wi.servingNow()
-	if v.State != api.TicketWaiting || v.Position == nil || !ok {
+// waitingView is waiting view v of ticket t with the watcher's reads and
+// the estimate they give, at the end of a wait that saw no change: a
+// ticket with a place, its positions to go; one whose round is open, the
+// time to the close and its expected place then (openWait).
+func (r *Room) waitingView(ctx context.Context, it Item, t Ticket, v api.TicketStatus, wi *watchedItem) api.TicketStatus {
+	serving, tickets, ok := wi.gateNow()
+	if v.State != api.TicketWaiting || !ok {
 		return v
 	}
-	ms := AdmitIn(*v.Position-serving, rate).Milliseconds()
-	v.ServingPosition, v.EstimatedWaitMs = &serving, &ms
+	switch {
+	case v.Position != nil:
+		v.ServingPosition, v.EstimatedWaitMs = &serving, r.placedWait(it, *v.Position, serving)
+	case v.RoundClosesAt != nil:
+		v.EstimatedWaitMs = r.openWait(ctx, it, t, *v.RoundClosesAt, time.Now(), serving, tickets)
+	default:
+		return v
+	}
 	if left, ok := wi.stockNow(); ok {
 		v.StockLeft = max(left, 0)
 	}

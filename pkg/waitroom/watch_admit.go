@@ -19,6 +19,9 @@ import (
 // interval plus one read (the 1 s sold-out promise with a 100 ms interval).
 type admitWatch struct {
 	itemReaders[*watchedItem]
+	// rates is the items' gates as every read saw them move, the rate
+	// the estimates use (admit_rate.go); it outlives the readers.
+	rates *admitRates
 }
 
 // watchedItem is one item's reader and its waiters.
@@ -29,18 +32,21 @@ type watchedItem struct {
 	mu      sync.Mutex
 	read    bool  // serving was read at least once
 	serving int64 // the gate's serving position, as last read
+	tickets int64 // the tickets taken, as last read
 	moved   chan struct{}
 	leftOK  bool      // left was read at least once
 	left    int64     // the item's Redis stock, as last read
 	readAt  time.Time // when the last read of both stock and gate ended
 }
 
-func newAdmitWatch(st *stock.Store, wr *Store, every, timeout time.Duration) *admitWatch {
-	w := &admitWatch{}
-	w.itemReaders = newItemReaders(st, wr, every, timeout, func() *watchedItem {
-		return &watchedItem{sold: make(chan struct{}), moved: make(chan struct{})}
-	}, w.read)
+func newAdmitWatch(st *stock.Store, wr *Store, every, timeout time.Duration, rates *admitRates) *admitWatch {
+	w := &admitWatch{rates: rates}
+	w.itemReaders = newItemReaders(st, wr, every, timeout, newWatchedItem, w.read)
 	return w
+}
+
+func newWatchedItem() *watchedItem {
+	return &watchedItem{sold: make(chan struct{}), moved: make(chan struct{})}
 }
 
 // servingNow is the serving position as last read (ok false before the
@@ -49,6 +55,14 @@ func (wi *watchedItem) servingNow() (serving int64, ok bool, moved <-chan struct
 	wi.mu.Lock()
 	defer wi.mu.Unlock()
 	return wi.serving, wi.read, wi.moved
+}
+
+// gateNow is the serving position and the tickets taken as last read (ok
+// false before the first read).
+func (wi *watchedItem) gateNow() (serving, tickets int64, ok bool) {
+	wi.mu.Lock()
+	defer wi.mu.Unlock()
+	return wi.serving, wi.tickets, wi.read
 }
 
 // stockNow is the item's stock as last read (ok false before the first).
@@ -64,9 +78,11 @@ func (wi *watchedItem) setStock(v int64) {
 	wi.left, wi.leftOK = v, true
 }
 
-func (wi *watchedItem) setServing(v int64) {
+// setGate notes a read of the gate: serving position v, tickets taken.
+func (wi *watchedItem) setGate(v, tickets int64) {
 	wi.mu.Lock()
 	defer wi.mu.Unlock()
+	wi.tickets = tickets
 	if wi.read && v == wi.serving {
 		return
 	}
@@ -88,7 +104,8 @@ func (w *admitWatch) read(ctx context.Context, id int64, wi *watchedItem) (soldO
 		wi.setStock(left)
 	}
 	if g, err := w.wr.ReadGate(ctx, id); err == nil {
-		wi.setServing(g.Serving)
+		wi.setGate(g.Serving, g.Tickets)
+		w.rates.observe(id, g.Serving, g.Tickets)
 		if warmed {
 			wi.mu.Lock()
 			wi.readAt = time.Now()
@@ -102,15 +119,15 @@ func (w *admitWatch) read(ctx context.Context, id int64, wi *watchedItem) (soldO
 // last read them, when one runs for the item and read both within maxAge:
 // a ticket read then need not ask Redis what the reader already knows (a
 // queued sale's polls are many, and each would cost two round trips).
-func (w *admitWatch) fresh(id int64, maxAge time.Duration) (left, serving int64, ok bool) {
+func (w *admitWatch) fresh(id int64, maxAge time.Duration) (itemRead, bool) {
 	wi, ok := w.current(id)
 	if !ok {
-		return 0, 0, false
+		return itemRead{}, false
 	}
 	wi.mu.Lock()
 	defer wi.mu.Unlock()
 	if !wi.leftOK || !wi.read || time.Since(wi.readAt) > maxAge {
-		return 0, 0, false
+		return itemRead{}, false
 	}
-	return wi.left, wi.serving, true
+	return itemRead{left: wi.left, warmed: true, serving: wi.serving, tickets: wi.tickets, at: wi.readAt}, true
 }
