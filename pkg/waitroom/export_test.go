@@ -23,8 +23,9 @@ type PlantedRead struct {
 // PlantAdmitRead plants item's reader of r as one that read stock left and
 // serving position serving "just now" (its read stays fresh for an hour).
 func PlantAdmitRead(r *Room, item, left, serving int64) *PlantedRead {
-	wi := &watchedItem{readerRefs: readerRefs{stop: make(chan struct{})}, sold: make(chan struct{}), moved: make(chan struct{}),
-		read: true, serving: serving, leftOK: true, left: left, readAt: time.Now().Add(time.Hour)}
+	wi := newWatchedItem()
+	wi.stop = make(chan struct{})
+	wi.read, wi.serving, wi.tickets, wi.leftOK, wi.left, wi.readAt = true, serving, serving, true, left, time.Now().Add(time.Hour)
 	r.admits.mu.Lock()
 	r.admits.items[item] = wi
 	r.admits.mu.Unlock()

@@ -9,14 +9,16 @@ import (
 )
 
 // admitWatch tells the waiting ticket polls of an item what they wait for:
-// that it sold out, or that the gate moved its serving position (one of
-// them may now be admitted). One reader per item that has polls waiting,
-// on this replica, reads the item's Redis stock and gate every interval;
-// it closes the item's sold channel when the stock is gone and replaces its
-// moved channel (closing the old one) when the serving position changes,
-// waking every poll at once. The cost is two Redis reads per item per
-// interval, whatever the number of waiters, and a change is seen within an
-// interval plus one read (the 1 s sold-out promise with a 100 ms interval).
+// that it sold out, or that the gate reached their position. One reader
+// per item that has polls waiting, on this replica, reads the item's Redis
+// stock and gate every interval; it closes the item's sold channel when
+// the stock is gone, waking every poll at once, and when the serving
+// position moves it wakes the polls whose position it reached, nearest
+// first, and no other (posWaiters). The cost is two Redis reads per item
+// per interval, whatever the number of waiters, and a change is seen
+// within an interval plus one read (the 1 s sold-out promise with a 100 ms
+// interval). Every read also times the gate's moves for the estimate
+// (rates).
 type admitWatch struct {
 	itemReaders[*watchedItem]
 	// rates is the items' gates as every read saw them move, the rate
@@ -30,13 +32,13 @@ type watchedItem struct {
 	sold chan struct{} // closed once the item read sold out
 
 	mu      sync.Mutex
-	read    bool  // serving was read at least once
-	serving int64 // the gate's serving position, as last read
-	tickets int64 // the tickets taken, as last read
-	moved   chan struct{}
-	leftOK  bool      // left was read at least once
-	left    int64     // the item's Redis stock, as last read
-	readAt  time.Time // when the last read of both stock and gate ended
+	read    bool       // serving was read at least once
+	serving int64      // the gate's serving position, as last read
+	tickets int64      // the tickets taken, as last read
+	waiters posWaiters // polls waiting for the gate to reach their positions
+	leftOK  bool       // left was read at least once
+	left    int64      // the item's Redis stock, as last read
+	readAt  time.Time  // when the last read of both stock and gate ended
 }
 
 func newAdmitWatch(st *stock.Store, wr *Store, every, timeout time.Duration, rates *admitRates) *admitWatch {
@@ -46,15 +48,35 @@ func newAdmitWatch(st *stock.Store, wr *Store, every, timeout time.Duration, rat
 }
 
 func newWatchedItem() *watchedItem {
-	return &watchedItem{sold: make(chan struct{}), moved: make(chan struct{})}
+	return &watchedItem{sold: make(chan struct{})}
 }
 
 // servingNow is the serving position as last read (ok false before the
-// first read) and the channel closed when it next changes.
-func (wi *watchedItem) servingNow() (serving int64, ok bool, moved <-chan struct{}) {
+// first read).
+func (wi *watchedItem) servingNow() (serving int64, ok bool) {
 	wi.mu.Lock()
 	defer wi.mu.Unlock()
-	return wi.serving, wi.read, wi.moved
+	return wi.serving, wi.read
+}
+
+// waitFor is a poll's wait for the gate to reach pos: reached is closed
+// once a read saw the serving position at pos or beyond (at once if the
+// last one did); cancel, when the poll stops waiting, forgets it (safe to
+// call more than once).
+func (wi *watchedItem) waitFor(pos int64) (reached <-chan struct{}, cancel func()) {
+	wi.mu.Lock()
+	defer wi.mu.Unlock()
+	if wi.read && wi.serving >= pos {
+		ch := make(chan struct{})
+		close(ch)
+		return ch, func() {}
+	}
+	w := wi.waiters.add(pos)
+	return w.reached, func() {
+		wi.mu.Lock()
+		defer wi.mu.Unlock()
+		wi.waiters.remove(w)
+	}
 }
 
 // gateNow is the serving position and the tickets taken as last read (ok
@@ -87,8 +109,7 @@ func (wi *watchedItem) setGate(v, tickets int64) {
 		return
 	}
 	wi.read, wi.serving = true, v
-	close(wi.moved)
-	wi.moved = make(chan struct{})
+	wi.waiters.wakeTo(v)
 }
 
 // read reads item id's stock and gate once; the reader is done once the
