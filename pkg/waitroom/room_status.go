@@ -85,7 +85,8 @@ func (r *Room) view(ctx context.Context, it Item, t Ticket) (api.TicketStatus, e
 	pos, err := r.position(ctx, it, t)
 	if errors.Is(err, ErrRoundOpen) {
 		// No place in line until the round closes: waiting (or where it
-		// stands, sold out or ended), with the time to the close.
+		// stands, sold out or ended), with the time to the close and the
+		// expected wait for its place after it (openWait).
 		if v.State == "" {
 			v.State = api.TicketWaiting
 			v.EstimatedWaitMs = r.openWait(ctx, it, t, *v.RoundClosesAt, now, serving, snap.tickets)
