@@ -82,7 +82,7 @@ func (g *botsRig) queued(ctx context.Context, id int64) (BotsReport, error) {
 	}
 	wg.Wait()
 	attackEnd := time.Now()
-	rep := summarizeQueue(runs, humans, start, drawServer, s.Units, bs.QueueRate)
+	rep := summarizeQueue(runs, humans, start, drawServer, drawServer.Add(-g.offset), s.Units, bs.QueueRate)
 	orders := make([]buyerRun, len(runs))
 	var claims []buyerRun // in the runs' order, for the resale
 	if game.resale != nil {

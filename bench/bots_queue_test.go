@@ -70,7 +70,7 @@ func TestEstimateErrors(t *testing.T) {
 		est(1000, 1250*time.Millisecond), // 20%
 		est(1300, 1000*time.Millisecond), // 30%
 	}
-	st := estimateErrors(runs)
+	st := estimateErrors(runs, t0)
 	if st.Tickets != 11 || st.AdmittedAtOnce != 1 || st.NeverAdmitted != 1 {
 		t.Fatalf("counts %+v", st)
 	}
@@ -80,6 +80,50 @@ func TestEstimateErrors(t *testing.T) {
 	}
 	if st.AbsP50MS != 200 || st.AbsP90MS != 500 {
 		t.Errorf("abs p50 %v p90 %v, want 200 500", st.AbsP50MS, st.AbsP90MS)
+	}
+}
+
+// TestEstimateErrorsByPhase: the error is also told apart by when the
+// estimate was given: within the first 10 s after the draw (when every
+// page of the round asks at once and the first admissions are seen late)
+// and after, each with its own quantiles; tickets estimated before the
+// draw count in the first phase.
+func TestEstimateErrorsByPhase(t *testing.T) {
+	draw := time.Now()
+	est := func(at time.Duration, estMS int64, actual time.Duration) ticketRun {
+		r := newTicketRun()
+		r.SawStart, r.FirstState, r.HasEst, r.EstMS, r.EstAt = true, ticketWaiting, true, estMS, draw.Add(at)
+		r.AdmittedAt = r.EstAt.Add(actual)
+		return r
+	}
+	runs := []ticketRun{
+		est(-time.Second, 1500, time.Second),             // first: 50%
+		est(0, 1000, 2*time.Second),                      // first: 50%
+		est(time.Second, 1000, time.Second),              // first: 0
+		est(9999*time.Millisecond, 2000, time.Second),    // first: 100%
+		est(10*time.Second, 1100, time.Second),           // after: 10%
+		est(20*time.Second, 900, time.Second),            // after: 10%
+		est(30*time.Second, 1000, 800*time.Millisecond),  // after: 25%
+		est(40*time.Second, 1000, 1000*time.Millisecond), // after: 0
+		est(50*time.Second, 4000, 1000*time.Millisecond), // after: 300%
+	}
+	st := estimateErrors(runs, draw)
+	if st.Tickets != 9 || st.First.Tickets != 4 || st.After.Tickets != 5 {
+		t.Fatalf("counts: all %d, first 10 s %d, after %d; want 9, 4, 5", st.Tickets, st.First.Tickets, st.After.Tickets)
+	}
+	// first sorted: 0 .5 .5 1; nearest rank p50 = 2nd, p90 = 4th
+	if f := st.First; math.Abs(f.P50-.5) > 1e-9 || math.Abs(f.P90-1) > 1e-9 || f.AbsP50MS != 500 || f.AbsP90MS != 1000 {
+		t.Errorf("first 10 s: %+v, want p50 50%% p90 100%% (500 ms, 1000 ms)", f)
+	}
+	// after sorted: 0 .1 .1 .25 3; p50 = 3rd, p90 = 5th
+	if a := st.After; math.Abs(a.P50-.1) > 1e-9 || math.Abs(a.P90-3) > 1e-9 || a.AbsP50MS != 100 || a.AbsP90MS != 3000 {
+		t.Errorf("after: %+v, want p50 10%% p90 300%% (100 ms, 3000 ms)", a)
+	}
+	var b strings.Builder
+	writeQueue(&b, BotsReport{Queue: &QueueStats{Estimate: st}})
+	if out := b.String(); !strings.Contains(out, "first 10 s after the draw: 4 tickets, p50 50.0%, p90 100.0%") ||
+		!strings.Contains(out, "after: 5 tickets, p50 10.0%, p90 300.0%") {
+		t.Errorf("the report does not give the phases:\n%s", out)
 	}
 }
 
@@ -146,7 +190,7 @@ func TestSummarizeQueue(t *testing.T) {
 	runs := []ticketRun{run(true, true), run(true, false), run(true, false), run(false, false), run(false, false), newTicketRun(), run(true, true), run(true, false)}
 	runs[6].Skips["409 sale_not_active"], runs[6].Skips["403 admission_required"] = 3, 4
 	runs[7].Skips["403 admission_required"], runs[7].Copied["403 admission_invalid"] = 2, 5
-	rep := summarizeQueue(runs, 6, start, startsAt, 2, 50)
+	rep := summarizeQueue(runs, 6, start, startsAt, start, 2, 50)
 	q := rep.Queue
 	if q.HumanTickets != 5 || q.EarlyHumanTickets != 3 || q.BotTickets != 2 || q.EarlyBotTickets != 2 {
 		t.Fatalf("tickets %+v", q)

@@ -58,10 +58,12 @@ type TicketStatus struct {
 	// ServingPosition is how many positions the gate has admitted (from
 	// starts_at on): the ticket is admitted once it reaches Position.
 	ServingPosition *int64 `json:"serving_position,omitempty"`
-	// EstimatedWaitMs is how long until the ticket is admitted: until
-	// starts_at before it, then the positions before it still to admit at
-	// the item's queue_rate; 0 once admitted; absent when it will not be
-	// (sold out, expired).
+	// EstimatedWaitMs is how long until the ticket is admitted, on
+	// average: while its round is open, the time to the close plus the
+	// wait for the middle of the round's tickets so far; then the
+	// positions before it still to admit at the rate the gate is seen
+	// admitting at (at most the item's queue_rate); 0 once admitted;
+	// absent when it will not be (sold out, expired).
 	EstimatedWaitMs *int64    `json:"estimated_wait_ms,omitempty"`
 	StockLeft       int64     `json:"stock_left"`
 	ShuffleAt       time.Time `json:"shuffle_at"`

@@ -53,8 +53,10 @@ func printQueue(cmd *cobra.Command, v api.AdminQueue) error {
 	w := v.Waitlist
 	waiting := i(v.Waiting)
 	if v.Rate > 0 && v.Waiting > 0 {
-		// How long the gate takes to admit them all at the item's rate
-		// (from starts_at, before it), as the tickets' own estimates count.
+		// How long the gate takes to admit them all at the item's
+		// configured rate (from starts_at, before it); the tickets' own
+		// estimates use the rate the gate is seen admitting at, at most
+		// this one.
 		waiting += fmt.Sprintf(" (%v at the rate)", time.Duration((v.Waiting+int64(v.Rate)-1)/int64(v.Rate))*time.Second)
 	}
 	wl := fmt.Sprintf("%d released: %d held (%d on offer), %d claimed, %d returned; %d offered, %d lapsed",

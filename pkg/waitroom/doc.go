@@ -89,8 +89,9 @@
 // sees it (Item, item.go: read by the Room itself from its own join of the
 // item's row and its queue's, cached for a second per replica), taking a
 // ticket, reading its state and long-polling it (the readers of watch_admit.go and
-// watch_offer.go wake every poll of an item at once from one Redis read
-// per interval), the grants an admitted ticket or an offer is handed and
+// watch_offer.go wake the polls of an item from one Redis read per
+// interval: all of them at a sell-out or an offer, those the gate reached
+// at its move), the grants an admitted ticket or an offer is handed and
 // an order is checked with (grant_keys.go), the transcript and the
 // operator's view. Its answers are pkg/api's wire types; the HTTP layer
 // only reads the request and maps the refusals (ErrNotOpen, ErrNoTicket,

@@ -23,8 +23,9 @@ type PlantedRead struct {
 // PlantAdmitRead plants item's reader of r as one that read stock left and
 // serving position serving "just now" (its read stays fresh for an hour).
 func PlantAdmitRead(r *Room, item, left, serving int64) *PlantedRead {
-	wi := &watchedItem{readerRefs: readerRefs{stop: make(chan struct{})}, sold: make(chan struct{}), moved: make(chan struct{}),
-		read: true, serving: serving, leftOK: true, left: left, readAt: time.Now().Add(time.Hour)}
+	wi := newWatchedItem()
+	wi.stop = make(chan struct{})
+	wi.read, wi.serving, wi.tickets, wi.leftOK, wi.left, wi.readAt = true, serving, serving, true, left, time.Now().Add(time.Hour)
 	r.admits.mu.Lock()
 	r.admits.items[item] = wi
 	r.admits.mu.Unlock()
@@ -33,7 +34,7 @@ func PlantAdmitRead(r *Room, item, left, serving int64) *PlantedRead {
 
 // Fresh reports whether the room takes the planted read for a fresh one.
 func (p *PlantedRead) Fresh() bool {
-	_, _, ok := p.r.admits.fresh(p.id, p.r.cfg.WatchEvery*3/2)
+	_, ok := p.r.admits.fresh(p.id, p.r.cfg.WatchEvery*3/2)
 	return ok
 }
 
@@ -45,7 +46,10 @@ func (p *PlantedRead) Waiters() int {
 }
 
 // Move is the gate's move to serving, as the reader would see it.
-func (p *PlantedRead) Move(serving int64) { p.wi.setServing(serving) }
+func (p *PlantedRead) Move(serving int64) {
+	_, tickets, _ := p.wi.gateNow()
+	p.wi.setGate(serving, max(serving, tickets))
+}
 
 // Remove takes the planted reader away.
 func (p *PlantedRead) Remove() {

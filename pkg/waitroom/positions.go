@@ -40,6 +40,7 @@ type Positions struct {
 type drawnOrder struct {
 	drawnAt time.Time
 	closed  int              // the rounds closed when it was drawn
+	bound   int64            // the closed rounds' last position while a round is open, -1 once none is
 	pos     map[string]int64 // ticket id -> position, tickets of closed rounds only
 	rounds  []roundTree      // the closed rounds' trees, for inclusion proofs
 }
@@ -111,10 +112,13 @@ func (p *Positions) draw(ctx context.Context, it Item) (drawnOrder, error) {
 	if err != nil {
 		return drawnOrder{}, err
 	}
-	d := drawnOrder{drawnAt: time.Now(), closed: len(l.closed), pos: make(map[string]int64, len(l.tickets))}
+	d := drawnOrder{drawnAt: time.Now(), closed: len(l.closed), pos: make(map[string]int64, len(l.tickets)), bound: -1}
 	var last int64
 	if len(l.closed) > 0 {
 		last = l.closed[len(l.closed)-1].Last
+	}
+	if len(l.closed) < rounds(it) {
+		d.bound = last
 	}
 	for i, t := range l.tickets {
 		if t.Arrival <= last {
@@ -128,6 +132,41 @@ func (p *Positions) draw(ctx context.Context, it Item) (drawnOrder, error) {
 	p.m[it.ID] = d
 	p.mu.Unlock()
 	return d, nil
+}
+
+// Ahead is how many positions the rounds before round k of item it hold
+// (0 for the first round): the last arrival of round k-1 once it is closed
+// and drawn, ErrRoundOpen before. A ticket of round k is drawn behind them.
+func (p *Positions) Ahead(ctx context.Context, it Item, k int) (int64, error) {
+	if k == 0 {
+		return 0, nil
+	}
+	if k < 0 {
+		return 0, fmt.Errorf("waitroom: item %d: round %d is no round of the window", it.ID, k)
+	}
+	d, err := p.drawn(ctx, it, k-1)
+	if err != nil {
+		return 0, err
+	}
+	if d.closed < k || len(d.rounds) < k {
+		return 0, fmt.Errorf("%w: item %d, round %d", ErrRoundOpen, it.ID, k-1)
+	}
+	return d.rounds[k-1].round.Last, nil
+}
+
+// Bound is where item id's gate stops while a round of its shuffle window
+// is open (the closed rounds' last position, 0 before the first close), as
+// this replica last drew the order: ok false when it has not drawn it, or
+// every round was closed then. It reads no store: the draw may be up to a
+// second old, so a bound below the gate's position is an old one.
+func (p *Positions) Bound(id int64) (int64, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	d, ok := p.m[id]
+	if !ok || d.bound < 0 {
+		return 0, false
+	}
+	return d.bound, true
 }
 
 // Proof is t's inclusion proof in its round, once the round is closed and

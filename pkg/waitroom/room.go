@@ -85,14 +85,15 @@ func NewRoom(cfg RoomConfig, st *stock.Store, db store.Querier, m *RoomMetrics, 
 		cfg.WatchEvery = 100 * time.Millisecond
 	}
 	wr := NewStore(st)
+	positions := NewPositions(db, wr, cfg.StoreTimeout)
 	return &Room{
 		cfg: cfg, st: st, wr: wr, db: db, log: log,
-		positions: NewPositions(db, wr, cfg.StoreTimeout),
+		positions: positions,
 		tickets:   newTicketCache(),
 		items:     newItemViews(),
 		grants:    newGrantKeys(),
 		reads:     newItemReads(),
-		admits:    newAdmitWatch(st, wr, cfg.WatchEvery, cfg.StoreTimeout),
+		admits:    newAdmitWatch(st, wr, cfg.WatchEvery, cfg.StoreTimeout, newAdmitRates(positions.Bound)),
 		offers:    newOfferWatch(st, wr, cfg.WatchEvery, cfg.StoreTimeout),
 		m:         m,
 		done:      make(chan struct{}),

@@ -76,20 +76,20 @@ func (r *Room) view(ctx context.Context, it Item, t Ticket) (api.TicketStatus, e
 		v.State = api.TicketExpired
 	case v.RoundClosesAt != nil && now.Before(*v.RoundClosesAt):
 		// Its round is open by this replica's clock: no place yet, and
-		// no draw to read for it.
+		// no draw of its round to read (a later round's estimate reads
+		// where the earlier rounds end: openWait).
 		v.State = api.TicketWaiting
-		ms := v.RoundClosesAt.Sub(now).Milliseconds()
-		v.EstimatedWaitMs = &ms
+		v.EstimatedWaitMs = r.openWait(ctx, it, t, *v.RoundClosesAt, now, serving, snap.tickets)
 		return v, nil
 	}
 	pos, err := r.position(ctx, it, t)
 	if errors.Is(err, ErrRoundOpen) {
 		// No place in line until the round closes: waiting (or where it
-		// stands, sold out or ended), with the time to the close.
+		// stands, sold out or ended), with the time to the close and the
+		// expected wait for its place after it (openWait).
 		if v.State == "" {
 			v.State = api.TicketWaiting
-			ms := max(v.RoundClosesAt.Sub(now), 0).Milliseconds()
-			v.EstimatedWaitMs = &ms
+			v.EstimatedWaitMs = r.openWait(ctx, it, t, *v.RoundClosesAt, now, serving, snap.tickets)
 		}
 		return v, nil
 	}
@@ -122,8 +122,7 @@ func (r *Room) view(ctx context.Context, it Item, t Ticket) (api.TicketStatus, e
 	}
 	if pos > serving {
 		v.State = api.TicketWaiting
-		ms := AdmitIn(pos-serving, it.QueueRate).Milliseconds()
-		v.EstimatedWaitMs = &ms
+		v.EstimatedWaitMs = r.placedWait(it, pos, serving)
 		return v, nil
 	}
 	grant, exp, err := r.Grant(ctx, it.ID, t.UserID)

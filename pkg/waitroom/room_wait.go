@@ -18,7 +18,9 @@ import (
 // sell-out and the admission are answered from the watcher's reads, not a
 // Redis read per waiter, so thousands of polls waking at once cost nothing
 // more (the sell-out reached 8,540 waiters in up to 1.59 s when each read
-// again).
+// again). A move of the gate wakes only the polls whose position it
+// reached (posWaiters): the others have nothing to answer before their
+// deadline.
 func (r *Room) awaitTicket(ctx context.Context, it Item, t Ticket, v api.TicketStatus, wait time.Duration) api.TicketStatus {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
@@ -35,13 +37,18 @@ func (r *Room) awaitTicket(ctx context.Context, it Item, t Ticket, v api.TicketS
 	}
 	end := time.NewTimer(time.Until(it.EndsAt))
 	defer end.Stop()
+	// reached is closed when the gate reaches the ticket's position: the
+	// reader wakes this poll then, and not on every move (posWaiters).
+	var reached <-chan struct{}
+	unwait := func() {}
+	defer func() { unwait() }()
 	for {
-		serving, ok, moved := wi.servingNow()
-		if v.State == api.TicketWaiting && v.Position != nil && ok && serving >= *v.Position {
+		placed := v.State == api.TicketWaiting && v.Position != nil
+		if serving, ok := wi.servingNow(); placed && ok && serving >= *v.Position {
 			return r.admittedView(ctx, it, t, v, wi)
 		}
-		if v.State != api.TicketWaiting || v.Position == nil {
-			moved = nil // nothing to learn from the gate
+		if placed && reached == nil {
+			reached, unwait = wi.waitFor(*v.Position)
 		}
 		select {
 		case <-wi.sold:
@@ -59,14 +66,14 @@ func (r *Room) awaitTicket(ctx context.Context, it Item, t Ticket, v api.TicketS
 			ahead := pos - 1
 			v.Position, v.Ahead = &pos, &ahead
 			r.withProof(ctx, &v, it, t)
-		case <-moved:
+		case <-reached:
 		case <-end.C:
 			if nv, err := r.view(ctx, it, t); err == nil {
 				return nv
 			}
 			return v
 		case <-deadline.C:
-			return waitingView(v, wi, it.QueueRate)
+			return r.waitingView(ctx, it, t, v, wi)
 		case <-ctx.Done():
 			return v
 		case <-r.done:
@@ -127,15 +134,23 @@ func soldOutView(v api.TicketStatus) api.TicketStatus {
 	return v
 }
 
-// waitingView is waiting view v with the watcher's serving position and the
-// estimate it gives, at the end of a wait that saw no change.
-func waitingView(v api.TicketStatus, wi *watchedItem, rate int) api.TicketStatus {
-	serving, ok, _ := wi.servingNow()
-	if v.State != api.TicketWaiting || v.Position == nil || !ok {
+// waitingView is waiting view v of ticket t with the watcher's reads and
+// the estimate they give, at the end of a wait that saw no change: a
+// ticket with a place, its positions to go; one whose round is open, the
+// time to the close and its expected place then (openWait).
+func (r *Room) waitingView(ctx context.Context, it Item, t Ticket, v api.TicketStatus, wi *watchedItem) api.TicketStatus {
+	serving, tickets, ok := wi.gateNow()
+	if v.State != api.TicketWaiting || !ok {
 		return v
 	}
-	ms := AdmitIn(*v.Position-serving, rate).Milliseconds()
-	v.ServingPosition, v.EstimatedWaitMs = &serving, &ms
+	switch {
+	case v.Position != nil:
+		v.ServingPosition, v.EstimatedWaitMs = &serving, r.placedWait(it, *v.Position, serving)
+	case v.RoundClosesAt != nil:
+		v.EstimatedWaitMs = r.openWait(ctx, it, t, *v.RoundClosesAt, time.Now(), serving, tickets)
+	default:
+		return v
+	}
 	if left, ok := wi.stockNow(); ok {
 		v.StockLeft = max(left, 0)
 	}
@@ -162,7 +177,7 @@ func (r *Room) admittedView(ctx context.Context, it Item, t Ticket, v api.Ticket
 	if err != nil {
 		return v
 	}
-	serving, _, _ := wi.servingNow()
+	serving, _ := wi.servingNow()
 	var zero int64
 	v.State, v.ServingPosition, v.EstimatedWaitMs, v.AdmissionGrant, v.GrantExpiresAt = api.TicketAdmitted, &serving, &zero, g, &exp
 	v.StockLeft = max(left, 0)

@@ -14,6 +14,7 @@ type itemRead struct {
 	left    int64 // the Redis stock (the sum of its buckets)
 	warmed  bool
 	serving int64 // the gate's serving position
+	tickets int64 // the tickets taken
 	at      time.Time
 }
 
@@ -39,8 +40,8 @@ func newItemReads() *itemReads { return &itemReads{m: map[int64]itemRead{}} }
 // the number of callers).
 func (r *Room) read(ctx context.Context, id int64) (itemRead, error) {
 	maxAge := r.cfg.WatchEvery * 3 / 2
-	if left, serving, ok := r.admits.fresh(id, maxAge); ok {
-		return itemRead{left: left, warmed: true, serving: serving}, nil
+	if e, ok := r.admits.fresh(id, maxAge); ok {
+		return e, nil
 	}
 	c := r.reads
 	c.mu.Lock()
@@ -60,7 +61,7 @@ func (r *Room) read(ctx context.Context, id int64) (itemRead, error) {
 		if err != nil {
 			return itemRead{}, err
 		}
-		e := itemRead{left: left, warmed: warmed, serving: g.Serving, at: time.Now()}
+		e := itemRead{left: left, warmed: warmed, serving: g.Serving, tickets: g.Tickets, at: time.Now()}
 		c.mu.Lock()
 		if len(c.m) > 10_000 {
 			c.m = map[int64]itemRead{} // items come and go; a miss is one read

@@ -1,0 +1,134 @@
+package waitroom
+
+import (
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flashsale-dev/flashsale/pkg/api"
+	"github.com/flashsale-dev/flashsale/pkg/waitroom/draw"
+)
+
+// storelessRoom is a Room with no store behind it: what is tested here is
+// the estimate from the reads its readers already hold, which needs none.
+// Its rates are timed by the returned clock, which the test steps.
+func storelessRoom(t *testing.T) (*Room, *time.Time) {
+	t.Helper()
+	r := NewRoom(RoomConfig{StoreTimeout: time.Second}, nil, nil, NewRoomMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler))
+	t.Cleanup(r.Stop)
+	now := time.Unix(1_800_000_000, 0)
+	r.admits.rates.now = func() time.Time { return now }
+	return r, &now
+}
+
+// watched is a reader's state with the gate read at serving, tickets taken
+// and stock left, and no goroutine behind it.
+func watched(serving, tickets, left int64) *watchedItem {
+	wi := newWatchedItem()
+	wi.setGate(serving, tickets)
+	wi.setStock(left)
+	return wi
+}
+
+func estimateOf(t *testing.T, v api.TicketStatus) int64 {
+	t.Helper()
+	if v.State != api.TicketWaiting || v.EstimatedWaitMs == nil {
+		t.Fatalf("%+v, want waiting with an estimate", v)
+	}
+	return *v.EstimatedWaitMs
+}
+
+// TestWaitEstimateAtTheSeenRate: a waiting ticket's estimate at the end of
+// its long poll counts its positions to go at the rate the gate was seen
+// admitting at (here held to 50 a second by the pipeline against a
+// queue_rate of 200), not at queue_rate.
+func TestWaitEstimateAtTheSeenRate(t *testing.T) {
+	r, now := storelessRoom(t)
+	it := Item{ID: 7, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), QueueRate: 200}
+	var serving int64 = 100
+	for range 30 { // 3 s of reads, every 100 ms, the gate moving 5 a read
+		*now = now.Add(100 * time.Millisecond)
+		serving += 5
+		r.admits.rates.observe(it.ID, serving, 10_000)
+	}
+	pos := serving + 100
+	v := api.TicketStatus{State: api.TicketWaiting, ItemID: it.ID, Position: &pos}
+	got := estimateOf(t, r.waitingView(t.Context(), it, Ticket{ID: "t"}, v, watched(serving, 10_000, 50)))
+	if want := AdmitIn(100, 50).Milliseconds(); got != want {
+		t.Errorf("estimate %d ms for 100 positions with the gate seen at 50 a second, want %d ms (at queue_rate: %d)",
+			got, want, AdmitIn(100, 200).Milliseconds())
+	}
+}
+
+// TestOpenRoundEstimateCountsTheDraw: a ticket whose round is still open
+// waits until the close and then for its place in line, which the draw
+// makes uniform over the round: the estimate is the time to the close
+// plus the positions to the middle of the round's tickets so far (after
+// the earlier rounds' not yet admitted) at the rate. The long poll's
+// answer at the end of its wait gives it as it stands then.
+func TestOpenRoundEstimateCountsTheDraw(t *testing.T) {
+	r, _ := storelessRoom(t)
+	ctx := t.Context()
+	t.Run("the first round: the middle of the tickets taken", func(t *testing.T) {
+		start := time.Now().Add(time.Hour)
+		it := Item{ID: 8, StartsAt: start, EndsAt: start.Add(time.Hour), QueueRate: 10}
+		tk := Ticket{ID: "t", TakenAt: start.Add(-time.Minute)}
+		v := api.TicketStatus{State: api.TicketWaiting, ItemID: it.ID}
+		withRound(&v, it, tk)
+		before := time.Now()
+		got := estimateOf(t, r.waitingView(ctx, it, tk, v, watched(0, 41, 50)))
+		after := time.Now()
+		// 41 tickets: the 21st place on average, at 10 a second.
+		draw := AdmitIn(21, 10).Milliseconds()
+		if lo, hi := start.Sub(after).Milliseconds()+draw, start.Sub(before).Milliseconds()+draw+1; got < lo || got > hi {
+			t.Errorf("estimate %d ms, want the time to the close (%d..%d ms) plus %d ms for the 21st place at 10 a second",
+				got, lo-draw, hi-draw-1, draw)
+		}
+	})
+	t.Run("a later round: behind the earlier rounds' tickets still waiting", func(t *testing.T) {
+		// Rounds of 10 s in a 20 s window: round 0 closed 5 s ago with
+		// arrivals 1..30, round 1 closes in 5 s; 51 tickets taken, the
+		// gate at 20.
+		start := time.Now().Add(-15 * time.Second)
+		it := Item{ID: 9, StartsAt: start, EndsAt: start.Add(time.Hour), QueueRate: 10, QueueShuffleWindow: 20 * time.Second, QueueRound: 10 * time.Second}
+		r.positions.m[it.ID] = drawnOrder{drawnAt: time.Now(), closed: 1, bound: 30, rounds: []roundTree{{round: draw.Round{N: 0, First: 1, Last: 30}}}}
+		tk := Ticket{ID: "t", TakenAt: time.Now().Add(-time.Second)}
+		v := api.TicketStatus{State: api.TicketWaiting, ItemID: it.ID}
+		withRound(&v, it, tk)
+		closes := *v.RoundClosesAt
+		before := time.Now()
+		got := estimateOf(t, r.waitingView(ctx, it, tk, v, watched(20, 51, 50)))
+		after := time.Now()
+		// Round 1 so far: arrivals 31..51, 21 tickets, the 11th of them
+		// on average; the gate is at round 0's end (30) by the close, so
+		// 11 places to go at 10 a second.
+		draw := AdmitIn(11, 10).Milliseconds()
+		if lo, hi := closes.Sub(after).Milliseconds()+draw, closes.Sub(before).Milliseconds()+draw+1; got < lo || got > hi {
+			t.Errorf("estimate %d ms, want the time to the close (%d..%d ms) plus %d ms for 11 places at 10 a second",
+				got, lo-draw, hi-draw-1, draw)
+		}
+	})
+}
+
+// TestAfterDraw: the wait after a round's close of a ticket drawn in it,
+// on average.
+func TestAfterDraw(t *testing.T) {
+	for _, c := range []struct {
+		name                    string
+		ahead, inRound, serving int64
+		ttc                     time.Duration
+		rate                    float64
+		want                    time.Duration
+	}{
+		{"the first round, one ticket", 0, 1, 0, time.Second, 10, 100*time.Millisecond + observeLag},
+		{"the first round, 100 tickets: the 50.5th place", 0, 100, 0, time.Minute, 10, 5050*time.Millisecond + observeLag},
+		{"the gate catches up with the earlier rounds by the close", 30, 21, 20, 5 * time.Second, 10, 1100*time.Millisecond + observeLag},
+		{"the gate still in the earlier rounds at the close", 300, 21, 20, 5 * time.Second, 10, (230+11)*100*time.Millisecond + observeLag},
+	} {
+		if got := afterDraw(c.ahead, c.inRound, c.serving, c.ttc, c.rate); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
