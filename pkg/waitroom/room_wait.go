@@ -67,6 +67,10 @@ func (r *Room) awaitTicket(ctx context.Context, it Item, t Ticket, v api.TicketS
 			v.Position, v.Ahead = &pos, &ahead
 			r.withProof(ctx, &v, it, t)
 		case <-reached:
+			// Waited for anew if the serving position read is below the
+			// ticket's after all (the gate's state built again lower):
+			// a closed channel left in the select would spin.
+			reached = nil
 		case <-end.C:
 			if nv, err := r.view(ctx, it, t); err == nil {
 				return nv
