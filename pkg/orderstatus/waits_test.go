@@ -443,3 +443,25 @@ func TestUnknownRequestOpensNoSubscription(t *testing.T) {
 		t.Fatalf("%d polls and %d subscriptions after the 404, want none", n, items)
 	}
 }
+
+// TestShutdownEndsLingeringSubscriptions: at shutdown a subscription kept
+// after its last waiter (the linger) goes at once with its goroutine, not
+// at the linger's end: the ingress's Redis connections close with it.
+func TestShutdownEndsLingeringSubscriptions(t *testing.T) {
+	h := announcedReader(t)
+	h.r.waits.linger = time.Hour
+	item := testenv.ItemID()
+	rid := h.pendingOrder(81, item)
+	got := make(chan timedStatus, 1)
+	go func() { got <- h.poll(context.Background(), 81, rid, "10s") }()
+	h.waitingOn(item, 1)
+	h.settle(81, item, rid)
+	if r := <-got; r.status != Unpaid {
+		t.Fatalf("got %d %s, want UNPAID", r.code, r.body)
+	}
+	if _, items := h.r.waits.waiting(); items != 1 {
+		t.Fatalf("%d subscriptions after the answer, want 1 lingering", items)
+	}
+	h.r.Stop()
+	h.noWaitsLeft()
+}
