@@ -192,8 +192,14 @@ func waitlistHandOff(t *testing.T, cfg settings, declines bool, name string, fau
 	defer cancel()
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	starts := now.Add(4 * time.Second)
+	// A shuffle window of 2 s in rounds of 1 s, not the default one round
+	// of 10 s: round 0 holds the tickets taken before the start with those
+	// of its first slice, so the gate admits no one until it closes. With
+	// the default the item sold out 10 s after the start and the first unit
+	// reached the waitlist after 14 s, not 5 s, in each of the three
+	// hand-off tests. Two rounds still close before the hand-off.
 	body := map[string]any{"name": "waitlist fault item", "price_cents": 1999, "stock": cfg.Units, "per_user_limit": 1,
-		"starts_at": starts, "ends_at": now.Add(2 * time.Hour), "queue": true, "queue_opens_at": now.Add(-time.Minute), "queue_rate": 100}
+		"starts_at": starts, "ends_at": now.Add(2 * time.Hour), "queue": true, "queue_opens_at": now.Add(-time.Minute), "queue_rate": 100, "queue_shuffle_window_ms": 2000, "queue_round_ms": 1000}
 	if code, b := p.call(ctx, http.MethodPut, p.itemPath(""), p.admin, body, nil); code != http.StatusOK {
 		t.Fatalf("create queued item: %d %s", code, b)
 	}
