@@ -42,8 +42,12 @@ func TestQueueGateReaperKilled(t *testing.T) {
 	defer cancel()
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	starts := now.Add(4 * time.Second)
+	// A 2 s shuffle window in 1 s rounds, not the default one round of
+	// 10 s, which admits no one until it closes: the kills come at the
+	// gate's serving position, so they only came 8 s later.
 	body := map[string]any{"name": "queued fault item", "price_cents": 1999, "stock": cfg.Units, "per_user_limit": 1,
-		"starts_at": starts, "ends_at": now.Add(2 * time.Hour), "queue": true, "queue_opens_at": now.Add(-time.Minute), "queue_rate": 40}
+		"starts_at": starts, "ends_at": now.Add(2 * time.Hour), "queue": true, "queue_opens_at": now.Add(-time.Minute), "queue_rate": 40,
+		"queue_shuffle_window_ms": 2000, "queue_round_ms": 1000}
 	if code, b := p.call(ctx, http.MethodPut, p.itemPath(""), p.admin, body, nil); code != http.StatusOK {
 		t.Fatalf("create queued item: %d %s", code, b)
 	}
