@@ -301,17 +301,9 @@ galera_status() {
   fi
 }
 
-# galera_node_known NAME: dies unless NAME is a node of the Galera mode
-# (without a pipe: see is_one_of in stack.sh).
-galera_node_known() {
-  local names
-  mapfile -t names < <(galera_names)
-  is_one_of "$1" "${names[@]}" || die "unknown node $1 (${names[*]})"
-}
-
 galera_node_cmd() { # cmd name
   local cmd=$1 name=$2 pid
-  galera_node_known "$name"
+  node_known "$name" galera_names
   case $cmd in
   start)
     if [[ $name == haproxy ]]; then galera_start_haproxy; return; fi
@@ -381,7 +373,7 @@ ENV
     ;;
   start | stop | kill) galera_prepare_state && galera_node_cmd "$cmd" "${2:?node: $(galera_names | tr '\n' ' ')}" ;;
   state) galera_prepare_state && echo "$GSTATE" ;;
-  node) galera_node_known "${2:?node: $(galera_names | tr '\n' ' ')}" && say "$2 is a node of the Galera mode" ;;
+  node) node_known "${2:?node: $(galera_names | tr '\n' ' ')}" galera_names && say "$2 is a node of the Galera mode" ;;
   where)
     [[ ${2:-} == writer ]] || die "usage: stack.sh where --galera writer"
     galera_writer || die "no answer through haproxy 127.0.0.1:$GALERA_PROXY_PORT"
