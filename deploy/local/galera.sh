@@ -302,7 +302,7 @@ galera_status() {
 }
 
 galera_node_cmd() { # cmd name
-  local cmd=$1 name=$2 pid
+  local cmd=$1 name=$2
   node_known "$name" galera_names
   case $cmd in
   start)
@@ -318,14 +318,7 @@ galera_node_cmd() { # cmd name
     say "$name joined and synced in $(elapsed "$t0") ($(grep -Eo 'IST received[^,]*|State transfer required|SST .*complete' "$GSTATE/$name.log" | tail -n1))"
     ;;
   stop) stop_svc "galera/$name" ;;
-  kill)
-    pid_alive "galera/$name" || die "$name is not running under this stack"
-    pid=$(cat "$GSTATE/$name.pid")
-    kill -KILL "$pid"
-    while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
-    rm -f "$GSTATE/$name.pid"
-    say "$name killed (SIGKILL)"
-    ;;
+  kill) kill_svc "galera/$name" ;;
   esac
 }
 

@@ -655,6 +655,19 @@ stop_svc() { # service
   say "$name stopped in $(elapsed "$t0")"
 }
 
+# kill_svc SERVICE: SIGKILLs a node this stack started (cluster/NAME,
+# galera/NAME: $STATE/galera leads to the Galera state) and waits until it is
+# gone: a crash, with no shutdown of its own, for the modes' kill verbs.
+kill_svc() {
+  local f=$STATE/$1.pid name=${1##*/} pid
+  pid_alive "$1" || die "$name is not running under this stack"
+  pid=$(cat "$f")
+  kill -KILL "$pid"
+  while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+  rm -f "$f"
+  say "$name killed (SIGKILL)"
+}
+
 start_svc() {
   case $1 in
   kafka) start_kafka ;;
@@ -1114,7 +1127,7 @@ cluster_where_partition() {
 }
 
 cluster_node_cmd() { # cmd node
-  local cmd=$1 name=$2 pid
+  local cmd=$1 name=$2
   node_known "$name" cluster_nodes
   case $cmd in
   start)
@@ -1128,14 +1141,7 @@ cluster_node_cmd() { # cmd node
     pid_alive "cluster/$name" && kill -CONT "$(cat "$CSTATE/$name.pid")"
     stop_svc "cluster/$name"
     ;;
-  kill)
-    pid_alive "cluster/$name" || die "$name is not running under this stack"
-    pid=$(cat "$CSTATE/$name.pid")
-    kill -KILL "$pid"
-    while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
-    rm -f "$CSTATE/$name.pid"
-    say "$name killed (SIGKILL)"
-    ;;
+  kill) kill_svc "cluster/$name" ;;
   pause | resume)
     pid_alive "cluster/$name" || die "$name is not running under this stack"
     if [[ $cmd == pause ]]; then kill -STOP "$(cat "$CSTATE/$name.pid")"; else kill -CONT "$(cat "$CSTATE/$name.pid")"; fi
