@@ -24,17 +24,23 @@ func itemPath(id string) (string, error) {
 	return "/api/v1/admin/items/" + strconv.FormatInt(n, 10), nil
 }
 
-// onItem is the RunE of a command on the one item its ITEM argument names:
-// the argument is checked and made the item's admin path (itemPath) before
-// run, so each such command says only what it does with the item.
-func onItem(run func(cmd *cobra.Command, path string) error) func(*cobra.Command, []string) error {
+// onPath is the RunE of a command on the one thing its argument names (an
+// item, a dead letter): the argument is checked and made that thing's admin
+// path by parse (itemPath, offsetArg) before run, so each such command says
+// only what it does with it.
+func onPath(parse func(string) (string, error), run func(cmd *cobra.Command, path string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
-		p, err := itemPath(args[0])
+		p, err := parse(args[0])
 		if err != nil {
 			return err
 		}
 		return run(cmd, p)
 	}
+}
+
+// onItem is onPath for a command on the item its ITEM argument names.
+func onItem(run func(cmd *cobra.Command, path string) error) func(*cobra.Command, []string) error {
+	return onPath(itemPath, run)
 }
 
 // getOfItem reads GET of the admin path of the ITEM argument arg, with
