@@ -142,13 +142,19 @@ func (b *BaselineServer) status(w http.ResponseWriter, r *http.Request, user int
 	var s OrderStatus
 	err := b.db.QueryRowContext(r.Context(), "SELECT request_id, item_id, qty, status, id FROM baseline_orders WHERE request_id = ? AND user_id = ?",
 		r.PathValue("rid"), user).Scan(&s.RequestID, &s.ItemID, &s.Qty, &s.Status, &s.OrderID)
+	writeRow(w, s, err)
+}
+
+// writeRow answers a read of one row: 404 when there is none, 500 on any
+// other error, v as 200 otherwise (the order's status, an item's audit).
+func writeRow(w http.ResponseWriter, v any, err error) {
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		writeErr(w, http.StatusNotFound, "not_found")
 	case err != nil:
 		writeErr(w, http.StatusInternalServerError, "internal")
 	default:
-		writeJSON(w, http.StatusOK, s)
+		writeJSON(w, http.StatusOK, v)
 	}
 }
 
@@ -187,14 +193,7 @@ func (b *BaselineServer) audit(w http.ResponseWriter, r *http.Request, _ int64) 
 		return
 	}
 	a, err := BaselineAudit(r.Context(), b.db, id)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		writeErr(w, http.StatusNotFound, "not_found")
-	case err != nil:
-		writeErr(w, http.StatusInternalServerError, "internal")
-	default:
-		writeJSON(w, http.StatusOK, a)
-	}
+	writeRow(w, a, err)
 }
 
 // BaselineAudit computes a baseline item's audit.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 )
@@ -58,9 +57,7 @@ func runBotsCompare(ctx context.Context, s Settings, bs BotSettings, w io.Writer
 // JSON.
 func WriteBotsComparison(w io.Writer, cmp BotsComparison, asJSON bool) error {
 	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(cmp)
+		return writeIndented(w, cmp)
 	}
 	for _, rep := range []BotsReport{cmp.FirstComeFirstServed, cmp.Queue} {
 		if err := WriteBots(w, rep, false); err != nil {

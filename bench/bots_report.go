@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -138,9 +137,7 @@ func botsChecks(rep BotsReport, units int) []string {
 // WriteBots prints the report as text, or as JSON.
 func WriteBots(w io.Writer, rep BotsReport, asJSON bool) error {
 	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return writeIndented(w, rep)
 	}
 	s := rep.Settings
 	mode := "first come first served"

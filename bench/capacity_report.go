@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -11,9 +10,7 @@ import (
 // sizing with its assumptions, and the check on this machine.
 func WriteCapacity(w io.Writer, r CapacityReport, asJSON bool) error {
 	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(r); err != nil {
+		if err := writeIndented(w, r); err != nil {
 			return fmt.Errorf("bench: write capacity report: %w", err)
 		}
 		return nil

@@ -136,12 +136,18 @@ func ParseOutput(r io.Reader) (Output, error) {
 
 // WriteJSON writes o as indented JSON.
 func WriteJSON(w io.Writer, o Output) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(o); err != nil {
+	if err := writeIndented(w, o); err != nil {
 		return fmt.Errorf("bench: write report: %w", err)
 	}
 	return nil
+}
+
+// writeIndented writes v as JSON indented by two spaces: every report's -json
+// form (the run's, the capacity model's, the bots'), so they all read alike.
+func writeIndented(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // WriteText writes the human report.

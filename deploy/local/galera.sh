@@ -301,17 +301,9 @@ galera_status() {
   fi
 }
 
-# galera_node_known NAME: dies unless NAME is a node of the Galera mode
-# (without a pipe: see is_one_of in stack.sh).
-galera_node_known() {
-  local names
-  mapfile -t names < <(galera_names)
-  is_one_of "$1" "${names[@]}" || die "unknown node $1 (${names[*]})"
-}
-
 galera_node_cmd() { # cmd name
-  local cmd=$1 name=$2 pid
-  galera_node_known "$name"
+  local cmd=$1 name=$2
+  node_known "$name" galera_names
   case $cmd in
   start)
     if [[ $name == haproxy ]]; then galera_start_haproxy; return; fi
@@ -326,14 +318,7 @@ galera_node_cmd() { # cmd name
     say "$name joined and synced in $(elapsed "$t0") ($(grep -Eo 'IST received[^,]*|State transfer required|SST .*complete' "$GSTATE/$name.log" | tail -n1))"
     ;;
   stop) stop_svc "galera/$name" ;;
-  kill)
-    pid_alive "galera/$name" || die "$name is not running under this stack"
-    pid=$(cat "$GSTATE/$name.pid")
-    kill -KILL "$pid"
-    while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
-    rm -f "$GSTATE/$name.pid"
-    say "$name killed (SIGKILL)"
-    ;;
+  kill) kill_svc "galera/$name" ;;
   esac
 }
 
@@ -381,7 +366,7 @@ ENV
     ;;
   start | stop | kill) galera_prepare_state && galera_node_cmd "$cmd" "${2:?node: $(galera_names | tr '\n' ' ')}" ;;
   state) galera_prepare_state && echo "$GSTATE" ;;
-  node) galera_node_known "${2:?node: $(galera_names | tr '\n' ' ')}" && say "$2 is a node of the Galera mode" ;;
+  node) node_known "${2:?node: $(galera_names | tr '\n' ' ')}" galera_names && say "$2 is a node of the Galera mode" ;;
   where)
     [[ ${2:-} == writer ]] || die "usage: stack.sh where --galera writer"
     galera_writer || die "no answer through haproxy 127.0.0.1:$GALERA_PROXY_PORT"

@@ -121,6 +121,17 @@ is_one_of() {
   for w in "$@"; do [[ $w == "$name" ]] && return 0; done
   return 1
 }
+
+# node_known NAME LISTER: dies unless NAME is one of the nodes LISTER prints,
+# one a line (cluster_nodes, galera_names): every verb of a mode that names a
+# node (start, stop, kill, pause, resume, node) asks it, so the cluster and
+# the Galera modes refuse an unknown node alike.
+node_known() {
+  local names
+  mapfile -t names < <("$2")
+  is_one_of "$1" "${names[@]}" || die "unknown node $1 (${names[*]})"
+}
+
 die() { printf 'stack: %s\n' "$*" >&2; exit 1; }
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
@@ -644,6 +655,19 @@ stop_svc() { # service
   say "$name stopped in $(elapsed "$t0")"
 }
 
+# kill_svc SERVICE: SIGKILLs a node this stack started (cluster/NAME,
+# galera/NAME: $STATE/galera leads to the Galera state) and waits until it is
+# gone: a crash, with no shutdown of its own, for the modes' kill verbs.
+kill_svc() {
+  local f=$STATE/$1.pid name=${1##*/} pid
+  pid_alive "$1" || die "$name is not running under this stack"
+  pid=$(cat "$f")
+  kill -KILL "$pid"
+  while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+  rm -f "$f"
+  say "$name killed (SIGKILL)"
+}
+
 start_svc() {
   case $1 in
   kafka) start_kafka ;;
@@ -1102,18 +1126,9 @@ cluster_where_partition() {
     END { if (!found) { printf "%s has no partition %s (has setup run on the cluster?)\n", topic, part; exit 1 } }' <<<"$out"
 }
 
-# cluster_node_known NAME: dies unless NAME is a node of the cluster mode;
-# every verb that names a node (start, stop, kill, pause, resume, node)
-# asks it.
-cluster_node_known() {
-  local nodes
-  mapfile -t nodes < <(cluster_nodes)
-  is_one_of "$1" "${nodes[@]}" || die "unknown node $1 (${nodes[*]})"
-}
-
 cluster_node_cmd() { # cmd node
-  local cmd=$1 name=$2 pid
-  cluster_node_known "$name"
+  local cmd=$1 name=$2
+  node_known "$name" cluster_nodes
   case $cmd in
   start)
     case $name in
@@ -1126,14 +1141,7 @@ cluster_node_cmd() { # cmd node
     pid_alive "cluster/$name" && kill -CONT "$(cat "$CSTATE/$name.pid")"
     stop_svc "cluster/$name"
     ;;
-  kill)
-    pid_alive "cluster/$name" || die "$name is not running under this stack"
-    pid=$(cat "$CSTATE/$name.pid")
-    kill -KILL "$pid"
-    while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
-    rm -f "$CSTATE/$name.pid"
-    say "$name killed (SIGKILL)"
-    ;;
+  kill) kill_svc "cluster/$name" ;;
   pause | resume)
     pid_alive "cluster/$name" || die "$name is not running under this stack"
     if [[ $cmd == pause ]]; then kill -STOP "$(cat "$CSTATE/$name.pid")"; else kill -CONT "$(cat "$CSTATE/$name.pid")"; fi
@@ -1182,7 +1190,7 @@ export FLASHSALE_STACK='$REPO/deploy/local/stack.sh'
 ENV
     ;;
   start | stop | kill | pause | resume) cluster_node_cmd "$cmd" "${2:?node: $(cluster_nodes | tr '\n' ' ')}" ;;
-  node) cluster_node_known "${2:?node: $(cluster_nodes | tr '\n' ' ')}" && say "$2 is a node of the cluster mode" ;;
+  node) node_known "${2:?node: $(cluster_nodes | tr '\n' ' ')}" cluster_nodes && say "$2 is a node of the cluster mode" ;;
   where)
     case ${2:-} in
     orders-partition) cluster_where_partition "${3:?partition}" "${4:-}" ;;

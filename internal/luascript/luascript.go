@@ -4,7 +4,9 @@
 //
 // Every package that owns scripts (pkg/stock, pkg/waitroom, pkg/orderstatus,
 // pkg/stockchange, pkg/rebalance, pkg/lease) wrote these two functions out
-// for itself; they are one here. It imports nothing of the module, so the
+// for itself; they are one here. A package declares its scripts through its
+// Set, so the list its start-up load reads is the list it declared, not one
+// kept again by hand beside it. It imports nothing of the module, so the
 // lowest packages (pkg/lease) may use it.
 package luascript
 
@@ -37,4 +39,33 @@ func Load(ctx context.Context, rdb redis.Scripter, owner string, scripts ...*red
 		}
 	}
 	return nil
+}
+
+// A Set is one owner package's scripts: each one made by Must from the
+// package's embedded lua/ files, and all of them loaded by Load. A package
+// names its scripts once, where it declares them, so its start-up load can
+// never miss one added later.
+type Set struct {
+	fsys    fs.FS
+	owner   string
+	scripts []*redis.Script
+}
+
+// NewSet returns the empty set of owner's scripts, read from fsys (the
+// package's embedded files, lua/ inside).
+func NewSet(fsys fs.FS, owner string) *Set { return &Set{fsys: fsys, owner: owner} }
+
+// Must returns the script lua/name of the set's files (Must above: a
+// missing file panics) and adds it to the set. It is meant for package
+// variables, set up before anything runs; it is not safe for concurrent use.
+func (s *Set) Must(name string) *redis.Script {
+	sc := Must(s.fsys, s.owner, name)
+	s.scripts = append(s.scripts, sc)
+	return sc
+}
+
+// Load loads every script of the set, then extra (another package's scripts
+// the owner also runs, as pkg/rebalance runs pkg/lease's), as Load does.
+func (s *Set) Load(ctx context.Context, rdb redis.Scripter, extra ...*redis.Script) error {
+	return Load(ctx, rdb, s.owner, append(append([]*redis.Script(nil), s.scripts...), extra...)...)
 }

@@ -22,3 +22,21 @@ func TestMust(t *testing.T) {
 	Must(fsys, "pkgx", "gone.lua")
 	t.Fatal("a missing script did not panic")
 }
+
+// TestSetMust: every script a Set makes is one its Load loads, in the order
+// made; the Set names its owner in a missing script's panic as Must does.
+func TestSetMust(t *testing.T) {
+	fsys := fstest.MapFS{"lua/a.lua": {Data: []byte("return 1")}, "lua/b.lua": {Data: []byte("return 2")}}
+	s := NewSet(fsys, "pkgx")
+	a, b := s.Must("a.lua"), s.Must("b.lua")
+	if len(s.scripts) != 2 || s.scripts[0] != a || s.scripts[1] != b {
+		t.Fatalf("set holds %v, want [a b]", s.scripts)
+	}
+	defer func() {
+		if msg, _ := recover().(string); !strings.Contains(msg, "pkgx") {
+			t.Fatalf("panic %q, want one naming pkgx", msg)
+		}
+	}()
+	s.Must("gone.lua")
+	t.Fatal("a missing script did not panic")
+}

@@ -38,13 +38,13 @@ func (s *Store) ReadTransferMark(ctx context.Context, itemID int64) (TransferMar
 // 2 s as pkg/stock sets it, while other buckets may have stock). One
 // pipeline.
 func (s *Store) Wants(ctx context.Context, itemID int64, n int) ([]bool, error) {
-	pipe := s.client().Pipeline()
+	pipe := s.st.Client().Pipeline()
 	cmds := make([]*redis.IntCmd, n)
 	for b := range n {
 		cmds[b] = pipe.Exists(ctx, stock.BucketKeys(itemID, b).Want)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, unavailable(fmt.Sprintf("bucketview: want flags of item %d", itemID), err)
+		return nil, stock.Unavailable(fmt.Sprintf("bucketview: want flags of item %d", itemID), err)
 	}
 	out := make([]bool, n)
 	for b, c := range cmds {

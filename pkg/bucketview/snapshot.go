@@ -67,13 +67,13 @@ func (s *Store) Snapshot(ctx context.Context, itemID int64, n int) (Snapshot, er
 func (s *Store) transferMark(ctx context.Context, k stock.Keys) (TransferMark, error) {
 	var live *redis.IntCmd
 	var done *redis.StringCmd
-	_, err := s.client().TxPipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := s.st.Client().TxPipelined(ctx, func(p redis.Pipeliner) error {
 		live = p.SCard(ctx, k.TransfersLive())
 		done = p.Get(ctx, k.TransfersDone())
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return TransferMark{}, unavailable("bucketview: transfers", err)
+		return TransferMark{}, stock.Unavailable("bucketview: transfers", err)
 	}
 	d, _ := done.Int64()
 	return TransferMark{Live: live.Val(), Done: d}, nil

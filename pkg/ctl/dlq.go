@@ -90,11 +90,7 @@ func dash(s string) string {
 func dlqShow(o *options) *cobra.Command {
 	return &cobra.Command{
 		Use: "show OFFSET", Short: "One letter: its reason, original payload, and whether a replay could help", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := offsetArg(args[0])
-			if err != nil {
-				return err
-			}
+		RunE: onPath(offsetArg, func(cmd *cobra.Command, p string) error {
 			var l api.DeadLetterDetail
 			raw, err := o.get(cmd, p, nil, &l)
 			if err != nil {
@@ -114,18 +110,14 @@ func dlqShow(o *options) *cobra.Command {
 				{"reason", l.Reason}, {"key", l.Key}, {"request_id", dash(l.RequestID)},
 				{"source", fmt.Sprintf("%s partition %d offset %d", l.Source.Topic, l.Source.Partition, l.Source.Offset)},
 				{"payload (" + l.PayloadEncoding + ")", l.Payload}, {"replay", decision}})
-		},
+		}),
 	}
 }
 
 func dlqReplay(o *options) *cobra.Command {
 	return &cobra.Command{
 		Use: "replay OFFSET", Short: "Publish a letter's original message to the orders topic again (idempotent)", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := offsetArg(args[0])
-			if err != nil {
-				return err
-			}
+		RunE: onPath(offsetArg, func(cmd *cobra.Command, p string) error {
 			var r api.DeadLetterReplay
 			raw, err := o.send(cmd, http.MethodPost, p+"/replay", nil, "", &r)
 			if err != nil {
@@ -140,6 +132,6 @@ func dlqReplay(o *options) *cobra.Command {
 			}
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "replayed letter %d (request %s) to %s; %s\n", r.Offset, r.RequestID, r.Topic, note)
 			return err
-		},
+		}),
 	}
 }

@@ -24,6 +24,25 @@ func itemPath(id string) (string, error) {
 	return "/api/v1/admin/items/" + strconv.FormatInt(n, 10), nil
 }
 
+// onPath is the RunE of a command on the one thing its argument names (an
+// item, a dead letter): the argument is checked and made that thing's admin
+// path by parse (itemPath, offsetArg) before run, so each such command says
+// only what it does with it.
+func onPath(parse func(string) (string, error), run func(cmd *cobra.Command, path string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		p, err := parse(args[0])
+		if err != nil {
+			return err
+		}
+		return run(cmd, p)
+	}
+}
+
+// onItem is onPath for a command on the item its ITEM argument names.
+func onItem(run func(cmd *cobra.Command, path string) error) func(*cobra.Command, []string) error {
+	return onPath(itemPath, run)
+}
+
 // getOfItem reads GET of the admin path of the ITEM argument arg, with
 // suffix ("/audit", say), into a T; raw is the answer as sent.
 func getOfItem[T any](cmd *cobra.Command, o *options, arg, suffix string) (v T, raw []byte, err error) {
@@ -255,17 +274,13 @@ func itemsCreate(o *options) *cobra.Command {
 		Use:   "create ITEM --name N --price-cents P --stock S --starts-at T --ends-at T [--per-user-limit L] [--buckets B] [--queue --queue-opens-at T [--queue-rate R] [--queue-shuffle-window D [--queue-round D]]]",
 		Short: "Create or replace an item (PUT) and warm Redis for its sale",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := itemPath(args[0])
-			if err != nil {
-				return err
-			}
+		RunE: onItem(func(cmd *cobra.Command, p string) error {
 			b, err := f.body(true)
 			if err != nil {
 				return err
 			}
 			return sendItem(cmd, o, http.MethodPut, p, b, "application/json")
-		},
+		}),
 	}
 	f.register(c)
 	for _, req := range []string{"name", "price-cents", "stock", "starts-at", "ends-at"} {
@@ -281,11 +296,7 @@ func itemsUpdate(o *options) *cobra.Command {
 		Short:             "Change the fields given (a PATCH: the others stay), validated as a create is",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeItems(o),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := itemPath(args[0])
-			if err != nil {
-				return err
-			}
+		RunE: onItem(func(cmd *cobra.Command, p string) error {
 			b, err := f.body(false)
 			if err != nil {
 				return err
@@ -294,7 +305,7 @@ func itemsUpdate(o *options) *cobra.Command {
 				return usageErr("nothing to change: give at least one of --name, --price-cents, --stock, --per-user-limit, --starts-at, --ends-at, --buckets, --queue, --queue-opens-at, --queue-rate, --queue-shuffle-window, --queue-round")
 			}
 			return sendItem(cmd, o, http.MethodPatch, p, b, "application/merge-patch+json")
-		},
+		}),
 	}
 	f.register(c)
 	return c
@@ -306,13 +317,9 @@ func itemsEnd(o *options) *cobra.Command {
 		Short:             "End the sale now: no replica admits a request of it once this returns",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeItems(o),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := itemPath(args[0])
-			if err != nil {
-				return err
-			}
+		RunE: onItem(func(cmd *cobra.Command, p string) error {
 			return sendItem(cmd, o, http.MethodPost, p+"/end", nil, "")
-		},
+		}),
 	}
 }
 

@@ -25,11 +25,7 @@ the audit verdict. Rates need two reads, so the first frame shows "-".
 Ctrl-C stops it.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeItems(o),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := itemPath(args[0])
-			if err != nil {
-				return err
-			}
+		RunE: onItem(func(cmd *cobra.Command, p string) error {
 			var prev *Live
 			out := cmd.OutOrStdout()
 			for n := 0; count == 0 || n < count; n++ {
@@ -61,7 +57,7 @@ Ctrl-C stops it.`,
 				}
 			}
 			return nil
-		},
+		}),
 	}
 	w.Flags().DurationVar(&interval, "interval", time.Second, "refresh interval")
 	w.Flags().IntVar(&count, "count", 0, "stop after this many frames (0: until interrupted)")

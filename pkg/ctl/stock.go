@@ -45,11 +45,7 @@ func itemsStock(o *options) *cobra.Command {
 			"says how many (applied).",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeItems(o),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := itemPath(args[0])
-			if err != nil {
-				return err
-			}
+		RunE: onItem(func(cmd *cobra.Command, p string) error {
 			if delta == 0 {
 				return usageErr("--delta: required, a non-zero number of units: +N to restock, -N to withdraw")
 			}
@@ -69,7 +65,7 @@ func itemsStock(o *options) *cobra.Command {
 			}
 			return fields(cmd.OutOrStdout(), [][2]string{{"item", strconv.FormatInt(r.ItemID, 10)}, {"operation_id", r.OperationID},
 				{"delta", fmt.Sprintf("%+d", r.Delta)}, {"applied", fmt.Sprintf("%+d", r.Applied)}, {"replayed", strconv.FormatBool(r.Replayed)}})
-		},
+		}),
 	}
 	c.Flags().Int64Var(&delta, "delta", 0, "units to add (+N) or take (-N); a withdraw takes only free units")
 	c.Flags().StringVar(&opID, "operation-id", "", "the change's id (1-64 of A-Z a-z 0-9 . _ : -); default: a new one, printed")

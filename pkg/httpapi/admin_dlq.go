@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -62,32 +63,27 @@ func dlqOffset(c echo.Context) (int64, error) {
 
 // getDLQ is GET /api/v1/admin/dlq/{offset}: one letter, its payload, and
 // whether a replay could do anything.
-func (s *Server) getDLQ(c echo.Context) error {
-	off, err := dlqOffset(c)
-	if err != nil {
-		return err
-	}
-	d, err := s.letters().Get(c.Request().Context(), off)
-	if err != nil {
-		return dlqError(err)
-	}
-	return c.JSON(http.StatusOK, d)
-}
+func (s *Server) getDLQ(c echo.Context) error { return onLetter(c, s.letters().Get) }
 
 // replayDLQ is POST /api/v1/admin/dlq/{offset}/replay: the original
 // message published again to the orders topic (dlq.Letters.Replay), which
 // the consumer decides on its idempotent path, so replaying twice changes
 // nothing.
-func (s *Server) replayDLQ(c echo.Context) error {
+func (s *Server) replayDLQ(c echo.Context) error { return onLetter(c, s.letters().Replay) }
+
+// onLetter answers a request on the letter at the path's offset: the offset
+// checked (dlqOffset), then op's answer as 200, or its refusal as dlqError
+// maps it. GET and the replay differ only in op.
+func onLetter[T any](c echo.Context, op func(context.Context, int64) (T, error)) error {
 	off, err := dlqOffset(c)
 	if err != nil {
 		return err
 	}
-	r, err := s.letters().Replay(c.Request().Context(), off)
+	v, err := op(c.Request().Context(), off)
 	if err != nil {
 		return dlqError(err)
 	}
-	return c.JSON(http.StatusOK, r)
+	return c.JSON(http.StatusOK, v)
 }
 
 // dlqError is the contract's answer to a refusal of pkg/dlq.

@@ -18,11 +18,12 @@ import (
 //go:embed lua/*.lua
 var luaFS embed.FS
 
-func mustScript(name string) *redis.Script { return luascript.Must(luaFS, "lease", name) }
+// scripts is every script of lua/, each named once, below.
+var scripts = luascript.NewSet(luaFS, "lease")
 
 var (
-	holdScript = mustScript("hold.lua")
-	dropScript = mustScript("drop.lua")
+	holdScript = scripts.Must("hold.lua")
+	dropScript = scripts.Must("drop.lua")
 )
 
 // Scripts are the lease's scripts, for a caller that loads its scripts on

@@ -81,7 +81,7 @@ func (s *Store) MarkInDoubt(ctx context.Context, itemID int64, requestID string)
 	res, err := s.eval(ctx, statusMarkScript, []string{k.Status(requestID), k.Reservations},
 		requestID, int(RankInDoubt), int(RankFinal), InDoubtTTL.Milliseconds(), k.StatusChannel()).Text()
 	if err != nil {
-		return "", unavailable("orderstatus: mark status in doubt", err)
+		return "", stock.Unavailable("orderstatus: mark status in doubt", err)
 	}
 	switch r := MarkResult(res); r {
 	case Marked, MarkFinal, MarkPending:
@@ -106,7 +106,7 @@ func (r StatusRank) ttl() time.Duration {
 func (s *Store) PutStatus(ctx context.Context, itemID int64, requestID string, rank StatusRank, json []byte) error {
 	c := statusPutCall([]StatusEntry{{ItemID: itemID, RequestID: requestID, Rank: rank, JSON: json}})
 	if err := s.eval(ctx, c.Script, c.Keys, c.Args...).Err(); err != nil {
-		return unavailable("orderstatus: put status", err)
+		return stock.Unavailable("orderstatus: put status", err)
 	}
 	return nil
 }
@@ -135,12 +135,12 @@ func statusPutCall(entries []StatusEntry) stock.ScriptCall {
 // GetStatus returns the cached JSON status of a request, if any (the
 // in-doubt marker is a miss).
 func (s *Store) GetStatus(ctx context.Context, itemID int64, requestID string) ([]byte, bool, error) {
-	v, err := s.client().Get(ctx, stock.RequestKeys(itemID, requestID).Status(requestID)).Result()
+	v, err := s.st.Client().Get(ctx, stock.RequestKeys(itemID, requestID).Status(requestID)).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, unavailable("orderstatus: get status", err)
+		return nil, false, stock.Unavailable("orderstatus: get status", err)
 	}
 	js, _ := cachedStatus(v) // the in-doubt marker: "ask MySQL", like a miss
 	return js, js != nil, nil
@@ -182,6 +182,6 @@ func (s *Store) PutStatuses(ctx context.Context, entries []StatusEntry) error {
 			calls = append(calls, statusPutCall(es))
 		}
 	}
-	_, err := stock.RunBatch(ctx, s.client(), "orderstatus: put statuses", calls, LoadScripts)
+	_, err := stock.RunBatch(ctx, s.st.Client(), "orderstatus: put statuses", calls, LoadScripts)
 	return err
 }

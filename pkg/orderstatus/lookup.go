@@ -35,7 +35,7 @@ func (s *Store) LookupRequest(ctx context.Context, itemID int64, requestID strin
 		res, err = s.lookupApart(ctx, k, requestID)
 	}
 	if err != nil {
-		return Lookup{}, unavailable("orderstatus: lookup request", err)
+		return Lookup{}, stock.Unavailable("orderstatus: lookup request", err)
 	}
 	if len(res) != 2 {
 		return Lookup{}, fmt.Errorf("orderstatus: lookup request: unexpected reply %v", res)
@@ -78,11 +78,11 @@ func cachedStatus(v string) (js []byte, inDoubtMark bool) {
 // falls back to MySQL, the truth; so the pair is never a view that did
 // not exist.
 func (s *Store) lookupApart(ctx context.Context, k stock.Keys, requestID string) ([]any, error) {
-	st, err := s.client().Get(ctx, k.Status(requestID)).Result()
+	st, err := s.st.Client().Get(ctx, k.Status(requestID)).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, err
 	}
-	res, err := s.client().HGet(ctx, k.Reservations, requestID).Result()
+	res, err := s.st.Client().HGet(ctx, k.Reservations, requestID).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, err
 	}

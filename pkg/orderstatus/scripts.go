@@ -17,12 +17,13 @@ import (
 //go:embed lua/*.lua
 var luaFS embed.FS
 
-func mustScript(name string) *redis.Script { return luascript.Must(luaFS, "orderstatus", name) }
+// scripts is every script of lua/, each named once, below.
+var scripts = luascript.NewSet(luaFS, "orderstatus")
 
 var (
-	statusPutScript  = mustScript("status_put.lua")
-	statusMarkScript = mustScript("status_mark.lua")
-	lookupScript     = mustScript("lookup.lua")
+	statusPutScript  = scripts.Must("status_put.lua")
+	statusMarkScript = scripts.Must("status_mark.lua")
+	lookupScript     = scripts.Must("lookup.lua")
 )
 
 // LoadScripts loads the status cache's scripts once at start-up (on a
@@ -30,5 +31,5 @@ var (
 // EVAL; PutStatuses loads them again after a NOSCRIPT. An optimisation:
 // NOSCRIPT is handled on every call.
 func LoadScripts(ctx context.Context, rdb redis.Scripter) error {
-	return luascript.Load(ctx, rdb, "orderstatus", statusPutScript, statusMarkScript, lookupScript)
+	return scripts.Load(ctx, rdb)
 }

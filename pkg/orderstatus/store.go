@@ -19,6 +19,11 @@ import (
 // and with an exact "never sent" (stock.Store.Eval); the batch puts run by
 // stock.RunBatch.
 type Store struct {
+	// st is the ledger, whose Redis client (st.Client()) is asked for at
+	// each call: a Store made over a nil stock.Store (a server built
+	// without stores, to list its routes) fails only if it is used. Redis
+	// failures are wrapped by stock.Unavailable, the one error every caller
+	// answers 503 for.
 	st *stock.Store
 }
 
@@ -26,15 +31,6 @@ type Store struct {
 // path.
 func NewStore(st *stock.Store) *Store { return &Store{st: st} }
 
-// client is the ledger's Redis client, asked for at each call: a Store
-// made over a nil stock.Store (a server built without stores, to list its
-// routes) fails only if it is used.
-func (s *Store) client() redis.UniversalClient { return s.st.Client() }
-
 func (s *Store) eval(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
 	return s.st.Eval(ctx, script, keys, args...)
 }
-
-// unavailable wraps a failure to reach Redis in stock.ErrUnavailable, the
-// one error every caller answers 503 for.
-var unavailable = stock.Unavailable

@@ -54,10 +54,10 @@ const resubscribePause = 50 * time.Millisecond
 // confirmed it: every status of a request of that bucket stored after that
 // is announced to it.
 func (s *Store) SubscribeStatuses(ctx context.Context, itemID int64, bucket int) (*StatusSubscription, error) {
-	ss := &StatusSubscription{rdb: s.client(), ch: stock.BucketKeys(itemID, bucket).StatusChannel()}
+	ss := &StatusSubscription{rdb: s.st.Client(), ch: stock.BucketKeys(itemID, bucket).StatusChannel()}
 	ps, err := ss.subscribe(ctx)
 	if err != nil {
-		return nil, unavailable("orderstatus: subscribe statuses", err)
+		return nil, stock.Unavailable("orderstatus: subscribe statuses", err)
 	}
 	ss.ps = ps
 	return ss, nil

@@ -23,23 +23,22 @@ import (
 //go:embed lua/*.lua
 var luaFS embed.FS
 
-func mustScript(name string) *redis.Script { return luascript.Must(luaFS, "rebalance", name) }
+// scripts is every script of lua/, each named once, below.
+var scripts = luascript.NewSet(luaFS, "rebalance")
 
 var (
-	transferOutScript = mustScript("transfer_out.lua")
-	transferInScript  = mustScript("transfer_in.lua")
-	transferCutScript = mustScript("transfer_cut.lua")
-	waitlistOutScript = mustScript("waitlist_out.lua")
-	waitlistInScript  = mustScript("waitlist_in.lua")
+	transferOutScript = scripts.Must("transfer_out.lua")
+	transferInScript  = scripts.Must("transfer_in.lua")
+	transferCutScript = scripts.Must("transfer_cut.lua")
+	waitlistOutScript = scripts.Must("waitlist_out.lua")
+	waitlistInScript  = scripts.Must("waitlist_in.lua")
 )
 
-// allScripts is every script under lua/, and the lease's (pkg/lease).
-var allScripts = append([]*redis.Script{transferOutScript, transferInScript, transferCutScript, waitlistOutScript, waitlistInScript}, lease.Scripts...)
-
-// loadScripts caches every script on Redis (on a Cluster, on every shard:
-// go-redis' ClusterClient.ScriptLoad), so a pass after a restart does not
-// pay for EVAL. Run calls it once at its start; it is an optimisation only,
+// loadScripts caches every script under lua/, and the lease's (pkg/lease),
+// on Redis (on a Cluster, on every shard: go-redis'
+// ClusterClient.ScriptLoad), so a pass after a restart does not pay for
+// EVAL. Run calls it once at its start; it is an optimisation only,
 // as NOSCRIPT is handled on every call.
 func loadScripts(ctx context.Context, rdb redis.Scripter) error {
-	return luascript.Load(ctx, rdb, "rebalance", allScripts...)
+	return scripts.Load(ctx, rdb, lease.Scripts...)
 }

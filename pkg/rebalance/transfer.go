@@ -110,14 +110,7 @@ func (r *Rebalancer) stepOut(ctx context.Context, t *store.Transfer) (driven, er
 			r.log.WarnContext(ctx, "rebalance: donor bucket has no stock key in Redis (lost); transfer abandoned, warm the item from MySQL",
 				"transfer_id", t.ID, "item_id", t.ItemID, "bucket", t.From)
 		}
-		won, err := abandonTransfer(ctx, r.db, t.ID)
-		if err != nil {
-			return driven{state: store.TransferPlanned}, err
-		}
-		if won {
-			t.State = store.TransferAbandoned
-			return driven{state: store.TransferAbandoned, won: true}, nil
-		}
+		return r.advance(ctx, t, abandonTransfer, store.TransferPlanned, store.TransferAbandoned)
 	default:
 		return driven{state: store.TransferPlanned}, fmt.Errorf("rebalance: transfer %d: out step answered %q", t.ID, out)
 	}
@@ -146,15 +139,23 @@ func (r *Rebalancer) stepIn(ctx context.Context, t *store.Transfer) (driven, err
 		r.log.WarnContext(ctx, "rebalance: recipient bucket has no stock key in Redis (lost); MySQL holds the units, warm the item from MySQL",
 			"transfer_id", t.ID, "item_id", t.ItemID, "bucket", t.To)
 	}
-	won, err := completeTransfer(ctx, r.db, t.ID)
+	return r.advance(ctx, t, completeTransfer, store.TransferMoved, store.TransferDone)
+}
+
+// advance moves t from state from to state to in MySQL with step (a
+// compare-and-set of the row's state: abandonTransfer, completeTransfer).
+// Won, t is in to and this drive moved it; lost, another drive moved it
+// first, and t is read again (reread). A failed step leaves t in from.
+func (r *Rebalancer) advance(ctx context.Context, t *store.Transfer, step func(context.Context, store.Querier, int64) (bool, error), from, to store.TransferState) (driven, error) {
+	won, err := step(ctx, r.db, t.ID)
 	if err != nil {
-		return driven{state: store.TransferMoved}, err
+		return driven{state: from}, err
 	}
 	if won {
-		t.State = store.TransferDone
-		return driven{state: store.TransferDone, won: true}, nil
+		t.State = to
+		return driven{state: to, won: true}, nil
 	}
-	return r.reread(ctx, t, store.TransferMoved)
+	return r.reread(ctx, t, from)
 }
 
 // reread reads t again after this drive's CAS from was found stale, and

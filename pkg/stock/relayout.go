@@ -7,8 +7,8 @@ import (
 
 // retireScript empties one bucket of an old layout (lua/retire.lua). It
 // runs only when an item's bucket count changes; it is loaded at start-up
-// with the others (allScripts), so its first run is never a NOSCRIPT.
-var retireScript = mustScript("retire.lua")
+// with the others (scripts), so its first run is never a NOSCRIPT.
+var retireScript = scripts.Must("retire.lua")
 
 // RetireLayout empties buckets prev-1 down to 0 of item's layout of prev
 // buckets, before Warm writes the layout of n buckets: no stock, no buyer

@@ -18,13 +18,14 @@ import (
 //go:embed lua/*.lua
 var luaFS embed.FS
 
-func mustScript(name string) *redis.Script { return luascript.Must(luaFS, "stockchange", name) }
+// scripts is every script of lua/, each named once, below.
+var scripts = luascript.NewSet(luaFS, "stockchange")
 
-var stockChangeScript = mustScript("stock_change.lua")
+var stockChangeScript = scripts.Must("stock_change.lua")
 
 // LoadScripts loads the stock changes' script once at start-up (on a
 // Cluster, on every shard), so the first change does not pay for EVAL. An
 // optimisation: NOSCRIPT is handled on every call.
 func LoadScripts(ctx context.Context, rdb redis.Scripter) error {
-	return luascript.Load(ctx, rdb, "stockchange", stockChangeScript)
+	return scripts.Load(ctx, rdb)
 }

@@ -18,16 +18,16 @@ import (
 // with every other key of a bucket and its hash tag; the stock key its
 // script changes is the ledger's.
 type Store struct {
+	// st is the ledger, whose Redis client (st.Client()) is asked for at
+	// each call: a Store made over a nil stock.Store (a server built
+	// without stores, to list its routes) fails only if it is used. Redis
+	// failures are wrapped by stock.Unavailable, the one error every caller
+	// answers 503 for.
 	st *stock.Store
 }
 
 // NewStore returns the stock changes' store over the ledger's client.
 func NewStore(st *stock.Store) *Store { return &Store{st: st} }
-
-// client is the ledger's Redis client, asked for at each call: a Store
-// made over a nil stock.Store (a server built without stores, to list its
-// routes) fails only if it is used.
-func (s *Store) client() redis.UniversalClient { return s.st.Client() }
 
 // ChangeBucketStock changes bucket's Redis stock of item by delta (signed)
 // once for operationID: a restock gives delta, a withdraw takes what the
@@ -35,9 +35,9 @@ func (s *Store) client() redis.UniversalClient { return s.st.Client() }
 // same on every call) and whether this call changed them.
 func (s *Store) ChangeBucketStock(ctx context.Context, itemID int64, bucket int, operationID string, delta int64) (int64, bool, error) {
 	k := stock.BucketKeys(itemID, bucket)
-	v, err := stockChangeScript.Run(ctx, s.client(), []string{k.Stock, k.StockChangeGuard(operationID)}, delta).Int64Slice()
+	v, err := stockChangeScript.Run(ctx, s.st.Client(), []string{k.Stock, k.StockChangeGuard(operationID)}, delta).Int64Slice()
 	if err != nil {
-		return 0, false, unavailable("stockchange: change stock", err)
+		return 0, false, stock.Unavailable("stockchange: change stock", err)
 	}
 	if len(v) != 2 {
 		return 0, false, fmt.Errorf("stockchange: change stock: reply %v", v)
@@ -50,13 +50,13 @@ func (s *Store) ChangeBucketStock(ctx context.Context, itemID int64, bucket int,
 // part at all. The audit reads them for the changes MySQL still has
 // PENDING.
 func (s *Store) Guards(ctx context.Context, itemID int64, n int, operationID string) ([]int64, []bool, error) {
-	pipe := s.client().Pipeline()
+	pipe := s.st.Client().Pipeline()
 	cmds := make([]*redis.StringCmd, n)
 	for b := range n {
 		cmds[b] = pipe.Get(ctx, stock.BucketKeys(itemID, b).StockChangeGuard(operationID))
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, nil, unavailable("stockchange: read change guards", err)
+		return nil, nil, stock.Unavailable("stockchange: read change guards", err)
 	}
 	units, ran := make([]int64, n), make([]bool, n)
 	for b, c := range cmds {
@@ -75,16 +75,12 @@ func (s *Store) Guards(ctx context.Context, itemID int64, n int, operationID str
 // ExpireGuards gives operationID's guards stock.MarkedGuardTTL, once MySQL
 // marked the change APPLIED (as restore guards get theirs).
 func (s *Store) ExpireGuards(ctx context.Context, itemID int64, n int, operationID string) error {
-	pipe := s.client().Pipeline()
+	pipe := s.st.Client().Pipeline()
 	for b := range n {
 		pipe.Expire(ctx, stock.BucketKeys(itemID, b).StockChangeGuard(operationID), stock.MarkedGuardTTL)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
-		return unavailable("stockchange: expire change guards", err)
+		return stock.Unavailable("stockchange: expire change guards", err)
 	}
 	return nil
 }
-
-// unavailable wraps a failure to reach Redis in stock.ErrUnavailable, the
-// one error every caller answers 503 for.
-var unavailable = stock.Unavailable

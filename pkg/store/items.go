@@ -30,48 +30,30 @@ type Item struct {
 	// Buckets is the item's bucket count (1: unbucketed, items.stock is its
 	// stock row; more: item_buckets rows are, see buckets.go).
 	Buckets int
-	// The item's waiting room, as its item_queues row (pkg/waitroom's)
-	// holds it: the fields of waitroom.Item of the same names, which say
-	// what each means. Queue is false, and the others zero, without one.
-	Queue              bool
-	QueueOpensAt       time.Time
-	QueueCommitment    string
-	QueueRate          int
-	QueueShuffleWindow time.Duration
-	QueueRound         time.Duration
+	// ItemQueue is the item's waiting room, carried for the catalog, the
+	// audit and the admin views (itemqueue.go).
+	ItemQueue
 }
 
 // Bucketed reports whether the item's stock lives in item_buckets rows.
 func (it Item) Bucketed() bool { return it.Buckets > 1 }
 
-// queueCols are the item's queue columns as itemCols reads them, from
-// itemsFrom's join: NULL for an item without a queue. The item_queues rows
-// are pkg/waitroom's (queue_sql.go); an Item carries their settings for the
-// catalog, the audit and the admin views.
-const queueCols = "q.opens_at, q.commitment, q.rate, q.shuffle_window_ms, q.round_ms"
-
-// itemsFrom is what itemCols are read from: the item and its queue's row, in
-// one join (the primary key on both sides), rather than a subquery per column.
-const itemsFrom = "items LEFT JOIN item_queues q ON q.item_id = items.id"
+// itemsFrom is what itemCols are read from (ItemsFrom, itemqueue.go).
+const itemsFrom = ItemsFrom
 
 const itemCols = "id, name, price_cents, total_stock," +
 	" stock + COALESCE((SELECT SUM(b.stock) FROM item_buckets b WHERE b.item_id = items.id), 0)," +
-	" per_user_limit, starts_at, ends_at, buckets, " + queueCols
+	" per_user_limit, starts_at, ends_at, buckets, " + QueueCols
 
 func scanItem(row interface{ Scan(...any) error }) (Item, error) {
 	var it Item
-	var opens sql.NullTime
-	var commitment sql.NullString
-	var rate, window, round sql.NullInt64
-	err := row.Scan(&it.ID, &it.Name, &it.PriceCents, &it.TotalStock, &it.Stock, &it.PerUserLimit, &it.StartsAt, &it.EndsAt, &it.Buckets,
-		&opens, &commitment, &rate, &window, &round)
+	var q QueueRow
+	err := row.Scan(append([]any{&it.ID, &it.Name, &it.PriceCents, &it.TotalStock, &it.Stock, &it.PerUserLimit, &it.StartsAt, &it.EndsAt, &it.Buckets},
+		q.Dest()...)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return it, ErrNotFound
 	}
-	if opens.Valid && commitment.Valid {
-		it.Queue, it.QueueOpensAt, it.QueueCommitment, it.QueueRate = true, opens.Time, commitment.String, int(rate.Int64)
-		it.QueueShuffleWindow, it.QueueRound = time.Duration(window.Int64)*time.Millisecond, time.Duration(round.Int64)*time.Millisecond
-	}
+	it.ItemQueue = q.Queue()
 	return it, err
 }
 

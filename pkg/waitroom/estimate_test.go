@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flashsale-dev/flashsale/pkg/api"
+	"github.com/flashsale-dev/flashsale/pkg/store"
 	"github.com/flashsale-dev/flashsale/pkg/waitroom/draw"
 )
 
@@ -46,7 +47,7 @@ func estimateOf(t *testing.T, v api.TicketStatus) int64 {
 // queue_rate of 200), not at queue_rate.
 func TestWaitEstimateAtTheSeenRate(t *testing.T) {
 	r, now := storelessRoom(t)
-	it := Item{ID: 7, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), QueueRate: 200}
+	it := Item{ID: 7, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), ItemQueue: store.ItemQueue{QueueRate: 200}}
 	var serving int64 = 100
 	for range 30 { // 3 s of reads, every 100 ms, the gate moving 5 a read
 		*now = now.Add(100 * time.Millisecond)
@@ -73,7 +74,7 @@ func TestOpenRoundEstimateCountsTheDraw(t *testing.T) {
 	ctx := t.Context()
 	t.Run("the first round: the middle of the tickets taken", func(t *testing.T) {
 		start := time.Now().Add(time.Hour)
-		it := Item{ID: 8, StartsAt: start, EndsAt: start.Add(time.Hour), QueueRate: 10}
+		it := Item{ID: 8, StartsAt: start, EndsAt: start.Add(time.Hour), ItemQueue: store.ItemQueue{QueueRate: 10}}
 		tk := Ticket{ID: "t", TakenAt: start.Add(-time.Minute)}
 		v := api.TicketStatus{State: api.TicketWaiting, ItemID: it.ID}
 		withRound(&v, it, tk)
@@ -92,7 +93,7 @@ func TestOpenRoundEstimateCountsTheDraw(t *testing.T) {
 		// arrivals 1..30, round 1 closes in 5 s; 51 tickets taken, the
 		// gate at 20.
 		start := time.Now().Add(-15 * time.Second)
-		it := Item{ID: 9, StartsAt: start, EndsAt: start.Add(time.Hour), QueueRate: 10, QueueShuffleWindow: 20 * time.Second, QueueRound: 10 * time.Second}
+		it := Item{ID: 9, StartsAt: start, EndsAt: start.Add(time.Hour), ItemQueue: store.ItemQueue{QueueRate: 10, QueueShuffleWindow: 20 * time.Second, QueueRound: 10 * time.Second}}
 		r.positions.m[it.ID] = drawnOrder{drawnAt: time.Now(), closed: 1, bound: 30, rounds: []roundTree{{round: draw.Round{N: 0, First: 1, Last: 30}}}}
 		tk := Ticket{ID: "t", TakenAt: time.Now().Add(-time.Second)}
 		v := api.TicketStatus{State: api.TicketWaiting, ItemID: it.ID}

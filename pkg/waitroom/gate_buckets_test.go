@@ -50,7 +50,7 @@ func newBucketedQueue(t *testing.T, n int, per int64, tickets int) *bucketedQueu
 	now := time.Now()
 	cat := catalog.New(db, q.st, func(context.Context) (int64, error) { return 0, nil })
 	if _, err := cat.Put(ctx, store.Item{ID: q.item, Name: "bucketed queue", PriceCents: 1, TotalStock: int64(n) * per, PerUserLimit: 1,
-		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Buckets: n, Queue: true, QueueOpensAt: now.Add(-time.Hour), QueueRate: 1000}); err != nil {
+		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Buckets: n, ItemQueue: store.ItemQueue{Queue: true, QueueOpensAt: now.Add(-time.Hour), QueueRate: 1000}}); err != nil {
 		t.Fatal(err)
 	}
 	for u := 1; u <= tickets; u++ {

@@ -30,7 +30,7 @@ func queuedItem(t *testing.T, db *sql.DB, st *stock.Store, stockUnits int64, sta
 	id := testenv.ItemID()
 	cat := catalog.New(db, st, func(context.Context) (int64, error) { return 0, nil })
 	if _, err := cat.Put(ctx, store.Item{ID: id, Name: "g", PriceCents: 1, TotalStock: stockUnits, PerUserLimit: 1,
-		StartsAt: starts, EndsAt: now.Add(time.Hour), Queue: true, QueueOpensAt: now.Add(-time.Minute), QueueRate: rate}); err != nil {
+		StartsAt: starts, EndsAt: now.Add(time.Hour), ItemQueue: store.ItemQueue{Queue: true, QueueOpensAt: now.Add(-time.Minute), QueueRate: rate}}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range tickets {

@@ -26,12 +26,9 @@ type Item struct {
 	// Buckets is the item's bucket count (1: unbucketed).
 	Buckets int
 
-	Queue              bool
-	QueueOpensAt       time.Time
-	QueueCommitment    string
-	QueueRate          int
-	QueueShuffleWindow time.Duration
-	QueueRound         time.Duration
+	// ItemQueue is the item_queues row's settings, read and scanned as
+	// pkg/store reads them for store.Item (store.QueueRow).
+	store.ItemQueue
 }
 
 // Bucketed reports whether the item's stock is spread over buckets.
@@ -42,25 +39,19 @@ var ErrNoItem = errors.New("waitroom: no such item")
 
 // itemCols are Item's columns, read from the item and its queue's row in
 // one join (the primary key on both sides): NULL queue columns for an item
-// without a queue.
+// without a queue (store.QueueCols, store.ItemsFrom).
 const (
-	itemCols = "items.id, items.starts_at, items.ends_at, items.buckets," +
-		" q.opens_at, q.commitment, q.rate, q.shuffle_window_ms, q.round_ms"
-	itemsFrom = "items LEFT JOIN item_queues q ON q.item_id = items.id"
+	itemCols  = "items.id, items.starts_at, items.ends_at, items.buckets, " + store.QueueCols
+	itemsFrom = store.ItemsFrom
 )
 
 func scanItem(row interface{ Scan(...any) error }) (Item, error) {
 	var it Item
-	var opens sql.NullTime
-	var commitment sql.NullString
-	var rate, window, round sql.NullInt64
-	if err := row.Scan(&it.ID, &it.StartsAt, &it.EndsAt, &it.Buckets, &opens, &commitment, &rate, &window, &round); err != nil {
+	var q store.QueueRow
+	if err := row.Scan(append([]any{&it.ID, &it.StartsAt, &it.EndsAt, &it.Buckets}, q.Dest()...)...); err != nil {
 		return Item{}, err
 	}
-	if opens.Valid && commitment.Valid {
-		it.Queue, it.QueueOpensAt, it.QueueCommitment, it.QueueRate = true, opens.Time, commitment.String, int(rate.Int64)
-		it.QueueShuffleWindow, it.QueueRound = time.Duration(window.Int64)*time.Millisecond, time.Duration(round.Int64)*time.Millisecond
-	}
+	it.ItemQueue = q.Queue()
 	return it, nil
 }
 

@@ -15,8 +15,9 @@ import (
 // The waiting room's rows: item_queues (one per item with a queue: its
 // opening, pace and shuffle window, its seed and its grant key) is this
 // package's table, and these are its statements. The item's own row is
-// pkg/store's; store.Item still carries the queue's settings, read by
-// pkg/store's join (itemsFrom), for the catalog and the audit.
+// pkg/store's; store.Item still carries the queue's settings
+// (store.ItemQueue, as Item does), read by pkg/store's join (store.ItemsFrom,
+// store.QueueRow), for the catalog and the audit.
 
 // SaveQueue makes item it's item_queues row what it asks, inside tx, after
 // store.UpsertItem wrote the item's row (and while it holds its lock):

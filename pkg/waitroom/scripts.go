@@ -18,19 +18,20 @@ import (
 //go:embed lua/*.lua
 var luaFS embed.FS
 
-func mustScript(name string) *redis.Script { return luascript.Must(luaFS, "waitroom", name) }
+// scripts is every script of lua/, each named once, below.
+var scripts = luascript.NewSet(luaFS, "waitroom")
 
 var (
-	ticketTakeScript    = mustScript("ticket_take.lua")
-	gateAdvanceScript   = mustScript("gate_advance.lua")
-	waitlistOfferScript = mustScript("waitlist_offer.lua")
-	waitlistReadScript  = mustScript("waitlist_read.lua")
-	waitlistLineScript  = mustScript("waitlist_line.lua")
+	ticketTakeScript    = scripts.Must("ticket_take.lua")
+	gateAdvanceScript   = scripts.Must("gate_advance.lua")
+	waitlistOfferScript = scripts.Must("waitlist_offer.lua")
+	waitlistReadScript  = scripts.Must("waitlist_read.lua")
+	waitlistLineScript  = scripts.Must("waitlist_line.lua")
 )
 
 // LoadScripts loads the waiting room's scripts once at start-up (on a
 // Cluster, on every shard), so the first tickets do not pay for EVAL. An
 // optimisation: NOSCRIPT is handled on every call.
 func LoadScripts(ctx context.Context, rdb redis.Scripter) error {
-	return luascript.Load(ctx, rdb, "waitroom", ticketTakeScript, gateAdvanceScript, waitlistOfferScript, waitlistReadScript, waitlistLineScript)
+	return scripts.Load(ctx, rdb)
 }
