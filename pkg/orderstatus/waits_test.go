@@ -168,6 +168,19 @@ func (h *waitHarness) settle(user, item int64, rid string) time.Time {
 	return at
 }
 
+// settledPoll makes a pending order of item for user, long-polls it and,
+// once the poll waits on item's subscription, settles it: it returns the
+// poll's answer.
+func (h *waitHarness) settledPoll(user, item int64) timedStatus {
+	h.t.Helper()
+	rid := h.pendingOrder(user, item)
+	got := make(chan timedStatus, 1)
+	go func() { got <- h.poll(context.Background(), user, rid, "10s") }()
+	h.waitingOn(item, 1)
+	h.settle(user, item, rid)
+	return <-got
+}
+
 // followers counts the goroutines following an item's subscription.
 func followers() int {
 	buf := make([]byte, 1<<20)
@@ -380,23 +393,14 @@ func TestWarmWaitReadsOnce(t *testing.T) {
 	h := announcedReader(t)
 	h.r.waits.linger = time.Minute
 	item := testenv.ItemID()
-	warm := h.pendingOrder(51, item)
-	got := make(chan timedStatus, 1)
-	go func() { got <- h.poll(context.Background(), 51, warm, "10s") }()
-	h.waitingOn(item, 1)
-	h.settle(51, item, warm)
-	if r := <-got; r.status != Unpaid {
+	if r := h.settledPoll(51, item); r.status != Unpaid {
 		t.Fatalf("warm-up poll: %d %s, want UNPAID", r.code, r.body)
 	}
 
 	var reads atomic.Int64
 	testHookRead = func() { reads.Add(1) }
 	t.Cleanup(func() { testHookRead = nil })
-	rid := h.pendingOrder(52, item)
-	go func() { got <- h.poll(context.Background(), 52, rid, "10s") }()
-	h.waitingOn(item, 1)
-	h.settle(52, item, rid)
-	r := <-got
+	r := h.settledPoll(52, item)
 	if r.code != 200 || r.status != Unpaid {
 		t.Fatalf("got %d %s, want 200 UNPAID (the announcement's)", r.code, r.body)
 	}
@@ -412,12 +416,7 @@ func TestSubscriptionLingersThenGoes(t *testing.T) {
 	h := announcedReader(t)
 	h.r.waits.linger = 300 * time.Millisecond
 	item := testenv.ItemID()
-	rid := h.pendingOrder(61, item)
-	got := make(chan timedStatus, 1)
-	go func() { got <- h.poll(context.Background(), 61, rid, "10s") }()
-	h.waitingOn(item, 1)
-	h.settle(61, item, rid)
-	if r := <-got; r.status != Unpaid {
+	if r := h.settledPoll(61, item); r.status != Unpaid {
 		t.Fatalf("got %d %s, want UNPAID", r.code, r.body)
 	}
 	if n, items := h.r.waits.waiting(); n != 0 || items != 1 {
@@ -451,12 +450,7 @@ func TestShutdownEndsLingeringSubscriptions(t *testing.T) {
 	h := announcedReader(t)
 	h.r.waits.linger = time.Hour
 	item := testenv.ItemID()
-	rid := h.pendingOrder(81, item)
-	got := make(chan timedStatus, 1)
-	go func() { got <- h.poll(context.Background(), 81, rid, "10s") }()
-	h.waitingOn(item, 1)
-	h.settle(81, item, rid)
-	if r := <-got; r.status != Unpaid {
+	if r := h.settledPoll(81, item); r.status != Unpaid {
 		t.Fatalf("got %d %s, want UNPAID", r.code, r.body)
 	}
 	if _, items := h.r.waits.waiting(); items != 1 {
