@@ -43,6 +43,22 @@ func (h *harness) offerWaiters(item int64, n int) {
 	}, "%d polls waiting on item %d's offers", n, item)
 }
 
+// orderAdmitted waits for user's ticket to be admitted, orders one unit
+// with its grant, requires a 202 and returns the order's request id.
+func (h *harness) orderAdmitted(user, item int64, ticket string) string {
+	h.t.Helper()
+	g := h.admitted(user, item, ticket, 5*time.Second)
+	r := h.orderWith(user, item, g.AdmissionGrant)
+	if r.Code != http.StatusAccepted {
+		h.t.Fatalf("order of %d: %d %s", user, r.Code, r.Body)
+	}
+	var a accepted
+	if err := json.Unmarshal(r.Body, &a); err != nil {
+		h.t.Fatal(err)
+	}
+	return a.RequestID
+}
+
 // TestWaitlistOfferByTicket: once a queued item sold out, a unit released
 // by the reaper (its Redis restore, called here as the reaper calls it) is
 // offered to the next ticket in line whose buyer holds nothing: that ticket
@@ -67,16 +83,7 @@ func TestWaitlistOfferByTicket(t *testing.T) {
 	}
 	rids := map[int64]string{}
 	for _, u := range []int64{11, 12} {
-		g := h.admitted(u, item, tickets[u], 5*time.Second)
-		r := h.orderWith(u, item, g.AdmissionGrant)
-		if r.Code != http.StatusAccepted {
-			t.Fatalf("order of %d: %d %s", u, r.Code, r.Body)
-		}
-		var a accepted
-		if err := json.Unmarshal(r.Body, &a); err != nil {
-			t.Fatal(err)
-		}
-		rids[u] = a.RequestID
+		rids[u] = h.orderAdmitted(u, item, tickets[u])
 	}
 	h.stateWithin(13, item, tickets[13], api.TicketSoldOut, 2*time.Second)
 
@@ -243,16 +250,7 @@ func TestWaitlistFollowsTheShuffledOrder(t *testing.T) {
 	var rid string
 	for _, pos := range []int64{1, 2} {
 		u := byPos[pos]
-		g := h.admitted(u, item, tickets[u], 5*time.Second)
-		r := h.orderWith(u, item, g.AdmissionGrant)
-		if r.Code != http.StatusAccepted {
-			t.Fatalf("order of position %d: %d %s", pos, r.Code, r.Body)
-		}
-		var a accepted
-		if err := json.Unmarshal(r.Body, &a); err != nil {
-			t.Fatal(err)
-		}
-		rid = a.RequestID
+		rid = h.orderAdmitted(u, item, tickets[u])
 	}
 	h.stateWithin(byPos[3], item, tickets[byPos[3]], api.TicketSoldOut, 2*time.Second)
 	if res, err := stock.New(h.rdb).Restore(context.Background(), item, 0, rid, 1); err != nil || res != stock.RestoreWaitlisted {
