@@ -23,6 +23,21 @@ type queueTicket struct {
 	AdmissionGrant  string `json:"admission_grant"`
 }
 
+// putQueuedItem creates p's item through the admin API as a queued sale of
+// units, its queue open since a minute ago, admitting rate a second once
+// the sale starts in 4 s, and returns that start.
+func (p *pipeline) putQueuedItem(ctx context.Context, name string, units int, rate int) time.Time {
+	p.t.Helper()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	starts := now.Add(4 * time.Second)
+	body := map[string]any{"name": name, "price_cents": 1999, "stock": units, "per_user_limit": 1,
+		"starts_at": starts, "ends_at": now.Add(2 * time.Hour), "queue": true, "queue_opens_at": now.Add(-time.Minute), "queue_rate": rate}
+	if code, b := p.call(ctx, http.MethodPut, p.itemPath(""), p.admin, body, nil); code != http.StatusOK {
+		p.t.Fatalf("create queued item: %d %s", code, b)
+	}
+	return starts
+}
+
 // TestQueueGateReaperKilled: buyers take tickets of a queued item before
 // its start and order only with the grant their admitted ticket shows, at a
 // rate of 40 a second; bots order without grants all along. Mid-sale the
@@ -40,13 +55,7 @@ func TestQueueGateReaperKilled(t *testing.T) {
 	p.startProcesses()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	now := time.Now().UTC().Truncate(time.Millisecond)
-	starts := now.Add(4 * time.Second)
-	body := map[string]any{"name": "queued fault item", "price_cents": 1999, "stock": cfg.Units, "per_user_limit": 1,
-		"starts_at": starts, "ends_at": now.Add(2 * time.Hour), "queue": true, "queue_opens_at": now.Add(-time.Minute), "queue_rate": 40}
-	if code, b := p.call(ctx, http.MethodPut, p.itemPath(""), p.admin, body, nil); code != http.StatusOK {
-		t.Fatalf("create queued item: %d %s", code, b)
-	}
+	starts := p.putQueuedItem(ctx, "queued fault item", cfg.Units, 40)
 	qpath := fmt.Sprintf("/api/v1/items/%d/queue", p.itemID)
 
 	const humans, bots = 150, 20

@@ -190,13 +190,7 @@ func waitlistHandOff(t *testing.T, cfg settings, declines bool, name string, fau
 	// at its end, and one unit may be declined several times in a row.
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Second+5*cfg.ClaimWindow)
 	defer cancel()
-	now := time.Now().UTC().Truncate(time.Millisecond)
-	starts := now.Add(4 * time.Second)
-	body := map[string]any{"name": "waitlist fault item", "price_cents": 1999, "stock": cfg.Units, "per_user_limit": 1,
-		"starts_at": starts, "ends_at": now.Add(2 * time.Hour), "queue": true, "queue_opens_at": now.Add(-time.Minute), "queue_rate": 100}
-	if code, b := p.call(ctx, http.MethodPut, p.itemPath(""), p.admin, body, nil); code != http.StatusOK {
-		t.Fatalf("create queued item: %d %s", code, b)
-	}
+	starts := p.putQueuedItem(ctx, "waitlist fault item", cfg.Units, 100)
 
 	r := &wlRun{t: t, p: p, ctx: ctx, window: cfg.ClaimWindow,
 		w:    &workload{p: p, accepted: map[string]accepted{}, keyRIDs: map[string]map[string]bool{}, paid: map[string]bool{}, done: make(chan struct{})},
