@@ -233,18 +233,7 @@ func (e *env) waitDecided(n int64, timeout time.Duration) {
 // waitDrained waits until the group has committed every message.
 func (e *env) waitDrained(timeout time.Duration) {
 	e.t.Helper()
-	testenv.Eventually(e.t, timeout, 100*time.Millisecond, func() bool {
-		lag, err := orderlog.Lag(context.Background(), e.brokers, e.group, e.topic)
-		if err != nil {
-			return false
-		}
-		for _, l := range lag {
-			if l != 0 {
-				return false
-			}
-		}
-		return true
-	}, "group %s did not commit everything", e.group)
+	testenv.WaitDrained(e.t, timeout, e.brokers, e.group, e.topic, "the group did not commit everything")
 }
 
 // checkInvariants checks I1-I3 and I7 for the item at quiescence, in MySQL and
