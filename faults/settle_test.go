@@ -37,15 +37,7 @@ func terminal(s string) bool {
 
 // status polls one request as its owner; ok is false when there was no 200.
 func (p *pipeline) status(ctx context.Context, user int64, rid string) (view, bool) {
-	code, b := p.call(ctx, http.MethodGet, "/api/v1/orders/"+rid, p.bearer(user), nil, nil)
-	if code != http.StatusOK {
-		return view{}, false
-	}
-	var v view
-	if err := json.Unmarshal(b, &v); err != nil {
-		return view{}, false
-	}
-	return v, true
+	return decodeView(p.call(ctx, http.MethodGet, "/api/v1/orders/"+rid, p.bearer(user), nil, nil))
 }
 
 // lag is the test group's total lag on the test topic.
