@@ -236,6 +236,16 @@ func (e *env) waitDrained(timeout time.Duration) {
 	testenv.WaitDrained(e.t, timeout, e.brokers, e.group, e.topic, "the group did not commit everything")
 }
 
+// runUntilDrained runs a consumer with cfg (and metrics m, if not nil)
+// until the group has committed every message (within a minute), then
+// stops it.
+func (e *env) runUntilDrained(cfg orderwriter.Config, m *orderwriter.Metrics) {
+	e.t.Helper()
+	r := e.start(cfg, nil, m)
+	e.waitDrained(60 * time.Second)
+	r.stop(e.t)
+}
+
 // checkInvariants checks I1-I3 and I7 for the item at quiescence, in MySQL and
 // in Redis, and that the status cache holds every decided request.
 func (e *env) checkInvariants() {
