@@ -173,12 +173,21 @@ func (h *waitHarness) settle(user, item int64, rid string) time.Time {
 // poll's answer.
 func (h *waitHarness) settledPoll(user, item int64) timedStatus {
 	h.t.Helper()
+	rid, got := h.waitingPoll(user, item)
+	h.settle(user, item, rid)
+	return <-got
+}
+
+// waitingPoll makes a pending order of item for user and long-polls it (up
+// to 10 s) in the background; it returns the request id and where the
+// answer will come, once the poll waits on item's subscription.
+func (h *waitHarness) waitingPoll(user, item int64) (string, <-chan timedStatus) {
+	h.t.Helper()
 	rid := h.pendingOrder(user, item)
 	got := make(chan timedStatus, 1)
 	go func() { got <- h.poll(context.Background(), user, rid, "10s") }()
 	h.waitingOn(item, 1)
-	h.settle(user, item, rid)
-	return <-got
+	return rid, got
 }
 
 // followers counts the goroutines following an item's subscription.
@@ -197,10 +206,7 @@ func followers() int {
 func TestWaitReturnsOnCommit(t *testing.T) {
 	h := announcedReader(t)
 	item := testenv.ItemID()
-	rid := h.pendingOrder(7, item)
-	got := make(chan timedStatus, 1)
-	go func() { got <- h.poll(context.Background(), 7, rid, "10s") }()
-	h.waitingOn(item, 1)
+	rid, got := h.waitingPoll(7, item)
 	select {
 	case r := <-got:
 		t.Fatalf("answered %d %s before the commit", r.code, r.body)
@@ -335,10 +341,7 @@ func TestWaitShutdownAndHangup(t *testing.T) {
 func TestWaitSurvivesSubscriptionLoss(t *testing.T) {
 	h := announcedReader(t)
 	item := testenv.ItemID()
-	rid := h.pendingOrder(41, item)
-	got := make(chan timedStatus, 1)
-	go func() { got <- h.poll(context.Background(), 41, rid, "10s") }()
-	h.waitingOn(item, 1)
+	rid, got := h.waitingPoll(41, item)
 	if err := h.rdb.ClientKillByFilter(context.Background(), "TYPE", "pubsub").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -359,10 +362,7 @@ func TestWaitSurvivesSubscriptionLoss(t *testing.T) {
 func TestWaitAnswersALostAnnouncement(t *testing.T) {
 	h := waitReader(t, 100)
 	item := testenv.ItemID()
-	rid := h.pendingOrder(43, item)
-	got := make(chan timedStatus, 1)
-	go func() { got <- h.poll(context.Background(), 43, rid, "10s") }()
-	h.waitingOn(item, 1)
+	rid, got := h.waitingPoll(43, item)
 	// What status_put.lua stores, without its SPUBLISH.
 	exp := time.Now().Add(15 * time.Minute).UTC()
 	v := View{RequestID: rid, ItemID: item, Qty: 1, Status: Unpaid, OrderID: 1, ExpiresAt: &exp}
