@@ -29,8 +29,7 @@ func benchOrder(h *harness, body, token string) int {
 // Kafka publish with acks=all), many in parallel as in a sale.
 func BenchmarkAdmission(b *testing.B) {
 	h := newHarness(b, harnessOpts{partitions: 3})
-	item := testenv.ItemID()
-	h.putItem(item, 1_000_000_000, 1)
+	item := h.newItem(1_000_000_000, 1)
 	body := `{"item_id":` + strconv.FormatInt(item, 10) + `,"qty":1}`
 	var next atomic.Int64
 	b.SetParallelism(16) // handlers mostly wait on Kafka acks
@@ -78,8 +77,7 @@ func BenchmarkAdmissionQueued(b *testing.B) {
 
 func benchSoldOut(b *testing.B, ttl time.Duration) {
 	h := newHarness(b, harnessOpts{partitions: 1, ingress: func(in *config.Ingress) { in.SoldOutTTL = ttl }})
-	item := testenv.ItemID()
-	h.putItem(item, 0, 1)
+	item := h.newItem(0, 1)
 	body := `{"item_id":` + strconv.FormatInt(item, 10) + `,"qty":1}`
 	tok := h.token(42, "")
 	benchOrder(h, body, tok) // Redis says sold out once; the flag is set

@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
-
-	"github.com/flashsale-dev/flashsale/internal/testenv"
 )
 
 // benchPoll serves one GET /api/v1/orders/{rid} in-process and returns its
@@ -22,8 +20,7 @@ func benchPoll(h *harness, rid, token string) int {
 // sale (one Redis lookup, no MySQL), many in parallel.
 func BenchmarkPendingPoll(b *testing.B) {
 	h := newHarness(b, harnessOpts{partitions: 1})
-	item := testenv.ItemID()
-	h.putItem(item, 10, 1)
+	item := h.newItem(10, 1)
 	rid := h.pendingOrder(7, item)
 	tok := h.token(7, "")
 	b.SetParallelism(8)
