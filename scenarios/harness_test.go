@@ -49,6 +49,16 @@ var (
 	procs   []*exec.Cmd
 )
 
+// onEveryLayout runs scenario on the shared system once per entry of
+// bucketCounts, each a subtest named buckets=N.
+func onEveryLayout(t *testing.T, scenario func(t *testing.T, s *system, buckets int)) {
+	for _, buckets := range bucketCounts {
+		t.Run(fmt.Sprintf("buckets=%d", buckets), func(t *testing.T) {
+			scenario(t, shared(t), buckets)
+		})
+	}
+}
+
 // shared starts the deployment once for the package (a few seconds) and
 // returns it for t; TestMain stops it (stopAll) when every test has run.
 // The scenarios run one after another, never in parallel: "nobody else on
