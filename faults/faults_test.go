@@ -348,8 +348,8 @@ func TestReaperKilled(t *testing.T) {
 	w := p.start(b)
 	ctx := context.Background()
 	unconfirmed := func() int64 {
-		var n int64
-		if err := p.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM stock_restores WHERE item_id = ? AND redis_applied_at IS NULL", p.itemID).Scan(&n); err != nil {
+		n, err := p.unappliedRestores(ctx)
+		if err != nil {
 			return -1
 		}
 		return n

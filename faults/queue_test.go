@@ -23,6 +23,19 @@ type queueTicket struct {
 	AdmissionGrant  string `json:"admission_grant"`
 }
 
+// takeTicket takes a ticket of the queue at qpath as bearer, once: its id,
+// or "" when the answer was not a ticket (the caller retries).
+func (p *pipeline) takeTicket(ctx context.Context, qpath, bearer string) string {
+	code, b := p.call(ctx, http.MethodPost, qpath, bearer, nil, nil)
+	var v struct {
+		Ticket string `json:"ticket"`
+	}
+	if (code == http.StatusCreated || code == http.StatusOK) && json.Unmarshal(b, &v) == nil {
+		return v.Ticket
+	}
+	return ""
+}
+
 // putQueuedItem creates p's item through the admin API as a queued sale of
 // units, its queue open since a minute ago, admitting rate a second once
 // the sale starts in 4 s, and returns that start.
@@ -84,13 +97,7 @@ func TestQueueGateReaperKilled(t *testing.T) {
 			}
 			var ticket string
 			for ticket == "" && ctx.Err() == nil {
-				code, b := p.call(ctx, http.MethodPost, qpath, bearer, nil, nil)
-				var v struct {
-					Ticket string `json:"ticket"`
-				}
-				if (code == http.StatusCreated || code == http.StatusOK) && json.Unmarshal(b, &v) == nil {
-					ticket = v.Ticket
-				} else {
+				if ticket = p.takeTicket(ctx, qpath, bearer); ticket == "" {
 					again()
 				}
 			}

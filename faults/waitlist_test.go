@@ -231,8 +231,8 @@ func waitlistHandOff(t *testing.T, cfg settings, declines bool, name string, fau
 			quietDesc = err.Error()
 			return false
 		}
-		var unapplied int64
-		if err := p.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM stock_restores WHERE item_id = ? AND redis_applied_at IS NULL", p.itemID).Scan(&unapplied); err != nil {
+		unapplied, err := p.unappliedRestores(ctx)
+		if err != nil {
 			quietDesc = err.Error()
 			return false
 		}
@@ -475,13 +475,7 @@ func (r *wlRun) buyer(ctx context.Context, stop <-chan struct{}, b wlBuyer, foll
 		if ctx.Err() != nil {
 			return
 		}
-		code, body := p.call(ctx, http.MethodPost, qpath, bearer, nil, nil)
-		var v struct {
-			Ticket string `json:"ticket"`
-		}
-		if (code == http.StatusCreated || code == http.StatusOK) && json.Unmarshal(body, &v) == nil {
-			ticket = v.Ticket
-		} else {
+		if ticket = p.takeTicket(ctx, qpath, bearer); ticket == "" {
 			retryAfter(ctx, 100*time.Millisecond)
 		}
 	}
