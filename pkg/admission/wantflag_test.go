@@ -2,12 +2,9 @@ package admission
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
@@ -20,13 +17,8 @@ import (
 // one bucket per entry of stocks, three units a buyer.
 func bucketWaiter(t *testing.T, stocks ...int64) (*Service, redis.UniversalClient, *stepClock, int64) {
 	t.Helper()
-	r := testenv.StartPrivateRedis(t)
-	rdb := r.Client(5 * time.Second)
-	st := stock.New(rdb)
-	var pub countingPublisher
-	svc := New(Config{SoldOutTTL: time.Minute, PublishTimeout: 5 * time.Second, IdempotencyTTL: time.Minute,
-		StoreTimeout: 5 * time.Second, BucketWait: time.Minute, BucketPoll: 10 * time.Millisecond},
-		Deps{Stock: st, Publisher: &pub}, NewMetrics(prometheus.NewRegistry()), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	svc, rdb, st, _ := privateService(t, Config{SoldOutTTL: time.Minute, PublishTimeout: 5 * time.Second, IdempotencyTTL: time.Minute,
+		StoreTimeout: 5 * time.Second, BucketWait: time.Minute, BucketPoll: 10 * time.Millisecond})
 	clk := &stepClock{}
 	svc.now = clk.now
 	item := testenv.ItemID()
