@@ -15,14 +15,21 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 )
 
-// benchOrder serves one POST /api/v1/orders in-process and returns its code.
-func benchOrder(h *harness, body, token string) int {
-	req := httptest.NewRequest(http.MethodPost, "/api/v1/orders", strings.NewReader(body))
+// benchServe serves req as the holder of token, in-process, and returns
+// its code: what a benchmark's request costs without the harness's
+// copies of the answer.
+func benchServe(h *harness, req *http.Request, token string) int {
 	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json") // or 415, as any client
 	rec := httptest.NewRecorder()
 	h.srv.Echo().ServeHTTP(rec, req)
 	return rec.Code
+}
+
+// benchOrder serves one POST /api/v1/orders in-process and returns its code.
+func benchOrder(h *harness, body, token string) int {
+	req := httptest.NewRequest(http.MethodPost, "/api/v1/orders", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json") // or 415, as any client
+	return benchServe(h, req, token)
 }
 
 // BenchmarkAdmission: full accepted admissions (JWT, Redis Lua, synchronous

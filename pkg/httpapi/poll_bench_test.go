@@ -9,11 +9,7 @@ import (
 // benchPoll serves one GET /api/v1/orders/{rid} in-process and returns its
 // code.
 func benchPoll(h *harness, rid, token string) int {
-	req := httptest.NewRequest(http.MethodGet, "/api/v1/orders/"+rid, nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	rec := httptest.NewRecorder()
-	h.srv.Echo().ServeHTTP(rec, req)
-	return rec.Code
+	return benchServe(h, httptest.NewRequest(http.MethodGet, "/api/v1/orders/"+rid, nil), token)
 }
 
 // BenchmarkPendingPoll: status polls of a pending request, the hot poll of a
