@@ -4,6 +4,7 @@ import (
 	"net"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -288,34 +289,10 @@ func checkPDBs(t *testing.T, set *k8sSet) {
 // that makes one puts everything in it and enforces the restricted Pod
 // Security Standard that checkPod holds the pods to.
 func checkNamespace(t *testing.T, set *k8sSet) {
-	var metas []*metav1.ObjectMeta
-	for _, o := range set.Deployments {
-		metas = append(metas, &o.ObjectMeta)
-	}
-	for _, o := range set.Services {
-		metas = append(metas, &o.ObjectMeta)
-	}
-	for _, o := range set.ConfigMaps {
-		metas = append(metas, &o.ObjectMeta)
-	}
-	for _, o := range set.HPAs {
-		metas = append(metas, &o.ObjectMeta)
-	}
-	for _, o := range set.PDBs {
-		metas = append(metas, &o.ObjectMeta)
-	}
-	for _, o := range set.Jobs {
-		metas = append(metas, &o.ObjectMeta)
-	}
-	for _, o := range set.ScaledObjects {
-		metas = append(metas, &o.ObjectMeta)
-	}
-	for _, o := range set.PodMonitors {
-		metas = append(metas, &o.ObjectMeta)
-	}
-	for _, o := range set.PrometheusRules {
-		metas = append(metas, &o.ObjectMeta)
-	}
+	metas := slices.Concat(
+		objects(set.Deployments), objects(set.Services), objects(set.ConfigMaps),
+		objects(set.HPAs), objects(set.PDBs), objects(set.Jobs), objects(set.ScaledObjects),
+		objects(set.PodMonitors), objects(set.PrometheusRules))
 	want := ""
 	if len(set.Namespaces) > 1 {
 		t.Errorf("Namespaces %v, want at most one", keys(set.Namespaces))
@@ -327,10 +304,20 @@ func checkNamespace(t *testing.T, set *k8sSet) {
 		}
 	}
 	for _, m := range metas {
-		if m.Namespace != want {
-			t.Errorf("%s: namespace %q, want %q", m.Name, m.Namespace, want)
+		if m.GetNamespace() != want {
+			t.Errorf("%s: namespace %q, want %q", m.GetName(), m.GetNamespace(), want)
 		}
 	}
+}
+
+// objects lists the objects of one kind in a rendered set, each by its
+// metadata.
+func objects[T metav1.Object](m map[string]T) []metav1.Object {
+	out := make([]metav1.Object, 0, len(m))
+	for _, o := range m {
+		out = append(out, o)
+	}
+	return out
 }
 
 // TestReadmeShowsK8sDeploy: docs/operating.md's Kubernetes section deploys the

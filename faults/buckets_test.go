@@ -23,9 +23,7 @@ func TestBucketedConsumerKilled(t *testing.T) {
 	cfg.Buckets, cfg.Partitions = 8, 4
 	cfg.OrphanGrace = time.Minute // as TestConsumerKilled: consumers are away for a while
 	p := newPipeline(t, cfg)
-	p.startAll()
-	w := p.start(burst(pick(500, 1200), 50))
-	waitAccepted(t, w, 20)
+	w := p.startBurst(pick(500, 1200), 50)
 	kills := killConsumers(t, p, pick(2, 6))
 	p.settle(fmt.Sprintf("bucketed item (8 buckets): consumer SIGKILL x%d", kills), start, w)
 }

@@ -41,6 +41,16 @@ func waitAccepted(t *testing.T, w *workload, n int64) {
 		"fewer than %d requests accepted (answers so far: %v)", n, lazy(func() string { a, _, _, _ := w.snapshot(); return codes(a) }))
 }
 
+// startBurst starts every process of p, then a burst of buyers arriving at
+// rps a second, and returns once 20 of them have their 202.
+func (p *pipeline) startBurst(buyers int, rps float64) *workload {
+	p.t.Helper()
+	p.startAll()
+	w := p.start(burst(buyers, rps))
+	waitAccepted(p.t, w, 20)
+	return w
+}
+
 // waitLag waits (bounded) until messages are waiting for the consumers, so
 // a kill lands while a batch is in hand; it reports whether it saw any.
 func waitLag(p *pipeline, timeout time.Duration) bool {
@@ -80,9 +90,7 @@ func TestConsumerKilled(t *testing.T) {
 	// about would only meet decided requests. The other faults keep 10 s.
 	cfg.OrphanGrace = time.Minute
 	p := newPipeline(t, cfg)
-	p.startAll()
-	w := p.start(burst(pick(500, 1200), 50))
-	waitAccepted(t, w, 20)
+	w := p.startBurst(pick(500, 1200), 50)
 	kills := killConsumers(t, p, pick(3, 8))
 	for _, c := range p.consumers {
 		c.kill()
@@ -117,9 +125,7 @@ func TestIngressKilled(t *testing.T) {
 	start := time.Now()
 	s := newStack(t)
 	p := newPipeline(t, defaultSettings())
-	p.startAll()
-	w := p.start(burst(pick(400, 1000), 50))
-	waitAccepted(t, w, 20)
+	w := p.startBurst(pick(400, 1000), 50)
 	for range pick(1, 3) {
 		p.ingress.kill()
 		t.Logf("SIGKILL ingress under load")
@@ -158,9 +164,7 @@ func stoppedDuringBurst(t *testing.T, service string, back func(*testing.T, *pip
 	start := time.Now()
 	s := newStack(t)
 	p := newPipeline(t, defaultSettings())
-	p.startAll()
-	w := p.start(burst(pick(900, 1500), 30))
-	waitAccepted(t, w, 20)
+	w := p.startBurst(pick(900, 1500), 30)
 	s.stop(service)
 	hold(15 * time.Second)
 	s.start(service)
@@ -175,9 +179,7 @@ func TestKafkaPaused(t *testing.T) {
 	start := time.Now()
 	s := newStack(t)
 	p := newPipeline(t, defaultSettings())
-	p.startAll()
-	w := p.start(burst(pick(600, 1200), 40))
-	waitAccepted(t, w, 20)
+	w := p.startBurst(pick(600, 1200), 40)
 	for range pick(1, 2) {
 		s.pause("kafka")
 		hold(pick(8*time.Second, 15*time.Second))
@@ -346,8 +348,8 @@ func TestReaperKilled(t *testing.T) {
 	w := p.start(b)
 	ctx := context.Background()
 	unconfirmed := func() int64 {
-		var n int64
-		if err := p.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM stock_restores WHERE item_id = ? AND redis_applied_at IS NULL", p.itemID).Scan(&n); err != nil {
+		n, err := p.unappliedRestores(ctx)
+		if err != nil {
 			return -1
 		}
 		return n

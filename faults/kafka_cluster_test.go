@@ -17,18 +17,36 @@ import (
 // with the 3 s fencing, and 9 s fencing alone failed this bound too).
 const maxLeaderStall = 8 * time.Second
 
+// brokerSale starts a sale of 2,000 units in one bucket on the Kafka
+// cluster's pipeline, buyers buyers arriving at 30 a second, and returns
+// once 20 of them have their 202: when it started, the cluster, the
+// pipeline and the buyers.
+func brokerSale(t *testing.T, buyers int) (time.Time, *cluster, *pipeline, *workload) {
+	t.Helper()
+	start := time.Now()
+	c := newCluster(t)
+	p := newClusterPipeline(t, c, 2000, 1)
+	return start, c, p, p.startBurst(buyers, 30)
+}
+
+// settleDurable waits for ten more 202s after a broker fault, then for
+// every request to settle, and checks that each 202's message is in the
+// log.
+func (p *pipeline) settleDurable(fault string, start time.Time, w *workload) {
+	p.t.Helper()
+	waitAccepted(p.t, w, w.nAccept.Load()+10)
+	rep := p.settle(fault, start, w)
+	n := p.checkDurable(context.Background(), w)
+	p.t.Logf("202s %d, messages in the log %d", rep.accepted, n)
+}
+
 // TestClusterLeaderKilled: the broker leading the orders partition
 // SIGKILLed mid-sale and started again 20 s later. Publishes are refused
 // (fast 503s, reservations released) until a follower leads; then they go
 // on with 2 of 3 replicas (min.insync 2). Every 202's message is in the log
 // and every 202 reaches a terminal status.
 func TestClusterLeaderKilled(t *testing.T) {
-	start := time.Now()
-	c := newCluster(t)
-	p := newClusterPipeline(t, c, 2000, 1)
-	p.startAll()
-	w := p.start(burst(pick(1200, 1800), 30))
-	waitAccepted(t, w, 20)
+	start, c, p, w := brokerSale(t, pick(1200, 1800))
 	victim, before := c.leader(p.orders)
 	// The SIGKILL lands between the call and the return of stack.sh (it
 	// returns once the process is gone): the stall is measured from its
@@ -55,10 +73,7 @@ func TestClusterLeaderKilled(t *testing.T) {
 	if upper > maxLeaderStall {
 		t.Errorf("publishes refused for up to %v after the leader's SIGKILL, want at most %v (is broker.session.timeout.ms lowered in stack.sh?)", upper, maxLeaderStall)
 	}
-	waitAccepted(t, w, w.nAccept.Load()+10)
-	rep := p.settle("leader broker SIGKILL, restarted after 20s", start, w)
-	n := p.checkDurable(context.Background(), w)
-	t.Logf("202s %d, messages in the log %d", rep.accepted, n)
+	p.settleDurable("leader broker SIGKILL, restarted after 20s", start, w)
 }
 
 // TestClusterBrokerPaused: the broker leading the orders partition
@@ -67,12 +82,7 @@ func TestClusterLeaderKilled(t *testing.T) {
 // until the controller fences it and a follower leads. No 202 without its
 // message in the log; after the resume everything settles.
 func TestClusterBrokerPaused(t *testing.T) {
-	start := time.Now()
-	c := newCluster(t)
-	p := newClusterPipeline(t, c, 2000, 1)
-	p.startAll()
-	w := p.start(burst(pick(900, 1500), 30))
-	waitAccepted(t, w, 20)
+	start, c, p, w := brokerSale(t, pick(900, 1500))
 	victim, _ := c.leader(p.orders)
 	c.pause(victim)
 	paused := time.Now()
@@ -85,10 +95,7 @@ func TestClusterBrokerPaused(t *testing.T) {
 	if s.n503 == 0 {
 		t.Errorf("no 503 after pausing the leader %s: the fault did not reach the publishes (answers: %s)", victim, s.answers)
 	}
-	waitAccepted(t, w, w.nAccept.Load()+10)
-	rep := p.settle("leader broker paused 10s (ambiguous publish timeouts)", start, w)
-	n := p.checkDurable(context.Background(), w)
-	t.Logf("202s %d, messages in the log %d", rep.accepted, n)
+	p.settleDurable("leader broker paused 10s (ambiguous publish timeouts)", start, w)
 }
 
 // TestClusterBelowMinInsync: both followers of the orders partition stopped
@@ -98,12 +105,7 @@ func TestClusterBrokerPaused(t *testing.T) {
 // answered 202. Started again, the followers catch up and everything
 // settles.
 func TestClusterBelowMinInsync(t *testing.T) {
-	start := time.Now()
-	c := newCluster(t)
-	p := newClusterPipeline(t, c, 2000, 1)
-	p.startAll()
-	w := p.start(burst(pick(900, 1500), 30))
-	waitAccepted(t, w, 20)
+	start, c, p, w := brokerSale(t, pick(900, 1500))
 	leader, _ := c.leader(p.orders)
 	followers := others(leader)
 	for _, f := range followers {
@@ -143,8 +145,5 @@ func TestClusterBelowMinInsync(t *testing.T) {
 	if n503 == 0 {
 		t.Errorf("no 503 while the partition was below min.insync.replicas (answers: %s)", codes(during))
 	}
-	waitAccepted(t, w, w.nAccept.Load()+10)
-	rep := p.settle("both followers stopped 15s (ISR below min.insync.replicas)", start, w)
-	n := p.checkDurable(context.Background(), w)
-	t.Logf("202s %d, messages in the log %d", rep.accepted, n)
+	p.settleDurable("both followers stopped 15s (ISR below min.insync.replicas)", start, w)
 }

@@ -11,6 +11,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/flashsale-dev/flashsale/internal/testenv"
 )
 
 // binDir holds the ingress, consumer and reaper binaries every test runs.
@@ -48,19 +50,7 @@ func binaries() (string, func(), error) {
 	if dir := os.Getenv("FLASHSALE_FAULTS_BIN"); dir != "" {
 		return dir, func() {}, nil
 	}
-	dir, err := os.MkdirTemp("", "flashsale-faults-bin-")
-	if err != nil {
-		return "", nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", dir+string(os.PathSeparator), "./ingress", "./consumer", "./reaper")
-	cmd.Dir = repoRoot()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		os.RemoveAll(dir)
-		return "", nil, fmt.Errorf("build binaries: %w\n%s", err, out)
-	}
-	return dir, func() { os.RemoveAll(dir) }, nil
+	return testenv.BuildDeployables("flashsale-faults-bin-")
 }
 
 // restoreStack resumes and starts every server of the local stack; both are

@@ -38,19 +38,9 @@ func TestMetricsAgreeWithDatabase(t *testing.T) {
 	}
 	ctx := context.Background()
 	rows := map[string]float64{}
-	q, err := p.db.QueryContext(ctx, "SELECT outcome, COUNT(*) FROM request_outcomes WHERE item_id = ? GROUP BY outcome", p.itemID)
-	if err != nil {
-		t.Fatal(err)
+	for o, n := range p.outcomeCounts(ctx) {
+		rows[o] = float64(n)
 	}
-	for q.Next() {
-		var o string
-		var n float64
-		if err := q.Scan(&o, &n); err != nil {
-			t.Fatal(err)
-		}
-		rows[o] = n
-	}
-	q.Close()
 	var cancelled float64
 	if err := p.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM orders WHERE item_id = ? AND status = 'CANCELLED'", p.itemID).Scan(&cancelled); err != nil {
 		t.Fatal(err)

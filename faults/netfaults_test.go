@@ -45,11 +45,10 @@ func TestNetFaults(t *testing.T) {
 	}
 }
 
-// leaderSale is the set-up of the leader faults: a pipeline on the
-// testbed whose orders topic has one partition replicated on all three
-// brokers, buyers arriving at 30/s, and the node id leading the partition
-// (with its in-sync replicas) once 20 orders are in.
-func leaderSale(t *testing.T, b *testbed, buyers int) (*pipeline, *workload, int, []int) {
+// singlePartitionPipeline starts a pipeline on the testbed whose orders
+// topic has one partition (one consumer, 3000 units), and returns once the
+// partition is replicated on all three brokers.
+func singlePartitionPipeline(t *testing.T, b *testbed) *pipeline {
 	t.Helper()
 	cfg := defaultSettings()
 	cfg.Partitions, cfg.Consumers, cfg.Units = 1, 1, 3000
@@ -57,6 +56,16 @@ func leaderSale(t *testing.T, b *testbed, buyers int) (*pipeline, *workload, int
 	p := newNetPipeline(t, b, cfg)
 	p.startAll()
 	waitReplicated(t, b, p.orders)
+	return p
+}
+
+// leaderSale is the set-up of the leader faults: a pipeline on the
+// testbed whose orders topic has one partition replicated on all three
+// brokers, buyers arriving at 30/s, and the node id leading the partition
+// (with its in-sync replicas) once 20 orders are in.
+func leaderSale(t *testing.T, b *testbed, buyers int) (*pipeline, *workload, int, []int) {
+	t.Helper()
+	p := singlePartitionPipeline(t, b)
 	w := p.start(burst(buyers, 30))
 	waitAccepted(t, w, 20)
 	id, isr, err := b.leader(context.Background(), p.orders)
@@ -159,12 +168,7 @@ func waitReplicatedFor(t *testing.T, b *testbed, topic string) time.Duration {
 // starts once a 202 has come back.
 func slowLinks(t *testing.T, b *testbed, target string) {
 	start := time.Now()
-	cfg := defaultSettings()
-	cfg.Partitions, cfg.Consumers, cfg.Units = 1, 1, 3000
-	cfg.OrphanGrace = 30 * time.Second
-	p := newNetPipeline(t, b, cfg)
-	p.startAll()
-	waitReplicated(t, b, p.orders)
+	p := singlePartitionPipeline(t, b)
 	// The servers' links to the pipeline's hosts, not to each other (the
 	// brokers' replication keeps its pace) nor to the test.
 	clients := []*nemesis.Host{b.net.Host("ingress")}

@@ -3,10 +3,8 @@
 package faults
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -243,23 +241,9 @@ func (p *pipeline) itemPath(suffix string) string {
 
 // call sends one JSON request; code 0 means no answer (connection error).
 func (p *pipeline) call(ctx context.Context, method, path, bearer string, in any, header map[string]string) (int, []byte) {
-	var body io.Reader
-	if in != nil {
-		b, _ := json.Marshal(in)
-		body = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, p.base+path, body)
+	req, err := testenv.JSONRequest(ctx, method, p.base+path, bearer, in, header)
 	if err != nil {
 		return 0, []byte(err.Error())
-	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if bearer != "" {
-		req.Header.Set("Authorization", bearer)
-	}
-	for k, v := range header {
-		req.Header.Set(k, v)
 	}
 	resp, err := p.http.Do(req)
 	if err != nil {

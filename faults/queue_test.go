@@ -23,6 +23,42 @@ type queueTicket struct {
 	AdmissionGrant  string `json:"admission_grant"`
 }
 
+// takeTicket takes a ticket of the queue at qpath as bearer, once: its id,
+// or "" when the answer was not a ticket (the caller retries).
+func (p *pipeline) takeTicket(ctx context.Context, qpath, bearer string) string {
+	code, b := p.call(ctx, http.MethodPost, qpath, bearer, nil, nil)
+	var v struct {
+		Ticket string `json:"ticket"`
+	}
+	if (code == http.StatusCreated || code == http.StatusOK) && json.Unmarshal(b, &v) == nil {
+		return v.Ticket
+	}
+	return ""
+}
+
+// putQueuedItem creates p's item through the admin API as a queued sale of
+// units, its queue open since a minute ago, admitting rate a second once
+// the sale starts in 4 s, and returns that start.
+//
+// Its shuffle window is 2 s in rounds of 1 s, not the default one round of
+// 10 s: round 0 holds the tickets taken before the start with those of its
+// first slice, so the gate admits no one until it closes. With the default,
+// TestQueueGateReaperKilled's kills (at serving positions) came 8 s later
+// and each waitlist hand-off test's first released unit 14 s after the
+// start, not 5 s. Two rounds still close before the faults.
+func (p *pipeline) putQueuedItem(ctx context.Context, name string, units int, rate int) time.Time {
+	p.t.Helper()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	starts := now.Add(4 * time.Second)
+	body := map[string]any{"name": name, "price_cents": 1999, "stock": units, "per_user_limit": 1,
+		"starts_at": starts, "ends_at": now.Add(2 * time.Hour), "queue": true, "queue_opens_at": now.Add(-time.Minute), "queue_rate": rate,
+		"queue_shuffle_window_ms": 2000, "queue_round_ms": 1000}
+	if code, b := p.call(ctx, http.MethodPut, p.itemPath(""), p.admin, body, nil); code != http.StatusOK {
+		p.t.Fatalf("create queued item: %d %s", code, b)
+	}
+	return starts
+}
+
 // TestQueueGateReaperKilled: buyers take tickets of a queued item before
 // its start and order only with the grant their admitted ticket shows, at a
 // rate of 40 a second; bots order without grants all along. Mid-sale the
@@ -40,17 +76,7 @@ func TestQueueGateReaperKilled(t *testing.T) {
 	p.startProcesses()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	now := time.Now().UTC().Truncate(time.Millisecond)
-	starts := now.Add(4 * time.Second)
-	// A 2 s shuffle window in 1 s rounds, not the default one round of
-	// 10 s, which admits no one until it closes: the kills come at the
-	// gate's serving position, so they only came 8 s later.
-	body := map[string]any{"name": "queued fault item", "price_cents": 1999, "stock": cfg.Units, "per_user_limit": 1,
-		"starts_at": starts, "ends_at": now.Add(2 * time.Hour), "queue": true, "queue_opens_at": now.Add(-time.Minute), "queue_rate": 40,
-		"queue_shuffle_window_ms": 2000, "queue_round_ms": 1000}
-	if code, b := p.call(ctx, http.MethodPut, p.itemPath(""), p.admin, body, nil); code != http.StatusOK {
-		t.Fatalf("create queued item: %d %s", code, b)
-	}
+	starts := p.putQueuedItem(ctx, "queued fault item", cfg.Units, 40)
 	qpath := fmt.Sprintf("/api/v1/items/%d/queue", p.itemID)
 
 	const humans, bots = 150, 20
@@ -79,13 +105,7 @@ func TestQueueGateReaperKilled(t *testing.T) {
 			}
 			var ticket string
 			for ticket == "" && ctx.Err() == nil {
-				code, b := p.call(ctx, http.MethodPost, qpath, bearer, nil, nil)
-				var v struct {
-					Ticket string `json:"ticket"`
-				}
-				if (code == http.StatusCreated || code == http.StatusOK) && json.Unmarshal(b, &v) == nil {
-					ticket = v.Ticket
-				} else {
+				if ticket = p.takeTicket(ctx, qpath, bearer); ticket == "" {
 					again()
 				}
 			}

@@ -29,9 +29,7 @@ func TestMySQLReadOnly(t *testing.T) {
 	cfg.OrphanGrace = time.Minute
 	cfg.Units = 200
 	p := newPipeline(t, cfg)
-	p.startAll()
-	w := p.start(burst(pick(400, 1000), 30))
-	waitAccepted(t, w, 20)
+	w := p.startBurst(pick(400, 1000), 30)
 
 	ro := readOnly(t, 10*time.Second)
 	hold(10 * time.Second)

@@ -6,14 +6,12 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
-	"github.com/flashsale-dev/flashsale/pkg/reqid"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
@@ -141,26 +139,5 @@ func waitReplicaInSync(t *testing.T, cc *redis.ClusterClient, item int64) {
 //	go test -tags 'faults cluster' -run '^$' -bench ClusterAdmitWait -benchtime 3s ./faults/
 func BenchmarkClusterAdmitWait(b *testing.B) {
 	s := stock.New(testenv.RedisCluster(b))
-	for _, wait := range []int{0, 1} {
-		b.Run(fmt.Sprintf("replicas=%d", wait), func(b *testing.B) {
-			item := testenv.ItemID()
-			now := time.Now()
-			if err := s.Warm(context.Background(), stock.Snapshot{ItemID: item, Stock: int64(b.N) + 1000, StartsAt: now.Add(-time.Minute),
-				EndsAt: now.Add(time.Hour), PerUserLimit: 1}); err != nil {
-				b.Fatal(err)
-			}
-			var user atomic.Int64
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					r, err := s.Admit(context.Background(), stock.AdmitRequest{ItemID: item, UserID: user.Add(1), Qty: 1,
-						RequestID: reqid.New(item, time.Now()), WaitReplicas: wait, WaitTimeout: time.Second})
-					if err != nil || r.Code != stock.Admitted || r.Replicas < wait {
-						b.Errorf("%+v %v", r, err)
-						return
-					}
-				}
-			})
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "admissions/s")
-		})
-	}
+	testenv.BenchAdmitWait(b, s)
 }

@@ -35,17 +35,37 @@ func terminal(s string) bool {
 	return false
 }
 
+// outcomeCounts counts the item's arbiter outcomes in MySQL, by outcome.
+func (p *pipeline) outcomeCounts(ctx context.Context) map[string]int64 {
+	p.t.Helper()
+	rows, err := p.db.QueryContext(ctx, "SELECT outcome, COUNT(*) FROM request_outcomes WHERE item_id = ? GROUP BY outcome", p.itemID)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var o string
+		var n int64
+		if err := rows.Scan(&o, &n); err != nil {
+			p.t.Fatal(err)
+		}
+		out[o] = n
+	}
+	return out
+}
+
+// unappliedRestores counts the item's restores MySQL has and Redis has not
+// confirmed applying.
+func (p *pipeline) unappliedRestores(ctx context.Context) (int64, error) {
+	var n int64
+	err := p.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM stock_restores WHERE item_id = ? AND redis_applied_at IS NULL", p.itemID).Scan(&n)
+	return n, err
+}
+
 // status polls one request as its owner; ok is false when there was no 200.
 func (p *pipeline) status(ctx context.Context, user int64, rid string) (view, bool) {
-	code, b := p.call(ctx, http.MethodGet, "/api/v1/orders/"+rid, p.bearer(user), nil, nil)
-	if code != http.StatusOK {
-		return view{}, false
-	}
-	var v view
-	if err := json.Unmarshal(b, &v); err != nil {
-		return view{}, false
-	}
-	return v, true
+	return decodeView(p.call(ctx, http.MethodGet, "/api/v1/orders/"+rid, p.bearer(user), nil, nil))
 }
 
 // lag is the test group's total lag on the test topic.
@@ -173,8 +193,8 @@ func (p *pipeline) settle(fault string, start time.Time, ws ...*workload) report
 			last = err.Error()
 			return false
 		}
-		var unapplied int64
-		if err := p.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM stock_restores WHERE item_id = ? AND redis_applied_at IS NULL", p.itemID).Scan(&unapplied); err != nil {
+		unapplied, err := p.unappliedRestores(ctx)
+		if err != nil {
 			last = err.Error()
 			return false
 		}
@@ -206,21 +226,9 @@ func (p *pipeline) settle(fault string, start time.Time, ws ...*workload) report
 
 	// I4 again at quiescence: every 202 has an arbiter outcome and a final
 	// buyer-visible status, and a 200 on pay stays PAID (I6).
-	rows, err := p.db.QueryContext(ctx, "SELECT outcome, COUNT(*) FROM request_outcomes WHERE item_id = ? GROUP BY outcome", p.itemID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var o string
-		var n int64
-		if err := rows.Scan(&o, &n); err != nil {
-			t.Fatal(err)
-		}
-		rep.outcomes[o] = n
-	}
-	rows.Close()
+	rep.outcomes = p.outcomeCounts(ctx)
 	decided := map[string]bool{}
-	rows, err = p.db.QueryContext(ctx, "SELECT request_id FROM request_outcomes WHERE item_id = ?", p.itemID)
+	rows, err := p.db.QueryContext(ctx, "SELECT request_id FROM request_outcomes WHERE item_id = ?", p.itemID)
 	if err != nil {
 		t.Fatal(err)
 	}

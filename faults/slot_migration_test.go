@@ -68,17 +68,7 @@ func TestClusterSlotMigrationLongPolls(t *testing.T) {
 	}
 	slot := int(slot64)
 	home := testenv.ClusterNodeAt(t, testenv.PrimaryOf(t, cc, p.itemID))
-	var dst testenv.SlotNode
-	var others []testenv.SlotNode
-	for _, a := range testenv.Primaries(t, cc) {
-		switch {
-		case a == home.Addr:
-		case dst.Addr == "":
-			dst = testenv.ClusterNodeAt(t, a)
-		default:
-			others = append(others, testenv.ClusterNodeAt(t, a))
-		}
-	}
+	dst, others := testenv.MoveTargets(t, cc, home)
 	atHome := true
 	t.Cleanup(func() {
 		if !atHome {

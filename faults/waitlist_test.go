@@ -190,19 +190,7 @@ func waitlistHandOff(t *testing.T, cfg settings, declines bool, name string, fau
 	// at its end, and one unit may be declined several times in a row.
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Second+5*cfg.ClaimWindow)
 	defer cancel()
-	now := time.Now().UTC().Truncate(time.Millisecond)
-	starts := now.Add(4 * time.Second)
-	// A shuffle window of 2 s in rounds of 1 s, not the default one round
-	// of 10 s: round 0 holds the tickets taken before the start with those
-	// of its first slice, so the gate admits no one until it closes. With
-	// the default the item sold out 10 s after the start and the first unit
-	// reached the waitlist after 14 s, not 5 s, in each of the three
-	// hand-off tests. Two rounds still close before the hand-off.
-	body := map[string]any{"name": "waitlist fault item", "price_cents": 1999, "stock": cfg.Units, "per_user_limit": 1,
-		"starts_at": starts, "ends_at": now.Add(2 * time.Hour), "queue": true, "queue_opens_at": now.Add(-time.Minute), "queue_rate": 100, "queue_shuffle_window_ms": 2000, "queue_round_ms": 1000}
-	if code, b := p.call(ctx, http.MethodPut, p.itemPath(""), p.admin, body, nil); code != http.StatusOK {
-		t.Fatalf("create queued item: %d %s", code, b)
-	}
+	starts := p.putQueuedItem(ctx, "waitlist fault item", cfg.Units, 100)
 
 	r := &wlRun{t: t, p: p, ctx: ctx, window: cfg.ClaimWindow,
 		w:    &workload{p: p, accepted: map[string]accepted{}, keyRIDs: map[string]map[string]bool{}, paid: map[string]bool{}, done: make(chan struct{})},
@@ -243,8 +231,8 @@ func waitlistHandOff(t *testing.T, cfg settings, declines bool, name string, fau
 			quietDesc = err.Error()
 			return false
 		}
-		var unapplied int64
-		if err := p.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM stock_restores WHERE item_id = ? AND redis_applied_at IS NULL", p.itemID).Scan(&unapplied); err != nil {
+		unapplied, err := p.unappliedRestores(ctx)
+		if err != nil {
 			quietDesc = err.Error()
 			return false
 		}
@@ -487,13 +475,7 @@ func (r *wlRun) buyer(ctx context.Context, stop <-chan struct{}, b wlBuyer, foll
 		if ctx.Err() != nil {
 			return
 		}
-		code, body := p.call(ctx, http.MethodPost, qpath, bearer, nil, nil)
-		var v struct {
-			Ticket string `json:"ticket"`
-		}
-		if (code == http.StatusCreated || code == http.StatusOK) && json.Unmarshal(body, &v) == nil {
-			ticket = v.Ticket
-		} else {
+		if ticket = p.takeTicket(ctx, qpath, bearer); ticket == "" {
 			retryAfter(ctx, 100*time.Millisecond)
 		}
 	}

@@ -1,7 +1,7 @@
 package scenarios
 
 import (
-	"bytes"
+	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -48,6 +48,16 @@ var (
 	sysErr  string
 	procs   []*exec.Cmd
 )
+
+// onEveryLayout runs scenario on the shared system once per entry of
+// bucketCounts, each a subtest named buckets=N.
+func onEveryLayout(t *testing.T, scenario func(t *testing.T, s *system, buckets int)) {
+	for _, buckets := range bucketCounts {
+		t.Run(fmt.Sprintf("buckets=%d", buckets), func(t *testing.T) {
+			scenario(t, shared(t), buckets)
+		})
+	}
+}
 
 // shared starts the deployment once for the package (a few seconds) and
 // returns it for t; TestMain stops it (stopAll) when every test has run.
@@ -232,25 +242,11 @@ func (a answer) String() string {
 }
 
 func (s *system) call(method, path, bearer string, in any, header map[string]string) answer {
-	var body io.Reader
-	if in != nil {
-		b, _ := json.Marshal(in)
-		body = bytes.NewReader(b)
-	}
 	a := answer{Sent: time.Now()}
-	req, err := http.NewRequest(method, s.base+path, body)
+	req, err := testenv.JSONRequest(context.Background(), method, s.base+path, bearer, in, header)
 	if err != nil {
 		a.Body = []byte(err.Error())
 		return a
-	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if bearer != "" {
-		req.Header.Set("Authorization", bearer)
-	}
-	for k, v := range header {
-		req.Header.Set(k, v)
 	}
 	resp, err := s.http.Do(req)
 	a.Got = time.Now()

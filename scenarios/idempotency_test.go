@@ -1,7 +1,6 @@
 package scenarios
 
 import (
-	"fmt"
 	"net/http"
 	"sync"
 	"testing"
@@ -17,11 +16,7 @@ import (
 // that 202 again; the same key with another body never makes a second
 // order; a new key of a holder is 409 already_purchased naming the order.
 func TestIdempotency(t *testing.T) {
-	for _, buckets := range bucketCounts {
-		t.Run(fmt.Sprintf("buckets=%d", buckets), func(t *testing.T) {
-			idempotency(t, shared(t), buckets)
-		})
-	}
+	onEveryLayout(t, idempotency)
 }
 
 // copies sends n copies of one keyed order at once and returns the answers.

@@ -1,15 +1,14 @@
 package scenarios
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"testing"
-	"time"
+
+	"github.com/flashsale-dev/flashsale/internal/testenv"
 )
 
 // binDir holds the ingress, consumer and reaper binaries built once for the
@@ -31,20 +30,12 @@ func TestMain(m *testing.M) {
 		os.Exit(m.Run())
 	}
 	code := func() int {
-		dir, err := os.MkdirTemp("", "flashsale-scenarios-bin-")
+		dir, cleanup, err := testenv.BuildDeployables("flashsale-scenarios-bin-")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "scenarios:", err)
 			return 1
 		}
-		defer os.RemoveAll(dir)
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", dir+string(os.PathSeparator), "./ingress", "./consumer", "./reaper")
-		cmd.Dir = repoRoot()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "scenarios: build binaries: %v\n%s", err, out)
-			return 1
-		}
+		defer cleanup()
 		binDir = dir
 		code := m.Run()
 		stopAll(code != 0)

@@ -1,7 +1,6 @@
 package scenarios
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"sync"
@@ -20,11 +19,7 @@ import (
 // units buy them, again each at the first try, after which the item is
 // sold out. The audit is exact at every step.
 func TestPaymentWindow(t *testing.T) {
-	for _, buckets := range bucketCounts {
-		t.Run(fmt.Sprintf("buckets=%d", buckets), func(t *testing.T) {
-			paymentWindowScenario(t, shared(t), buckets)
-		})
-	}
+	onEveryLayout(t, paymentWindowScenario)
 }
 
 type order struct {

@@ -35,6 +35,23 @@ func ClusterNodeAt(t testing.TB, addr string) SlotNode {
 	return SlotNode{Addr: addr, ID: id, C: c}
 }
 
+// MoveTargets names where a slot on home can move: dst, the first other
+// primary of cc, and others, the rest (the primaries that a move must also
+// tell of the slot's new owner, MoveSlot and PutSlotBack).
+func MoveTargets(t testing.TB, cc *redis.ClusterClient, home SlotNode) (dst SlotNode, others []SlotNode) {
+	t.Helper()
+	for _, a := range Primaries(t, cc) {
+		switch {
+		case a == home.Addr:
+		case dst.Addr == "":
+			dst = ClusterNodeAt(t, a)
+		default:
+			others = append(others, ClusterNodeAt(t, a))
+		}
+	}
+	return dst, others
+}
+
 // SlotOwner returns the address of the primary that n's view of the cluster
 // gives slot to ("" if none).
 func SlotOwner(t testing.TB, n SlotNode, slot int) string {

@@ -3,13 +3,10 @@ package admission
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 	"pgregory.net/rapid"
@@ -28,12 +25,8 @@ import (
 // short bucket wait; the model is the stocks, and the units in flight.
 // rapid's 100 cases (and their shrinking, on a failure).
 func TestPropBucketPromise(t *testing.T) {
-	r := testenv.StartPrivateRedis(t)
-	rdb := r.Client(5 * time.Second)
-	st := stock.New(rdb)
-	var pub countingPublisher
-	svc := New(Config{SoldOutTTL: time.Minute, PublishTimeout: 5 * time.Second, IdempotencyTTL: time.Minute,
-		StoreTimeout: 5 * time.Second, BucketWait: 5 * time.Millisecond, BucketPoll: time.Millisecond}, Deps{Stock: st, DB: nil, Publisher: &pub}, NewMetrics(prometheus.NewRegistry()), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	svc, rdb, st, pub := privateService(t, Config{SoldOutTTL: time.Minute, PublishTimeout: 5 * time.Second, IdempotencyTTL: time.Minute,
+		StoreTimeout: 5 * time.Second, BucketWait: 5 * time.Millisecond, BucketPoll: time.Millisecond})
 	ctx := context.Background()
 	var user int64
 	checks := 0

@@ -2,13 +2,9 @@ package admission
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
@@ -23,12 +19,8 @@ import (
 // through the per-user limiter as new attempts: 5 x 202 and 15 x 429
 // rate_limited. All 20 must get the same 202.
 func TestKeyedRequestsShareABucketWait(t *testing.T) {
-	r := testenv.StartPrivateRedis(t)
-	rdb := r.Client(5 * time.Second)
-	st := stock.New(rdb)
-	var pub countingPublisher
-	svc := New(Config{UserRateLimit: 5, SoldOutTTL: time.Minute, PublishTimeout: 5 * time.Second, IdempotencyTTL: time.Minute,
-		StoreTimeout: 5 * time.Second, BucketWait: time.Minute, BucketPoll: 10 * time.Millisecond}, Deps{Stock: st, DB: nil, Publisher: &pub}, NewMetrics(prometheus.NewRegistry()), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	svc, rdb, st, pub := privateService(t, Config{UserRateLimit: 5, SoldOutTTL: time.Minute, PublishTimeout: 5 * time.Second, IdempotencyTTL: time.Minute,
+		StoreTimeout: 5 * time.Second, BucketWait: time.Minute, BucketPoll: 10 * time.Millisecond})
 	ctx := context.Background()
 	const n = 8
 	item, user := testenv.ItemID(), userHomedOn(3, n, 1)

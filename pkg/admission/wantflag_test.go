@@ -2,16 +2,33 @@ package admission
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
+
+// bucketWaiter is an admission service on a private Redis whose buyers
+// wait for their home bucket's stock (up to a minute, polled every 10 ms)
+// until the test steps the clock past the wait, with an item warmed with
+// one bucket per entry of stocks, three units a buyer.
+func bucketWaiter(t *testing.T, stocks ...int64) (*Service, redis.UniversalClient, *stepClock, int64) {
+	t.Helper()
+	svc, rdb, st, _ := privateService(t, Config{SoldOutTTL: time.Minute, PublishTimeout: 5 * time.Second, IdempotencyTTL: time.Minute,
+		StoreTimeout: 5 * time.Second, BucketWait: time.Minute, BucketPoll: 10 * time.Millisecond})
+	clk := &stepClock{}
+	svc.now = clk.now
+	item := testenv.ItemID()
+	now := time.Now()
+	if err := st.Warm(context.Background(), stock.Snapshot{ItemID: item, BucketStock: stocks, StartsAt: now.Add(-time.Minute),
+		EndsAt: now.Add(time.Hour), PerUserLimit: 3}); err != nil {
+		t.Fatal(err)
+	}
+	return svc, rdb, clk, item
+}
 
 // TestWaitingBuyerKeepsItsBucketWanted: a buyer waiting for their home
 // bucket's stock keeps its want flag up while they wait. transfer_in.lua
@@ -23,21 +40,8 @@ import (
 // round in 8 of TestBucketedPaymentWindowServesAtOnce, the last transfer
 // 0.6 s before the 503).
 func TestWaitingBuyerKeepsItsBucketWanted(t *testing.T) {
-	r := testenv.StartPrivateRedis(t)
-	rdb := r.Client(5 * time.Second)
-	st := stock.New(rdb)
-	var pub countingPublisher
-	svc := New(Config{SoldOutTTL: time.Minute, PublishTimeout: 5 * time.Second, IdempotencyTTL: time.Minute,
-		StoreTimeout: 5 * time.Second, BucketWait: time.Minute, BucketPoll: 10 * time.Millisecond}, Deps{Stock: st, DB: nil, Publisher: &pub}, NewMetrics(prometheus.NewRegistry()), slog.New(slog.NewTextHandler(io.Discard, nil)))
-	var clk stepClock // the wait lasts until the test steps past it
-	svc.now = clk.now
+	svc, rdb, clk, item := bucketWaiter(t, 0, 1)
 	ctx := context.Background()
-	item := testenv.ItemID()
-	now := time.Now()
-	if err := st.Warm(ctx, stock.Snapshot{ItemID: item, BucketStock: []int64{0, 1}, StartsAt: now.Add(-time.Minute),
-		EndsAt: now.Add(time.Hour), PerUserLimit: 3}); err != nil {
-		t.Fatal(err)
-	}
 	want := stock.BucketKeys(item, 0).Want
 	done := make(chan Result, 1)
 	go func() { done <- svc.Admit(ctx, Request{ItemID: item, UserID: userHomedOn(0, 2, 1), Qty: 1}) }()
@@ -48,7 +52,7 @@ func TestWaitingBuyerKeepsItsBucketWanted(t *testing.T) {
 	rdb.Del(ctx, want)
 	testenv.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool { return rdb.Exists(ctx, want).Val() == 1 },
 		"bucket 0's want flag stayed down while its buyer waited (%s): the rebalancer is never asked", waitState(done))
-	endWait(t, &clk, done)
+	endWait(t, clk, done)
 }
 
 // waitState says, when a failure is reported, whether the buyer still
@@ -87,22 +91,8 @@ func endWait(t *testing.T, clk *stepClock, done <-chan Result) {
 // the flag down to its own qty, so the flag names a buyer the item can
 // serve.
 func TestSmallWaiterNotHiddenByBigWant(t *testing.T) {
-	r := testenv.StartPrivateRedis(t)
-	rdb := r.Client(5 * time.Second)
-	st := stock.New(rdb)
-	var pub countingPublisher
-	svc := New(Config{SoldOutTTL: time.Minute, PublishTimeout: 5 * time.Second, IdempotencyTTL: time.Minute,
-		StoreTimeout: 5 * time.Second, BucketWait: time.Minute, BucketPoll: 10 * time.Millisecond},
-		Deps{Stock: st, Publisher: &pub}, NewMetrics(prometheus.NewRegistry()), slog.New(slog.NewTextHandler(io.Discard, nil)))
-	var clk stepClock // the wait lasts until the test steps past it
-	svc.now = clk.now
+	svc, rdb, clk, item := bucketWaiter(t, 1, 1, 0)
 	ctx := context.Background()
-	item := testenv.ItemID()
-	now := time.Now()
-	if err := st.Warm(ctx, stock.Snapshot{ItemID: item, BucketStock: []int64{1, 1, 0}, StartsAt: now.Add(-time.Minute),
-		EndsAt: now.Add(time.Hour), PerUserLimit: 3}); err != nil {
-		t.Fatal(err)
-	}
 	want := stock.BucketKeys(item, 2).Want
 	done := make(chan Result, 1)
 	small := userHomedOn(2, 3, 1)
@@ -116,5 +106,5 @@ func TestSmallWaiterNotHiddenByBigWant(t *testing.T) {
 	}
 	testenv.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool { return rdb.Get(ctx, want).Val() == "1" },
 		"bucket 2's want flag stayed up while a buyer of 1 waited there (%s): the policy is asked for 3 of an item holding 2", waitState(done))
-	endWait(t, &clk, done)
+	endWait(t, clk, done)
 }

@@ -2,17 +2,13 @@ package auditor_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
-	"github.com/flashsale-dev/flashsale/pkg/auditor"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
@@ -26,17 +22,9 @@ func TestAuditorReportsDrift(t *testing.T) {
 	st := stock.New(testenv.Redis(t))
 	ctx := context.Background()
 	id := testenv.ItemID()
-	now := time.Now().UTC()
-	if _, err := db.ExecContext(ctx, `INSERT INTO items (id, name, price_cents, total_stock, stock, per_user_limit, starts_at, ends_at)
-		VALUES (?, 'drift', 100, 10, 10, 1, ?, ?)`, id, now.Add(-time.Minute), now.Add(time.Hour)); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Warm(ctx, stock.Snapshot{ItemID: id, Stock: 10, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), PerUserLimit: 1}); err != nil {
-		t.Fatal(err)
-	}
+	createItem(t, db, st, id, 10)
 	reg := prometheus.NewPedanticRegistry()
-	a := &auditor.Auditor{DB: db, Stock: st, Interval: time.Second, Metrics: auditor.NewMetrics(reg),
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	a := newAuditor(db, st, reg)
 	item := strconv.FormatInt(id, 10)
 
 	if err := a.Pass(ctx); err != nil {

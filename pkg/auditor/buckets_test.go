@@ -132,20 +132,9 @@ func TestAuditorExportsBuckets(t *testing.T) {
 // transfer counter.
 func bucketSeries(t *testing.T, reg prometheus.Gatherer, id int64) int {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	item := strconv.FormatInt(id, 10)
-	n := 0
-	for _, mf := range mfs {
-		for _, m := range mf.GetMetric() {
-			if hasItem(m, item) && (hasLabelName(m, "bucket") || mf.GetName() == "flashsale_stock_transfers_done") {
-				n++
-			}
-		}
-	}
-	return n
+	return seriesWhere(t, reg, id, func(mf *dto.MetricFamily, m *dto.Metric) bool {
+		return hasLabelName(m, "bucket") || mf.GetName() == "flashsale_stock_transfers_done"
+	})
 }
 
 func hasLabelName(m *dto.Metric, name string) bool {

@@ -150,6 +150,13 @@ func createItem(t *testing.T, db *sql.DB, st *stock.Store, id, units int64) {
 // seriesOf counts the series in reg that carry item="id".
 func seriesOf(t *testing.T, reg prometheus.Gatherer, id int64) int {
 	t.Helper()
+	return seriesWhere(t, reg, id, nil)
+}
+
+// seriesWhere counts the series in reg that carry item="id" and, unless
+// match is nil, that match says to count.
+func seriesWhere(t *testing.T, reg prometheus.Gatherer, id int64, match func(*dto.MetricFamily, *dto.Metric) bool) int {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +165,7 @@ func seriesOf(t *testing.T, reg prometheus.Gatherer, id int64) int {
 	n := 0
 	for _, mf := range mfs {
 		for _, m := range mf.GetMetric() {
-			if hasItem(m, item) {
+			if hasItem(m, item) && (match == nil || match(mf, m)) {
 				n++
 			}
 		}

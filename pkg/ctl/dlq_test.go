@@ -2,7 +2,6 @@ package ctl
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/api"
-	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
 )
 
@@ -113,17 +111,7 @@ func TestReplayTwiceOrdersOnce(t *testing.T) {
 		t.Errorf("second replay: %s", out)
 	}
 	// Both replays consumed (the group's lag over the orders topic is 0).
-	testenv.Eventually(t, 30*time.Second, 200*time.Millisecond, func() bool {
-		lag, err := orderlog.Lag(context.Background(), g.brokers, g.group, g.topic)
-		if err != nil {
-			return false
-		}
-		var total int64
-		for _, n := range lag {
-			total += n
-		}
-		return total == 0
-	}, "the replays were not consumed")
+	testenv.WaitDrained(t, 30*time.Second, g.brokers, g.group, g.topic, "the replays were not consumed")
 	if n := g.count(t, "SELECT COUNT(*) FROM orders WHERE item_id = ?", id); n != 1 {
 		t.Errorf("%d order rows, want 1", n)
 	}

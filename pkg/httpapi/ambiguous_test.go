@@ -23,8 +23,7 @@ import (
 // for it: it gets 503 outcome_unknown naming the request, which it can poll.
 func TestReplayOfUnpublishedRequestIsNot202(t *testing.T) {
 	h := newHarness(t, harnessOpts{partitions: 1})
-	item := testenv.ItemID()
-	h.putItem(item, 5, 1)
+	item := h.newItem(5, 1)
 	// What the dead ingress did: reserve, and nothing else.
 	rid := reqid.New(item, time.Now())
 	if r, err := h.st.Admit(context.Background(), stock.AdmitRequest{ItemID: item, UserID: 7, Qty: 1, RequestID: rid,
@@ -58,8 +57,7 @@ func TestLostRedisReplyNeverMisleadsOrLocksOut(t *testing.T) {
 		DialTimeout: storeTimeout, ReadTimeout: storeTimeout, WriteTimeout: storeTimeout, PoolSize: 8, MaxRetries: 1})
 	t.Cleanup(func() { rdb.Close() })
 	h := newHarness(t, harnessOpts{partitions: 1, rdb: rdb, storeTimeout: storeTimeout})
-	item := testenv.ItemID()
-	h.putItem(item, 5, 1)
+	item := h.newItem(5, 1)
 	shared := stock.New(testenv.Redis(t)) // a healthy view of the same Redis
 	// One order first, so the fault hits a connection in use: a new one's
 	// handshake reply would be lost before the script is ever written
@@ -116,8 +114,7 @@ func TestPublishAndArbiterDownIsOutcomeUnknown(t *testing.T) {
 	kfd, mfd := testenv.NewFaultDialer(), testenv.NewFaultDialer()
 	h := newHarness(t, harnessOpts{partitions: 1, transport: &kafka.Transport{Dial: kfd.DialContext}, mysqlFaults: mfd,
 		storeTimeout: 500 * time.Millisecond, ingress: func(in *config.Ingress) { in.PublishTimeout = 500 * time.Millisecond }})
-	item := testenv.ItemID()
-	h.putItem(item, 5, 1)
+	item := h.newItem(5, 1)
 	kfd.Cut()
 	mfd.Cut()
 	r := h.order(7, item, 1, "")
@@ -140,8 +137,7 @@ func TestPublishAndArbiterDownIsOutcomeUnknown(t *testing.T) {
 // Redis, and from MySQL when Redis does not have the item.
 func TestHeldOrderLookup(t *testing.T) {
 	h := newHarness(t, harnessOpts{partitions: 1})
-	item := testenv.ItemID()
-	h.putItem(item, 5, 1)
+	item := h.newItem(5, 1)
 	first := h.order(7, item, 1, "")
 	if first.Code != http.StatusAccepted {
 		t.Fatalf("order: %d %s", first.Code, first.Body)

@@ -19,8 +19,7 @@ import (
 // stock alone.
 func TestBadInputs(t *testing.T) {
 	h := newHarness(t, harnessOpts{partitions: 1})
-	item := testenv.ItemID()
-	h.putItem(item, 50, 2)
+	item := h.newItem(50, 2)
 	user := h.as(3)
 	sign := func(c jwt.MapClaims, key []byte) map[string]string {
 		// Well-formed but for the one flaw each case names.
@@ -117,8 +116,7 @@ func TestBadInputs(t *testing.T) {
 // non-admins get 403 on admin routes, and an admin reads the audit.
 func TestAuthorization(t *testing.T) {
 	h := newHarness(t, harnessOpts{partitions: 1})
-	item := testenv.ItemID()
-	h.putItem(item, 5, 1)
+	item := h.newItem(5, 1)
 	r := h.order(10, item, 1, "")
 	if r.Code != http.StatusAccepted {
 		t.Fatalf("order: %d %s", r.Code, r.Body)
@@ -187,8 +185,7 @@ func insertOrder(t *testing.T, h *harness, item, user int64, status string, expi
 // anyone but the owner.
 func TestPay(t *testing.T) {
 	h := newHarness(t, harnessOpts{partitions: 1})
-	item := testenv.ItemID()
-	h.putItem(item, 10, 1)
+	item := h.newItem(10, 1)
 	good := insertOrder(t, h, item, 20, "UNPAID", time.Hour)
 	expired := insertOrder(t, h, item, 21, "UNPAID", -time.Second)
 	cancelled := insertOrder(t, h, item, 22, "CANCELLED", time.Hour)

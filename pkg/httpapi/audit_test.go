@@ -18,8 +18,7 @@ import (
 func TestAudit(t *testing.T) {
 	h := newHarness(t, harnessOpts{partitions: 1})
 	ctx := context.Background()
-	item := testenv.ItemID()
-	h.putItem(item, 2, 1)
+	item := h.newItem(2, 1)
 	insertOrder(t, h, item, 40, "UNPAID", time.Hour)
 	stockKey := fmt.Sprintf("fs:{item:%d}:stock", item)
 	if err := h.rdb.DecrBy(ctx, stockKey, 1).Err(); err != nil { // as if admitted and settled

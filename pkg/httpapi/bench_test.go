@@ -15,22 +15,28 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 )
 
-// benchOrder serves one POST /api/v1/orders in-process and returns its code.
-func benchOrder(h *harness, body, token string) int {
-	req := httptest.NewRequest(http.MethodPost, "/api/v1/orders", strings.NewReader(body))
+// benchServe serves req as the holder of token, in-process, and returns
+// its code: what a benchmark's request costs without the harness's
+// copies of the answer.
+func benchServe(h *harness, req *http.Request, token string) int {
 	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json") // or 415, as any client
 	rec := httptest.NewRecorder()
 	h.srv.Echo().ServeHTTP(rec, req)
 	return rec.Code
+}
+
+// benchOrder serves one POST /api/v1/orders in-process and returns its code.
+func benchOrder(h *harness, body, token string) int {
+	req := httptest.NewRequest(http.MethodPost, "/api/v1/orders", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json") // or 415, as any client
+	return benchServe(h, req, token)
 }
 
 // BenchmarkAdmission: full accepted admissions (JWT, Redis Lua, synchronous
 // Kafka publish with acks=all), many in parallel as in a sale.
 func BenchmarkAdmission(b *testing.B) {
 	h := newHarness(b, harnessOpts{partitions: 3})
-	item := testenv.ItemID()
-	h.putItem(item, 1_000_000_000, 1)
+	item := h.newItem(1_000_000_000, 1)
 	body := `{"item_id":` + strconv.FormatInt(item, 10) + `,"qty":1}`
 	var next atomic.Int64
 	b.SetParallelism(16) // handlers mostly wait on Kafka acks
@@ -78,8 +84,7 @@ func BenchmarkAdmissionQueued(b *testing.B) {
 
 func benchSoldOut(b *testing.B, ttl time.Duration) {
 	h := newHarness(b, harnessOpts{partitions: 1, ingress: func(in *config.Ingress) { in.SoldOutTTL = ttl }})
-	item := testenv.ItemID()
-	h.putItem(item, 0, 1)
+	item := h.newItem(0, 1)
 	body := `{"item_id":` + strconv.FormatInt(item, 10) + `,"qty":1}`
 	tok := h.token(42, "")
 	benchOrder(h, body, tok) // Redis says sold out once; the flag is set

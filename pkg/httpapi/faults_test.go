@@ -147,8 +147,7 @@ func TestRedisDown(t *testing.T) {
 	const storeTimeout = 300 * time.Millisecond
 	h := newHarness(t, harnessOpts{partitions: 1, rdb: pr.Client(storeTimeout), storeTimeout: storeTimeout,
 		ingress: func(in *config.Ingress) { in.IPRateLimit = 1000 }})
-	item := testenv.ItemID()
-	h.putItem(item, 10, 1)
+	item := h.newItem(10, 1)
 	if r := h.order(1, item, 1, ""); r.Code != http.StatusAccepted {
 		t.Fatalf("healthy order: %d %s", r.Code, r.Body)
 	}
@@ -304,8 +303,7 @@ func TestStockChangeRedisStalled(t *testing.T) {
 	const storeTimeout = 300 * time.Millisecond
 	h := newHarness(t, harnessOpts{partitions: 1, rdb: pr.Client(time.Minute), storeTimeout: storeTimeout,
 		ingress: func(in *config.Ingress) { in.IPRateLimit = 1000 }})
-	item := testenv.ItemID()
-	h.putItem(item, 10, 1)
+	item := h.newItem(10, 1)
 	path := fmt.Sprintf("/api/v1/admin/items/%d/stock", item)
 	const body = `{"delta":5,"operation_id":"stall-restock-1"}`
 

@@ -180,6 +180,15 @@ func (h *harness) admin() map[string]string {
 // putItem creates an item on sale now through the admin API.
 func (h *harness) putItem(id, stockQty int64, limit int) { h.putBucketedItem(id, stockQty, limit, 1) }
 
+// newItem puts a new item (a new id) of stockQty units on sale now, limit
+// a buyer, and returns its id.
+func (h *harness) newItem(stockQty int64, limit int) int64 {
+	h.t.Helper()
+	id := testenv.ItemID()
+	h.putItem(id, stockQty, limit)
+	return id
+}
+
 // putBucketedItem creates an item of buckets stock buckets on sale now.
 func (h *harness) putBucketedItem(id, stockQty int64, limit, buckets int) {
 	h.t.Helper()

@@ -54,8 +54,7 @@ func TestIdempotencyKeyBoundToItsRequest(t *testing.T) {
 // the stock taken is that request's qty.
 func TestIdempotencyKeyReusedConcurrently(t *testing.T) {
 	h := newHarness(t, harnessOpts{partitions: 1})
-	item := testenv.ItemID()
-	h.putItem(item, 10, 3)
+	item := h.newItem(10, 3)
 	const user, copies = 4343, 24
 	type answer struct {
 		qty  int

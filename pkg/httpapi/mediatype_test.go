@@ -7,8 +7,6 @@ import (
 	"net/http/httptest"
 	"testing"
 	"time"
-
-	"github.com/flashsale-dev/flashsale/internal/testenv"
 )
 
 // TestBodyMustBeDeclaredJSON: a valid JSON body sent as text/plain, as a
@@ -17,8 +15,7 @@ import (
 // accepted.
 func TestBodyMustBeDeclaredJSON(t *testing.T) {
 	h := newHarness(t, harnessOpts{partitions: 1})
-	item := testenv.ItemID()
-	h.putItem(item, 50, 1)
+	item := h.newItem(50, 1)
 	send := func(method, path, body, ctype string, hdr map[string]string) resp {
 		req := httptest.NewRequest(method, path, bytes.NewBufferString(body))
 		if ctype != "" {

@@ -182,8 +182,7 @@ func grabOne(t *testing.T, buckets int) {
 // TestIdempotentReplayAfterAnswer: a later replay returns the first answer.
 func TestIdempotentReplayAfterAnswer(t *testing.T) {
 	h := newHarness(t, harnessOpts{partitions: 1})
-	item := testenv.ItemID()
-	h.putItem(item, 10, 1)
+	item := h.newItem(10, 1)
 	first := h.order(7, item, 1, "abc")
 	again := h.order(7, item, 1, "abc")
 	if first.Code != 202 || again.Code != 202 || first.json(t)["request_id"] != again.json(t)["request_id"] {
@@ -209,8 +208,7 @@ func TestIdempotentReplayAfterAnswer(t *testing.T) {
 // clear are answered from memory, a holder's requests still go to Redis.
 func TestSoldOutFlagKeepsReplays(t *testing.T) {
 	h := newHarness(t, harnessOpts{partitions: 1, ingress: func(in *config.Ingress) { in.SoldOutTTL = 5 * time.Second }})
-	item := testenv.ItemID()
-	h.putItem(item, 1, 1)
+	item := h.newItem(1, 1)
 	first := h.order(7, item, 1, "k7")
 	if first.Code != http.StatusAccepted {
 		t.Fatalf("first: %d %s", first.Code, first.Body)
@@ -266,8 +264,7 @@ func TestSoldOutFlagKeepsReplays(t *testing.T) {
 // Retry-After; the in-process limiter sheds with 503 without reserving.
 func TestUserRateLimitAndShedding(t *testing.T) {
 	h := newHarness(t, harnessOpts{partitions: 1, ingress: func(in *config.Ingress) { in.UserRateLimit = 2 }})
-	item := testenv.ItemID()
-	h.putItem(item, 10, 1)
+	item := h.newItem(10, 1)
 	var limited resp
 	for range 4 {
 		if r := h.order(5, item, 1, ""); r.Code == http.StatusTooManyRequests {

@@ -44,8 +44,7 @@ func TestPaidNeverGoesBackToUnpaid(t *testing.T) {
 	const storeTimeout = 500 * time.Millisecond
 	fd := testenv.NewFaultDialer()
 	h := newHarness(t, harnessOpts{partitions: 1, rdb: faultyRedis(t, fd, storeTimeout), storeTimeout: storeTimeout})
-	item := testenv.ItemID()
-	h.putItem(item, 10, 1)
+	item := h.newItem(10, 1)
 	t.Cleanup(func() { testHookAfterPayCommit = nil })
 
 	// pollUnpaid reads the order once, which caches UNPAID (5 s).
@@ -118,8 +117,7 @@ func TestPaidNeverGoesBackToUnpaid(t *testing.T) {
 func TestPayKeepsPollsOnRedis(t *testing.T) {
 	base := newHarness(t, harnessOpts{partitions: 1})
 	h, reads := base.countingServer(t, "FROM request_outcomes")
-	item := testenv.ItemID()
-	h.putItem(item, 10, 1)
+	item := h.newItem(10, 1)
 
 	pending := h.pendingOrder(50, item)
 	if r := h.do("POST", "/api/v1/orders/"+pending+"/pay", "", h.as(50)); r.Code != http.StatusConflict || r.json(t)["error"] != "not_payable" {

@@ -4,26 +4,19 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
-
-	"github.com/flashsale-dev/flashsale/internal/testenv"
 )
 
 // benchPoll serves one GET /api/v1/orders/{rid} in-process and returns its
 // code.
 func benchPoll(h *harness, rid, token string) int {
-	req := httptest.NewRequest(http.MethodGet, "/api/v1/orders/"+rid, nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	rec := httptest.NewRecorder()
-	h.srv.Echo().ServeHTTP(rec, req)
-	return rec.Code
+	return benchServe(h, httptest.NewRequest(http.MethodGet, "/api/v1/orders/"+rid, nil), token)
 }
 
 // BenchmarkPendingPoll: status polls of a pending request, the hot poll of a
 // sale (one Redis lookup, no MySQL), many in parallel.
 func BenchmarkPendingPoll(b *testing.B) {
 	h := newHarness(b, harnessOpts{partitions: 1})
-	item := testenv.ItemID()
-	h.putItem(item, 10, 1)
+	item := h.newItem(10, 1)
 	rid := h.pendingOrder(7, item)
 	tok := h.token(7, "")
 	b.SetParallelism(8)

@@ -51,6 +51,19 @@ func (h *harness) orderWith(user, item int64, g string) resp {
 	return h.do(http.MethodPost, "/api/v1/orders", fmt.Sprintf(`{"item_id":%d,"qty":1,"admission_grant":%q}`, item, g), h.as(user))
 }
 
+// orderOnce orders one unit of item as user with grant (what names it in
+// failures): accepted (202) the first time, 409 already_purchased the
+// second.
+func (h *harness) orderOnce(user, item int64, grant, what string) {
+	h.t.Helper()
+	if r := h.orderWith(user, item, grant); r.Code != http.StatusAccepted {
+		h.t.Fatalf("%s: %d %s, want 202", what, r.Code, r.Body)
+	}
+	if r := h.orderWith(user, item, grant); r.Code != http.StatusConflict {
+		h.t.Errorf("%s again: %d %s, want 409 already_purchased", what, r.Code, r.Body)
+	}
+}
+
 // admitted long-polls user's ticket until it is admitted and returns it
 // (every 20 ms at most: a harness without long polls answers at once).
 func (h *harness) admitted(user, item int64, ticket string, within time.Duration) api.TicketStatus {
@@ -117,12 +130,7 @@ func TestQueuedItemRequiresAGrant(t *testing.T) {
 		t.Fatalf("refused orders reserved: redis stock %d, want 10", left)
 	}
 	fresh := h.admitted(11, item, tk.Ticket, 5*time.Second)
-	if r := h.orderWith(11, item, fresh.AdmissionGrant); r.Code != http.StatusAccepted {
-		t.Fatalf("own fresh grant: %d %s, want 202", r.Code, r.Body)
-	}
-	if r := h.orderWith(11, item, fresh.AdmissionGrant); r.Code != http.StatusConflict {
-		t.Errorf("own grant again: %d %s, want 409 already_purchased", r.Code, r.Body)
-	}
+	h.orderOnce(11, item, fresh.AdmissionGrant, "own fresh grant")
 	if left := h.redisStock(item); left != 9 {
 		t.Errorf("redis stock %d, want 9", left)
 	}
@@ -180,16 +188,8 @@ func TestGateAdmitsAtTheRate(t *testing.T) {
 	// The last ticket's long poll wakes when the gate reaches it: it
 	// answers admitted before its deadline.
 	const wait = 30 * time.Second
-	type polled struct {
-		v  api.TicketStatus
-		at time.Time
-	}
-	done := make(chan polled, 1)
 	sent := time.Now()
-	go func() {
-		_, v := h.ticketStatusOf(lastUser, item, last.Ticket, "30s")
-		done <- polled{v, time.Now()}
-	}()
+	done := h.longPollTicket(lastUser, item, last.Ticket, wait)
 	// Meanwhile the gate goes through the serving positions, at the rate.
 	seen := map[int64]bool{*last.ServingPosition: true}
 	testenv.Eventually(t, 20*time.Second, 10*time.Millisecond, func() bool {

@@ -43,6 +43,39 @@ func (h *harness) offerWaiters(item int64, n int) {
 	}, "%d polls waiting on item %d's offers", n, item)
 }
 
+// polledTicket is a ticket's long poll answer and when it came.
+type polledTicket struct {
+	v  api.TicketStatus
+	at time.Time
+}
+
+// longPollTicket sends user's long poll of ticket, waiting up to wait, in
+// the background, and returns where its answer will come.
+func (h *harness) longPollTicket(user, item int64, ticket string, wait time.Duration) <-chan polledTicket {
+	done := make(chan polledTicket, 1)
+	go func() {
+		_, v := h.ticketStatusOf(user, item, ticket, wait.String())
+		done <- polledTicket{v, time.Now()}
+	}()
+	return done
+}
+
+// orderAdmitted waits for user's ticket to be admitted, orders one unit
+// with its grant, requires a 202 and returns the order's request id.
+func (h *harness) orderAdmitted(user, item int64, ticket string) string {
+	h.t.Helper()
+	g := h.admitted(user, item, ticket, 5*time.Second)
+	r := h.orderWith(user, item, g.AdmissionGrant)
+	if r.Code != http.StatusAccepted {
+		h.t.Fatalf("order of %d: %d %s", user, r.Code, r.Body)
+	}
+	var a accepted
+	if err := json.Unmarshal(r.Body, &a); err != nil {
+		h.t.Fatal(err)
+	}
+	return a.RequestID
+}
+
 // TestWaitlistOfferByTicket: once a queued item sold out, a unit released
 // by the reaper (its Redis restore, called here as the reaper calls it) is
 // offered to the next ticket in line whose buyer holds nothing: that ticket
@@ -67,31 +100,14 @@ func TestWaitlistOfferByTicket(t *testing.T) {
 	}
 	rids := map[int64]string{}
 	for _, u := range []int64{11, 12} {
-		g := h.admitted(u, item, tickets[u], 5*time.Second)
-		r := h.orderWith(u, item, g.AdmissionGrant)
-		if r.Code != http.StatusAccepted {
-			t.Fatalf("order of %d: %d %s", u, r.Code, r.Body)
-		}
-		var a accepted
-		if err := json.Unmarshal(r.Body, &a); err != nil {
-			t.Fatal(err)
-		}
-		rids[u] = a.RequestID
+		rids[u] = h.orderAdmitted(u, item, tickets[u])
 	}
 	h.stateWithin(13, item, tickets[13], api.TicketSoldOut, 2*time.Second)
 
 	// 13 long-polls its sold-out ticket: the offer answers it.
-	type polled struct {
-		v  api.TicketStatus
-		at time.Time
-	}
-	longPoll := make(chan polled, 1)
 	const wait = 10 * time.Second
 	sent := time.Now()
-	go func() {
-		_, v := h.ticketStatusOf(13, item, tickets[13], "10s")
-		longPoll <- polled{v, time.Now()}
-	}()
+	longPoll := h.longPollTicket(13, item, tickets[13], wait)
 	h.offerWaiters(item, 1)
 	st := stock.New(h.rdb)
 	released := time.Now()
@@ -128,12 +144,7 @@ func TestWaitlistOfferByTicket(t *testing.T) {
 	if r := h.do(http.MethodPost, "/api/v1/orders", two, h.as(13)); r.Code != http.StatusBadRequest || !strings.Contains(string(r.Body), "offer is one unit") {
 		t.Errorf("claim of 2 units: %d %s, want 400 invalid_qty (an offer is one unit)", r.Code, r.Body)
 	}
-	if r := h.orderWith(13, item, offer.AdmissionGrant); r.Code != http.StatusAccepted {
-		t.Fatalf("claim: %d %s, want 202", r.Code, r.Body)
-	}
-	if r := h.orderWith(13, item, offer.AdmissionGrant); r.Code != http.StatusConflict {
-		t.Errorf("second claim: %d %s, want 409 already_purchased", r.Code, r.Body)
-	}
+	h.orderOnce(13, item, offer.AdmissionGrant, "claim")
 	if left := h.redisStock(item); left != 0 {
 		t.Fatalf("redis stock %d after the claim, want 0: the claim took the offer's unit", left)
 	}
@@ -185,17 +196,9 @@ func TestSoldOutTicketToldOfARestock(t *testing.T) {
 		t.Fatalf("order: %d %s", r.Code, r.Body)
 	}
 	h.stateWithin(22, item, second.Ticket, api.TicketSoldOut, 2*time.Second)
-	type polled struct {
-		v  api.TicketStatus
-		at time.Time
-	}
-	done := make(chan polled, 1)
 	const wait = 8 * time.Second
 	sent := time.Now()
-	go func() {
-		_, v := h.ticketStatusOf(22, item, second.Ticket, "8s")
-		done <- polled{v, time.Now()}
-	}()
+	done := h.longPollTicket(22, item, second.Ticket, wait)
 	h.offerWaiters(item, 1)
 	restocked := time.Now()
 	if r := h.changeStock(item, 1, "restock-"+testenv.Suffix()); r.Code != http.StatusOK {
@@ -243,16 +246,7 @@ func TestWaitlistFollowsTheShuffledOrder(t *testing.T) {
 	var rid string
 	for _, pos := range []int64{1, 2} {
 		u := byPos[pos]
-		g := h.admitted(u, item, tickets[u], 5*time.Second)
-		r := h.orderWith(u, item, g.AdmissionGrant)
-		if r.Code != http.StatusAccepted {
-			t.Fatalf("order of position %d: %d %s", pos, r.Code, r.Body)
-		}
-		var a accepted
-		if err := json.Unmarshal(r.Body, &a); err != nil {
-			t.Fatal(err)
-		}
-		rid = a.RequestID
+		rid = h.orderAdmitted(u, item, tickets[u])
 	}
 	h.stateWithin(byPos[3], item, tickets[byPos[3]], api.TicketSoldOut, 2*time.Second)
 	if res, err := stock.New(h.rdb).Restore(context.Background(), item, 0, rid, 1); err != nil || res != stock.RestoreWaitlisted {

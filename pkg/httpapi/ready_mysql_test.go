@@ -18,8 +18,7 @@ import (
 func TestMySQLOutageDegradesButKeepsTheIngressReady(t *testing.T) {
 	mfd := testenv.NewFaultDialer()
 	h := newHarness(t, harnessOpts{partitions: 1, mysqlFaults: mfd, storeTimeout: 500 * time.Millisecond})
-	item := testenv.ItemID()
-	h.putItem(item, 5, 1)
+	item := h.newItem(5, 1)
 	if r := h.order(1, item, 1, ""); r.Code != http.StatusAccepted { // warms the item cache
 		t.Fatalf("order before the outage: %d %s", r.Code, r.Body)
 	}

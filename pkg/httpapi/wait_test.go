@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/config"
 	"github.com/flashsale-dev/flashsale/pkg/orderstatus"
 )
@@ -65,8 +64,7 @@ func (h *harness) poll(ctx context.Context, user int64, rid, wait string) timedS
 // end of its wait, not before, and not held to the 30 s cap.
 func TestWaitDeadline(t *testing.T) {
 	h := waitHarness(t, 100)
-	item := testenv.ItemID()
-	h.putItem(item, 10, 1)
+	item := h.newItem(10, 1)
 	rid := h.pendingOrder(8, item)
 	const wait = 800 * time.Millisecond
 	start := time.Now()
@@ -89,8 +87,7 @@ func TestWaitDeadline(t *testing.T) {
 // user's request is a 404 at once, and an invalid wait a 400.
 func TestWaitOtherUsersRequest(t *testing.T) {
 	h := waitHarness(t, 100)
-	item := testenv.ItemID()
-	h.putItem(item, 10, 1)
+	item := h.newItem(10, 1)
 	rid := h.pendingOrder(21, item)
 	start := time.Now()
 	r := h.poll(context.Background(), 22, rid, "5s")

@@ -76,17 +76,7 @@ func groupRoundTrip(t *testing.T, brokers []string, topic, group string, n, keys
 		defer mu.Unlock()
 		return len(seen) == n
 	}, "consumers saw fewer than %d distinct messages", n)
-	testenv.Eventually(t, 30*time.Second, 200*time.Millisecond, func() bool {
-		lag, err := orderlog.Lag(ctx, brokers, group, topic)
-		if err != nil {
-			return false
-		}
-		var total int64
-		for _, l := range lag {
-			total += l
-		}
-		return total == 0
-	}, "group still has lag after committing every message")
+	testenv.WaitDrained(t, 30*time.Second, brokers, group, topic, "group still has lag after committing every message")
 	stop()
 	wg.Wait()
 	if len(seen) != n {

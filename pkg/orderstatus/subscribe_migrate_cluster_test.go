@@ -26,18 +26,7 @@ func TestClusterStatusSubscriptionFollowsSlotMigration(t *testing.T) {
 	s := orderstatus.NewStore(stock.New(cc))
 	item, slot := testenv.ItemInEmptySlot(t, cc)
 	home := testenv.ClusterNodeAt(t, testenv.PrimaryOf(t, cc, item))
-	var dst testenv.SlotNode
-	var others []testenv.SlotNode
-	for _, p := range testenv.Primaries(t, cc) {
-		if p == home.Addr {
-			continue
-		}
-		if dst.Addr == "" {
-			dst = testenv.ClusterNodeAt(t, p)
-		} else {
-			others = append(others, testenv.ClusterNodeAt(t, p))
-		}
-	}
+	dst, others := testenv.MoveTargets(t, cc, home)
 	t.Cleanup(func() { testenv.PutSlotBack(t, slot, home, dst, others) })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -168,6 +168,28 @@ func (h *waitHarness) settle(user, item int64, rid string) time.Time {
 	return at
 }
 
+// settledPoll makes a pending order of item for user, long-polls it and,
+// once the poll waits on item's subscription, settles it: it returns the
+// poll's answer.
+func (h *waitHarness) settledPoll(user, item int64) timedStatus {
+	h.t.Helper()
+	rid, got := h.waitingPoll(user, item)
+	h.settle(user, item, rid)
+	return <-got
+}
+
+// waitingPoll makes a pending order of item for user and long-polls it (up
+// to 10 s) in the background; it returns the request id and where the
+// answer will come, once the poll waits on item's subscription.
+func (h *waitHarness) waitingPoll(user, item int64) (string, <-chan timedStatus) {
+	h.t.Helper()
+	rid := h.pendingOrder(user, item)
+	got := make(chan timedStatus, 1)
+	go func() { got <- h.poll(context.Background(), user, rid, "10s") }()
+	h.waitingOn(item, 1)
+	return rid, got
+}
+
 // followers counts the goroutines following an item's subscription.
 func followers() int {
 	buf := make([]byte, 1<<20)
@@ -184,10 +206,7 @@ func followers() int {
 func TestWaitReturnsOnCommit(t *testing.T) {
 	h := announcedReader(t)
 	item := testenv.ItemID()
-	rid := h.pendingOrder(7, item)
-	got := make(chan timedStatus, 1)
-	go func() { got <- h.poll(context.Background(), 7, rid, "10s") }()
-	h.waitingOn(item, 1)
+	rid, got := h.waitingPoll(7, item)
 	select {
 	case r := <-got:
 		t.Fatalf("answered %d %s before the commit", r.code, r.body)
@@ -322,10 +341,7 @@ func TestWaitShutdownAndHangup(t *testing.T) {
 func TestWaitSurvivesSubscriptionLoss(t *testing.T) {
 	h := announcedReader(t)
 	item := testenv.ItemID()
-	rid := h.pendingOrder(41, item)
-	got := make(chan timedStatus, 1)
-	go func() { got <- h.poll(context.Background(), 41, rid, "10s") }()
-	h.waitingOn(item, 1)
+	rid, got := h.waitingPoll(41, item)
 	if err := h.rdb.ClientKillByFilter(context.Background(), "TYPE", "pubsub").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -346,10 +362,7 @@ func TestWaitSurvivesSubscriptionLoss(t *testing.T) {
 func TestWaitAnswersALostAnnouncement(t *testing.T) {
 	h := waitReader(t, 100)
 	item := testenv.ItemID()
-	rid := h.pendingOrder(43, item)
-	got := make(chan timedStatus, 1)
-	go func() { got <- h.poll(context.Background(), 43, rid, "10s") }()
-	h.waitingOn(item, 1)
+	rid, got := h.waitingPoll(43, item)
 	// What status_put.lua stores, without its SPUBLISH.
 	exp := time.Now().Add(15 * time.Minute).UTC()
 	v := View{RequestID: rid, ItemID: item, Qty: 1, Status: Unpaid, OrderID: 1, ExpiresAt: &exp}
@@ -380,23 +393,14 @@ func TestWarmWaitReadsOnce(t *testing.T) {
 	h := announcedReader(t)
 	h.r.waits.linger = time.Minute
 	item := testenv.ItemID()
-	warm := h.pendingOrder(51, item)
-	got := make(chan timedStatus, 1)
-	go func() { got <- h.poll(context.Background(), 51, warm, "10s") }()
-	h.waitingOn(item, 1)
-	h.settle(51, item, warm)
-	if r := <-got; r.status != Unpaid {
+	if r := h.settledPoll(51, item); r.status != Unpaid {
 		t.Fatalf("warm-up poll: %d %s, want UNPAID", r.code, r.body)
 	}
 
 	var reads atomic.Int64
 	testHookRead = func() { reads.Add(1) }
 	t.Cleanup(func() { testHookRead = nil })
-	rid := h.pendingOrder(52, item)
-	go func() { got <- h.poll(context.Background(), 52, rid, "10s") }()
-	h.waitingOn(item, 1)
-	h.settle(52, item, rid)
-	r := <-got
+	r := h.settledPoll(52, item)
 	if r.code != 200 || r.status != Unpaid {
 		t.Fatalf("got %d %s, want 200 UNPAID (the announcement's)", r.code, r.body)
 	}
@@ -412,12 +416,7 @@ func TestSubscriptionLingersThenGoes(t *testing.T) {
 	h := announcedReader(t)
 	h.r.waits.linger = 300 * time.Millisecond
 	item := testenv.ItemID()
-	rid := h.pendingOrder(61, item)
-	got := make(chan timedStatus, 1)
-	go func() { got <- h.poll(context.Background(), 61, rid, "10s") }()
-	h.waitingOn(item, 1)
-	h.settle(61, item, rid)
-	if r := <-got; r.status != Unpaid {
+	if r := h.settledPoll(61, item); r.status != Unpaid {
 		t.Fatalf("got %d %s, want UNPAID", r.code, r.body)
 	}
 	if n, items := h.r.waits.waiting(); n != 0 || items != 1 {
@@ -451,12 +450,7 @@ func TestShutdownEndsLingeringSubscriptions(t *testing.T) {
 	h := announcedReader(t)
 	h.r.waits.linger = time.Hour
 	item := testenv.ItemID()
-	rid := h.pendingOrder(81, item)
-	got := make(chan timedStatus, 1)
-	go func() { got <- h.poll(context.Background(), 81, rid, "10s") }()
-	h.waitingOn(item, 1)
-	h.settle(81, item, rid)
-	if r := <-got; r.status != Unpaid {
+	if r := h.settledPoll(81, item); r.status != Unpaid {
 		t.Fatalf("got %d %s, want UNPAID", r.code, r.body)
 	}
 	if _, items := h.r.waits.waiting(); items != 1 {

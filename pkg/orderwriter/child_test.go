@@ -2,7 +2,6 @@ package orderwriter_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -32,19 +31,11 @@ type childSpec struct {
 }
 
 func TestMain(m *testing.M) {
-	if spec := os.Getenv(childEnv); spec != "" {
-		os.Exit(runChild(spec))
-	}
-	os.Exit(m.Run())
+	testenv.ChildMain(m, childEnv, runChild)
 }
 
 // runChild runs one consumer until it is killed (or SIGTERMed).
-func runChild(spec string) int {
-	var s childSpec
-	if err := json.Unmarshal([]byte(spec), &s); err != nil {
-		fmt.Fprintln(os.Stderr, "child:", err)
-		return 2
-	}
+func runChild(s childSpec) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	common := config.Common{MySQLDSN: s.DSN}
@@ -81,12 +72,7 @@ type child struct {
 // startChild starts a consumer process with cfg against e's database.
 func (e *env) startChild(cfg orderwriter.Config) *child {
 	e.t.Helper()
-	spec, err := json.Marshal(childSpec{DSN: e.dsn, Cfg: cfg})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+string(spec))
+	cmd := testenv.ChildCommand(e.t, childEnv, childSpec{DSN: e.dsn, Cfg: cfg})
 	out := &testenv.LogBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {

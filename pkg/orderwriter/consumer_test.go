@@ -40,9 +40,7 @@ func TestDuplicatesAndReordering(t *testing.T) {
 	m := orderwriter.NewMetrics(prometheus.NewRegistry())
 	cfg := e.config()
 	cfg.BatchSize = 16
-	r := e.start(cfg, nil, m)
-	e.waitDrained(60 * time.Second)
-	r.stop(t)
+	e.runUntilDrained(cfg, m)
 
 	if n := e.count("SELECT COUNT(*) FROM orders"); n != 60 {
 		t.Errorf("orders = %d, want 60", n)
@@ -86,9 +84,7 @@ func TestAbortedRequestIsDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.produce(encode(t, msgs), true)
-	r := e.start(e.config(), nil, nil)
-	e.waitDrained(60 * time.Second)
-	r.stop(t)
+	e.runUntilDrained(e.config(), nil)
 
 	if n := e.count("SELECT COUNT(*) FROM orders WHERE request_id = ?", ab.RequestID); n != 0 {
 		t.Errorf("aborted request got %d orders", n)
@@ -165,9 +161,7 @@ func TestPoisonGoesToDLQ(t *testing.T) {
 	}
 	e.produce([][]byte{gb[0], poison[0], gb[1], poison[1], gb[2], gb[3]}, true)
 	m := orderwriter.NewMetrics(prometheus.NewRegistry())
-	r := e.start(e.config(), nil, m)
-	e.waitDrained(60 * time.Second)
-	r.stop(t)
+	e.runUntilDrained(e.config(), m)
 
 	if n := e.count("SELECT COUNT(*) FROM orders"); n != 4 {
 		t.Errorf("orders = %d, want 4", n)

@@ -233,18 +233,17 @@ func (e *env) waitDecided(n int64, timeout time.Duration) {
 // waitDrained waits until the group has committed every message.
 func (e *env) waitDrained(timeout time.Duration) {
 	e.t.Helper()
-	testenv.Eventually(e.t, timeout, 100*time.Millisecond, func() bool {
-		lag, err := orderlog.Lag(context.Background(), e.brokers, e.group, e.topic)
-		if err != nil {
-			return false
-		}
-		for _, l := range lag {
-			if l != 0 {
-				return false
-			}
-		}
-		return true
-	}, "group %s did not commit everything", e.group)
+	testenv.WaitDrained(e.t, timeout, e.brokers, e.group, e.topic, "the group did not commit everything")
+}
+
+// runUntilDrained runs a consumer with cfg (and metrics m, if not nil)
+// until the group has committed every message (within a minute), then
+// stops it.
+func (e *env) runUntilDrained(cfg orderwriter.Config, m *orderwriter.Metrics) {
+	e.t.Helper()
+	r := e.start(cfg, nil, m)
+	e.waitDrained(60 * time.Second)
+	r.stop(e.t)
 }
 
 // checkInvariants checks I1-I3 and I7 for the item at quiescence, in MySQL and

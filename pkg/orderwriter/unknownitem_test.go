@@ -41,9 +41,7 @@ func TestUnknownItemIsRejected(t *testing.T) {
 	e.produce([][]byte{gb[0], ghostMsg, gb[1], gb[2]}, true)
 
 	m := orderwriter.NewMetrics(prometheus.NewRegistry())
-	r := e.start(e.config(), nil, m)
-	e.waitDrained(60 * time.Second)
-	r.stop(t)
+	e.runUntilDrained(e.config(), m)
 
 	if n := e.count("SELECT COUNT(*) FROM orders"); n != 3 {
 		t.Errorf("orders = %d, want 3", n)

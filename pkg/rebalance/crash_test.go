@@ -3,7 +3,6 @@ package rebalance
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -44,21 +43,13 @@ type poolSpec struct {
 }
 
 func TestMain(m *testing.M) {
-	if spec := os.Getenv(childEnv); spec != "" {
-		os.Exit(runChild(spec))
-	}
-	os.Exit(m.Run())
+	testenv.ChildMain(m, childEnv, runChild)
 }
 
 // runChild runs one rebalance pass (or the spec's MovePool) with
 // crashAfter set to SIGKILL this process after the spec's step. Reaching the end is a failure (exit 3):
 // the pass was expected to make a move.
-func runChild(spec string) int {
-	var s childSpec
-	if err := json.Unmarshal([]byte(spec), &s); err != nil {
-		fmt.Fprintln(os.Stderr, "child:", err)
-		return 2
-	}
+func runChild(s childSpec) int {
 	crashAfter = func(step string) {
 		if step == s.KillAfter {
 			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
@@ -100,12 +91,7 @@ func (e *env) runMover(killAfter string) {
 func (e *env) runMoverSpec(c childSpec) {
 	e.t.Helper()
 	c.DSN, c.RedisAddr = e.dsn, testenv.Common(e.t).RedisAddr
-	spec, err := json.Marshal(c)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+string(spec))
+	cmd := testenv.ChildCommand(e.t, childEnv, c)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	done := make(chan error, 1)
@@ -113,6 +99,7 @@ func (e *env) runMoverSpec(c childSpec) {
 		e.t.Fatal(err)
 	}
 	go func() { done <- cmd.Wait() }()
+	var err error
 	select {
 	case err = <-done:
 	case <-time.After(60 * time.Second):

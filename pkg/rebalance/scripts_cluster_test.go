@@ -21,11 +21,7 @@ import (
 // and drives a transfer whose buckets live on two primaries (each call's
 // EVALSHA answered NOSCRIPT and EVAL ran it in that bucket's slot).
 func TestClusterScriptsAfterFlush(t *testing.T) {
-	e := newEnv(t)
-	cc, ok := e.rdb.(*redis.ClusterClient)
-	if !ok {
-		t.Fatalf("FLASHSALE_REDIS_ADDR is not a Redis Cluster (run with stack.sh env --cluster)")
-	}
+	e, cc := newClusterEnv(t)
 	ctx := context.Background()
 
 	shas := testenv.ScriptSHAs(t, "lua/*.lua")

@@ -31,6 +31,14 @@ func sqlItem(t *testing.T, db *sql.DB, total int64, n int, start, end time.Time)
 	return id
 }
 
+// openSQLItem creates an item of total units in n buckets in MySQL only,
+// its sale open (from a minute ago for an hour).
+func openSQLItem(t *testing.T, db *sql.DB, total int64, n int) int64 {
+	t.Helper()
+	now := time.Now()
+	return sqlItem(t, db, total, n, now.Add(-time.Minute), now.Add(time.Hour))
+}
+
 func rowsOf(t *testing.T, db *sql.DB, id int64) []store.StockRow {
 	t.Helper()
 	rows, err := store.BucketRows(context.Background(), db, id, false)
@@ -44,8 +52,7 @@ func TestTransferLifecycle(t *testing.T) {
 	t.Parallel()
 	db, _ := testenv.MySQL(t)
 	ctx := context.Background()
-	now := time.Now()
-	item := sqlItem(t, db, 40, 4, now.Add(-time.Minute), now.Add(time.Hour))
+	item := openSQLItem(t, db, 40, 4)
 
 	if _, err := PlanTransfer(ctx, db, item, 3, 0, 1, 5); !errors.Is(err, ErrBucketsChanged) {
 		t.Fatalf("plan for 3 buckets of a 4-bucket item: err = %v; want ErrBucketsChanged", err)
@@ -127,8 +134,7 @@ func TestMoveTransferDonorShort(t *testing.T) {
 	t.Parallel()
 	db, _ := testenv.MySQL(t)
 	ctx := context.Background()
-	now := time.Now()
-	item := sqlItem(t, db, 8, 2, now.Add(-time.Minute), now.Add(time.Hour))
+	item := openSQLItem(t, db, 8, 2)
 	if _, err := db.ExecContext(ctx, "INSERT INTO stock_restores (order_id, item_id, qty, bucket) VALUES (?, ?, 1, 3)", item, item); err != nil {
 		t.Fatal(err) // bucket 3 MOD 2 is bucket 1
 	}
@@ -185,8 +191,7 @@ func TestPlanTransferWaitsForItemLock(t *testing.T) {
 	t.Parallel()
 	db, _ := testenv.MySQL(t)
 	ctx := context.Background()
-	now := time.Now()
-	item := sqlItem(t, db, 8, 2, now.Add(-time.Minute), now.Add(time.Hour))
+	item := openSQLItem(t, db, 8, 2)
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -221,10 +226,10 @@ func TestOpenTransfersAndItems(t *testing.T) {
 	db, _ := testenv.MySQL(t)
 	ctx := context.Background()
 	now := time.Now()
-	open := sqlItem(t, db, 8, 2, now.Add(-time.Minute), now.Add(time.Hour))
+	open := openSQLItem(t, db, 8, 2)
 	later := sqlItem(t, db, 8, 4, now.Add(time.Hour), now.Add(2*time.Hour))
 	over := sqlItem(t, db, 8, 2, now.Add(-2*time.Hour), now.Add(-time.Hour))
-	single := sqlItem(t, db, 8, 1, now.Add(-time.Minute), now.Add(time.Hour))
+	single := openSQLItem(t, db, 8, 1)
 	_ = single
 
 	got, err := queryItems(ctx, db, now, time.Minute)

@@ -24,11 +24,7 @@ import (
 // each balances; the unit offered in bucket 0 is claimed there once; the
 // audit of both stores holds, bucket by bucket.
 func TestClusterWaitlistAcrossPrimaries(t *testing.T) {
-	e := newEnv(t)
-	cc, ok := e.rdb.(*redis.ClusterClient)
-	if !ok {
-		t.Fatalf("FLASHSALE_REDIS_ADDR is not a Redis Cluster (run with stack.sh env --cluster)")
-	}
+	e, cc := newClusterEnv(t)
 	ctx := context.Background()
 	item := e.queuedItemOnTwoPrimaries(t, cc)
 	e.release(item, 2, 1, 10, 1) // bucket 1 sold out, one unit in its pool

@@ -72,6 +72,17 @@ func (h *harness) run(ctx context.Context, grace time.Duration, setup Setup) <-c
 
 // addr waits for the "listening" line of component ("" for a server of
 // Serve, "ops" for the ops listener).
+// goWorker starts a worker in p that closes up once running, then runs
+// until the shutdown and records "worker returned".
+func (h *harness) goWorker(p *Process, up chan<- struct{}) {
+	p.Go(func(ctx context.Context) error {
+		close(up)
+		<-ctx.Done()
+		h.record("worker returned")
+		return nil
+	})
+}
+
 func (h *harness) addr(component string) string {
 	for {
 		if a, ok := h.seen[component]; ok {
@@ -130,12 +141,7 @@ func TestShutdownOrder(t *testing.T) {
 		srv.RegisterOnShutdown(func() { h.record("api shutting down"); close(shuttingDown) })
 		p.Serve(srv, "127.0.0.1:0", shutdownTimeout)
 		p.Defer(func() error { h.record("undo writer"); return nil })
-		p.Go(func(ctx context.Context) error {
-			close(workerUp)
-			<-ctx.Done()
-			h.record("worker returned")
-			return nil
-		})
+		h.goWorker(p, workerUp)
 		return nil
 	})
 	addr := h.addr("")
@@ -173,12 +179,7 @@ func TestSignalStopsRunWithinTheBound(t *testing.T) {
 	h := newHarness(t)
 	workerUp := make(chan struct{})
 	done := h.run(context.Background(), 5*time.Second, func(ctx context.Context, p *Process) error {
-		p.Go(func(ctx context.Context) error {
-			close(workerUp)
-			<-ctx.Done()
-			h.record("worker returned")
-			return nil
-		})
+		h.goWorker(p, workerUp)
 		return nil
 	})
 	<-workerUp // Run's signal handler is registered by now

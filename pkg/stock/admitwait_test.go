@@ -2,9 +2,7 @@ package stock_test
 
 import (
 	"context"
-	"fmt"
 	"net"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -83,25 +81,5 @@ func BenchmarkAdmitWait(b *testing.B) {
 	rc := redis.NewClient(&redis.Options{Addr: replica.Addr})
 	b.Cleanup(func() { rc.Close() })
 	s := replicated(b, primary, rc)
-	for _, wait := range []int{0, 1} {
-		b.Run(fmt.Sprintf("replicas=%d", wait), func(b *testing.B) {
-			item := testenv.ItemID()
-			now := time.Now()
-			if err := s.Warm(context.Background(), stock.Snapshot{ItemID: item, Stock: int64(b.N) + 1000, StartsAt: now.Add(-time.Minute),
-				EndsAt: now.Add(time.Hour), PerUserLimit: 1}); err != nil {
-				b.Fatal(err)
-			}
-			var user atomic.Int64
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					r, err := s.Admit(context.Background(), stock.AdmitRequest{ItemID: item, UserID: user.Add(1), Qty: 1,
-						RequestID: reqid.New(item, time.Now()), WaitReplicas: wait, WaitTimeout: time.Second})
-					if err != nil || r.Code != stock.Admitted || r.Replicas < wait {
-						b.Errorf("%+v %v", r, err)
-						return
-					}
-				}
-			})
-		})
-	}
+	testenv.BenchAdmitWait(b, s)
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/config"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
@@ -27,17 +29,25 @@ func tlsRedis(t *testing.T) config.RedisConn {
 	return conn
 }
 
+// checkedClient is a client of conn that passed the start-up check, and a
+// context of 10 s for the test's calls; both end with the test.
+func checkedClient(t *testing.T, conn config.RedisConn) (redis.UniversalClient, context.Context) {
+	t.Helper()
+	rdb := stock.NewClientFrom(conn, 2*time.Second, 4)
+	t.Cleanup(func() { rdb.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	if err := stock.Check(ctx, rdb, conn); err != nil {
+		t.Fatal(err)
+	}
+	return rdb, ctx
+}
+
 // TestTLSRedisLogin: over TLS with the ACL user, the start-up check, the
 // scripts and a round trip work.
 func TestTLSRedisLogin(t *testing.T) {
 	conn := tlsRedis(t)
-	rdb := stock.NewClientFrom(conn, 2*time.Second, 4)
-	defer rdb.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := stock.Check(ctx, rdb, conn); err != nil {
-		t.Fatal(err)
-	}
+	rdb, ctx := checkedClient(t, conn)
 	if err := stock.LoadScripts(ctx, rdb); err != nil {
 		t.Fatal(err)
 	}
@@ -113,13 +123,7 @@ func sentinelEnv(t *testing.T) map[string]string {
 func TestSentinelFindsTheMaster(t *testing.T) {
 	env := sentinelEnv(t)
 	conn := redisConn(t, env)
-	rdb := stock.NewClientFrom(conn, 2*time.Second, 4)
-	defer rdb.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := stock.Check(ctx, rdb, conn); err != nil {
-		t.Fatal(err)
-	}
+	rdb, ctx := checkedClient(t, conn)
 	key := "flashsale:sentinel:" + testenv.Suffix()
 	if err := rdb.Set(ctx, key, "x", time.Minute).Err(); err != nil {
 		t.Fatal(err)

@@ -54,17 +54,7 @@ func TestClusterAdmissionsThroughSlotMigration(t *testing.T) {
 	ctx := context.Background()
 	item, slot := testenv.ItemInEmptySlot(t, cc)
 	from := testenv.ClusterNodeAt(t, testenv.PrimaryOf(t, cc, item))
-	var to testenv.SlotNode
-	var others []testenv.SlotNode
-	for _, p := range testenv.Primaries(t, cc) {
-		switch {
-		case p == from.Addr:
-		case to.Addr == "":
-			to = testenv.ClusterNodeAt(t, p)
-		default:
-			others = append(others, testenv.ClusterNodeAt(t, p))
-		}
-	}
+	to, others := testenv.MoveTargets(t, cc, from)
 	t.Logf("item %d, slot %d: %s -> %s", item, slot, from.Addr, to.Addr)
 	home := false
 	t.Cleanup(func() {

@@ -63,6 +63,17 @@ func TestWaitEstimateAtTheSeenRate(t *testing.T) {
 	}
 }
 
+// wantCloseEstimate checks an estimate of got ms, computed between before
+// and after: the time from then to closes plus AdmitIn(places, rate).
+func wantCloseEstimate(t *testing.T, got int64, before, after, closes time.Time, places int64, rate float64) {
+	t.Helper()
+	draw := AdmitIn(places, rate).Milliseconds()
+	if lo, hi := closes.Sub(after).Milliseconds()+draw, closes.Sub(before).Milliseconds()+draw+1; got < lo || got > hi {
+		t.Errorf("estimate %d ms, want the time to the close (%d..%d ms) plus %d ms for %d places at %g a second",
+			got, lo-draw, hi-draw-1, draw, places, rate)
+	}
+}
+
 // TestOpenRoundEstimateCountsTheDraw: a ticket whose round is still open
 // waits until the close and then for its place in line, which the draw
 // makes uniform over the round: the estimate is the time to the close
@@ -82,11 +93,7 @@ func TestOpenRoundEstimateCountsTheDraw(t *testing.T) {
 		got := estimateOf(t, r.waitingView(ctx, it, tk, v, watched(0, 41, 50)))
 		after := time.Now()
 		// 41 tickets: the 21st place on average, at 10 a second.
-		draw := AdmitIn(21, 10).Milliseconds()
-		if lo, hi := start.Sub(after).Milliseconds()+draw, start.Sub(before).Milliseconds()+draw+1; got < lo || got > hi {
-			t.Errorf("estimate %d ms, want the time to the close (%d..%d ms) plus %d ms for the 21st place at 10 a second",
-				got, lo-draw, hi-draw-1, draw)
-		}
+		wantCloseEstimate(t, got, before, after, start, 21, 10)
 	})
 	t.Run("a later round: behind the earlier rounds' tickets still waiting", func(t *testing.T) {
 		// Rounds of 10 s in a 20 s window: round 0 closed 5 s ago with
@@ -105,11 +112,7 @@ func TestOpenRoundEstimateCountsTheDraw(t *testing.T) {
 		// Round 1 so far: arrivals 31..51, 21 tickets, the 11th of them
 		// on average; the gate is at round 0's end (30) by the close, so
 		// 11 places to go at 10 a second.
-		draw := AdmitIn(11, 10).Milliseconds()
-		if lo, hi := closes.Sub(after).Milliseconds()+draw, closes.Sub(before).Milliseconds()+draw+1; got < lo || got > hi {
-			t.Errorf("estimate %d ms, want the time to the close (%d..%d ms) plus %d ms for 11 places at 10 a second",
-				got, lo-draw, hi-draw-1, draw)
-		}
+		wantCloseEstimate(t, got, before, after, closes, 11, 10)
 	})
 }
 

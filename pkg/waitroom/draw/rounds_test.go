@@ -16,18 +16,7 @@ import (
 // beacons[k]. It returns the transcript, the ids by arrival and the seed.
 func roundSale(t *testing.T, src *rand.ChaCha8, n int, closes []int64, beacons []string) (draw.RoundTranscript, []string) {
 	t.Helper()
-	seed, err := draw.NewSeed(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := make([]string, n)
-	entries := make([]draw.Entry, n)
-	for i := range n {
-		if ids[i], err = draw.NewTicketID(src); err != nil {
-			t.Fatal(err)
-		}
-		entries[i] = draw.Entry{Ticket: draw.Hash(ids[i]), Arrival: int64(i + 1)}
-	}
+	seed, ids, entries := tickets(t, src, n)
 	rounds := closeRounds(t, entries, closes, beacons)
 	tr, err := draw.NewRoundTranscript(7, seed, rounds, entries)
 	if err != nil {

@@ -14,6 +14,14 @@ import (
 // arrival (ids[0] arrived first).
 func sale(t *testing.T, src *rand.ChaCha8, n, shuffled int) (draw.Transcript, []string) {
 	t.Helper()
+	seed, ids, entries := tickets(t, src, n)
+	return draw.NewTranscript(7, seed, entries, int64(shuffled)), ids
+}
+
+// tickets draws a sale's seed and n ticket ids from src, and returns the
+// seed, the ids by arrival (ids[0] arrived first) and their entries.
+func tickets(t *testing.T, src *rand.ChaCha8, n int) (draw.Seed, []string, []draw.Entry) {
+	t.Helper()
 	seed, err := draw.NewSeed(src)
 	if err != nil {
 		t.Fatal(err)
@@ -26,7 +34,7 @@ func sale(t *testing.T, src *rand.ChaCha8, n, shuffled int) (draw.Transcript, []
 		}
 		entries[i] = draw.Entry{Ticket: draw.Hash(ids[i]), Arrival: int64(i + 1)}
 	}
-	return draw.NewTranscript(7, seed, entries, int64(shuffled)), ids
+	return seed, ids, entries
 }
 
 // roundTrip is the transcript as a buyer downloads it: through its JSON form.
