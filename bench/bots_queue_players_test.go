@@ -211,7 +211,9 @@ func TestQueuePlayers(t *testing.T) {
 			t.Errorf("%s: won %v (%q) bypass %d admitted %v latency %v, outcomes %v", name, r.Won, r.RequestID, r.BypassWins, r.AdmittedAt, r.WinLatency, r.Outcomes)
 		}
 	}
-	if b1.Arrived.IsZero() || b1.Ticket != "t1" || b2.Ticket != "t2" {
+	// The bots fire 5 ms apart; a loaded machine may let the second in
+	// first (seen once), so which of them took which is not asked.
+	if bots := b1.Ticket + " " + b2.Ticket; b1.Arrived.IsZero() || (bots != "t1 t2" && bots != "t2 t1") {
 		t.Errorf("bots' tickets %q %q, want the first two", b1.Ticket, b2.Ticket)
 	}
 	if b2.Skips["409 sale_not_active"] == 0 || b2.Skips["403 admission_required"] == 0 || b2.Copied["403 admission_invalid"] == 0 {

@@ -6,26 +6,56 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
 // TestServerClockOffset: a server whose clock runs 3 s ahead is found to be
-// 3 s ahead, to within what the Date header's whole seconds and the step
-// allow.
+// 3 s ahead, to within half of a step and a round trip, on a fake clock: each
+// request takes 7 ms of it (the answer's Date stamped half way), each step
+// 5 ms, and the probe starts at a whole second plus every offset of a step.
 func TestServerClockOffset(t *testing.T) {
-	const ahead = 3 * time.Second
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Date", time.Now().Add(ahead).UTC().Format(http.TimeFormat))
-	}))
-	defer srv.Close()
-	got, err := serverClockOffset(context.Background(), srv.Client(), srv.URL, 5*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
+	const ahead, step, trip = 3 * time.Second, 5 * time.Millisecond, 7 * time.Millisecond
+	for _, into := range []time.Duration{0, time.Millisecond, 250 * time.Millisecond, 999 * time.Millisecond} {
+		clk := &fakeClock{now: time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC).Add(into)}
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			clk.advance(trip / 2)
+			w.Header().Set("Date", clk.Now().Add(ahead).UTC().Format(http.TimeFormat))
+			clk.advance(trip / 2)
+		}))
+		got, err := clockOffset(context.Background(), srv.Client(), srv.URL, step, clk)
+		srv.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := got - ahead; d < -(step+trip)/2 || d > (step+trip)/2 {
+			t.Errorf("%v into a second: offset %v, want %v ± %v", into, got, ahead, (step+trip)/2)
+		}
 	}
-	if d := got - ahead; d < -50*time.Millisecond || d > 50*time.Millisecond {
-		t.Errorf("offset %v, want %v ± 50ms", got, ahead)
-	}
+}
+
+// fakeClock is a probeClock that moves only when told to (or slept on).
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func (c *fakeClock) Sleep(_ context.Context, d time.Duration) error {
+	c.advance(d)
+	return nil
 }
 
 // TestHumanArrivals: reproducible, inside the spread, on both sides of the
