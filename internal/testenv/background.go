@@ -15,9 +15,21 @@ import (
 // did, can never see the first: ctx.Err() is set by then.)
 func Background(t testing.TB, name string, run func(ctx context.Context) error) {
 	t.Helper()
+	background(t, name, run)
+}
+
+// background is Background; the channel it returns is closed once run's
+// result is there for the cleanup to see, which its test waits for: run
+// returning is not yet that (the result is handed over just after).
+func background(t testing.TB, name string, run func(ctx context.Context) error) <-chan struct{} {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx) }()
+	ended := make(chan struct{})
+	go func() {
+		done <- run(ctx)
+		close(ended)
+	}()
 	t.Cleanup(func() {
 		select {
 		case err := <-done:
@@ -31,4 +43,5 @@ func Background(t testing.TB, name string, run func(ctx context.Context) error) 
 			t.Errorf("%s at shutdown: %v", name, err)
 		}
 	})
+	return ended
 }

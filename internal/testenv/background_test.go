@@ -42,13 +42,12 @@ func TestBackgroundFailsWhatStoppedEarly(t *testing.T) {
 		{"failed at shutdown", func(ctx context.Context) error { <-ctx.Done(); return errors.New("commit lost") }, false, true},
 	} {
 		r := &recordTB{}
-		returned := make(chan struct{})
-		Background(r, "worker", func(ctx context.Context) error {
-			defer close(returned)
-			return tc.run(ctx)
-		})
+		ended := background(r, "worker", tc.run)
 		if tc.early {
-			<-returned // it has returned before the test's end
+			// It has returned before the test's end. Waiting for run's own
+			// return instead missed its result 4 times in 3,000 runs (-race):
+			// the result is handed over just after.
+			<-ended
 		}
 		r.finish()
 		if failed := len(r.errs) > 0; failed != tc.fail {
