@@ -20,17 +20,6 @@ TIMINGS := bin/test-timings.tsv
 timed = t0=$$(date +%s); rc=0; { $(2); } || rc=$$?; \
 	printf '%s\t%s\t%s\n' '$(1)' $$(($$(date +%s) - t0)) $$rc >>$(TIMINGS); \
 	if ((rc)); then deploy/local/timings.sh $(TIMINGS); exit $$rc; fi
-# $(call beside,NAME1,COMMAND1,NAME2,COMMAND2): COMMAND1 in the background
-# (its output kept in bin/NAME1.log and shown when both end) while COMMAND2
-# runs, each timed; NAME1's row is marked as beside NAME2's, so the table's
-# total stays the wall time. Fails as the first of them that failed.
-beside = ( t=$$(date +%s); rc=0; { $(2); } || rc=$$?; echo $$(($$(date +%s) - t)) >bin/$(1).secs; exit $$rc ) \
-		>bin/$(1).log 2>&1 & bg=$$!; \
-	t0=$$(date +%s); rc=0; { $(4); } || rc=$$?; t2=$$(date +%s); \
-	brc=0; wait $$bg || brc=$$?; cat bin/$(1).log; \
-	printf '%s\t%s\t%s\t%s\n' '$(1)' "$$(cat bin/$(1).secs 2>/dev/null || echo 0)" $$brc 'beside $(3)' >>$(TIMINGS); \
-	printf '%s\t%s\t%s\n' '$(3)' $$((t2 - t0)) $$rc >>$(TIMINGS); \
-	if ((rc || brc)); then deploy/local/timings.sh $(TIMINGS); exit $$((rc ? rc : brc)); fi
 
 .PHONY: report-deps report-assets run test test-unit lint generate test-tls test-faults test-cluster test-cluster-reduced test-faults-cluster cluster-up galera-up test-faults-galera test-netfaults bench stack-up stack-down stack-status env setup build vet fmt lint clean
 
@@ -50,22 +39,22 @@ BENCH_ONCE = -test.bench=. -test.benchtime=1x
 # with grants answered in 1.1 s at p50, and the bots won 31 of 60 units).
 
 ## test: bring up the stack and run every test: the lint (scripts, gofmt,
-## vet) while the stack's servers come up beside it, then setup (it
-## compiles: beside lint, both compiled the same packages at once on a cold
-## cache, and lint took 4:48 instead of 3:47), then unit, integration and race
-## tests in parallel with every Go benchmark once in the same binaries
-## (-benchtime 1x: a benchmark that breaks fails CI instead of rotting unseen;
-## a separate non-race run of them built every test binary a second time),
-## the API contract (Schemathesis against a real ingress,
-## deploy/contract/run.sh), the reduced fault suite alone (it stops servers;
-## it includes the reduced network faults on test hosts in namespaces and
-## the history checks), the reduced cluster run (test-cluster-reduced), then
-## the Galera writer loss (test-faults-galera). Each step's wall time is
-## printed as a table at the end, or where a step failed.
+## vet), then the stack (beside lint, its servers' start slowed lint's
+## compile by about what it hid: lint 4:23-4:31 in cold runs, not
+## 3:47-4:11), then unit, integration and race tests in parallel with every
+## Go benchmark once in the same binaries (-benchtime 1x: a benchmark that
+## breaks fails CI instead of rotting unseen; a separate non-race run of
+## them built every test binary a second time), the API contract
+## (Schemathesis against a real ingress, deploy/contract/run.sh), the
+## reduced fault suite alone (it stops servers; it includes the reduced
+## network faults on test hosts in namespaces and the history checks), the
+## reduced cluster run (test-cluster-reduced), then the Galera writer loss
+## (test-faults-galera). Each step's wall time is printed as a table at the
+## end, or where a step failed.
 test:
 	@mkdir -p bin && rm -f $(TIMINGS)
-	@$(call beside,stack-up,$(MAKE) --no-print-directory stack-up report-deps,lint,$(MAKE) --no-print-directory lint)
-	@$(call timed,setup,$(MAKE) --no-print-directory setup)
+	@$(call timed,lint,$(MAKE) --no-print-directory lint)
+	@$(call timed,stack-up,$(MAKE) --no-print-directory stack-up setup report-deps)
 	@$(call timed,go-test,$(STACK_ENV) $(GO) test $(GOTEST_FLAGS) ./... -args $(BENCH_ONCE))
 	@$(call timed,test-tls,$(MAKE) --no-print-directory test-tls)
 	@$(call timed,contract,$(STACK_ENV) deploy/contract/run.sh)

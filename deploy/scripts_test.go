@@ -137,29 +137,3 @@ func TestGaleraStateReachableFromAPrivateCheckout(t *testing.T) {
 		t.Fatalf("no system tables after the install: %v", err)
 	}
 }
-
-// TestTimingsTableTotalIsWallTime: make test runs stack-up beside lint; the
-// table lists that row but leaves it out of the total, so the total stays
-// the wall time of the steps one after another, and a failed step says so.
-func TestTimingsTableTotalIsWallTime(t *testing.T) {
-	f := filepath.Join(t.TempDir(), "timings.tsv")
-	rows := "stack-up\t40\t0\tbeside lint\nlint\t200\t0\ngo-test\t300\t1\n"
-	if err := os.WriteFile(f, []byte(rows), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command("bash", filepath.Join("local", "timings.sh"), f).CombinedOutput()
-	if err != nil {
-		t.Fatalf("timings.sh: %v\n%s", err, out)
-	}
-	table := string(out)
-	for _, want := range []string{
-		"stack-up                   0m40s         ok (beside lint)",
-		"lint                       3m20s  40.0%  ok",
-		"go-test                    5m00s  60.0%  FAILED (exit 1)",
-		"total                      8m20s",
-	} {
-		if !strings.Contains(table, want) {
-			t.Errorf("the table lacks %q:\n%s", want, table)
-		}
-	}
-}
