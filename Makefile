@@ -39,9 +39,9 @@ BENCH_ONCE = -test.bench=. -test.benchtime=1x
 # with grants answered in 1.1 s at p50, and the bots won 31 of 60 units).
 
 ## test: bring up the stack and run every test: the lint (scripts, gofmt,
-## vet), then the stack (beside lint, its servers' start slowed lint's
-## compile by about what it hid: lint 4:23-4:31 in cold runs, not
-## 3:47-4:11), then unit, integration and race tests in parallel with every
+## vet), then the stack (run beside lint in cold runs 24-26, it saved
+## nothing measurable: lint took 4:23-4:31 beside it, 4:24 before it in run
+## 27, for a stack-up of 0:13-0:19), then unit, integration and race tests in parallel with every
 ## Go benchmark once in the same binaries (-benchtime 1x: a benchmark that
 ## breaks fails CI instead of rotting unseen; a separate non-race run of
 ## them built every test binary a second time), the API contract
