@@ -43,6 +43,9 @@ func newParser(p policy, methods []string) *jwt.Parser {
 		jwt.WithIssuedAt(), // an iat in the future is refused
 		jwt.WithAudience(p.audience),
 		jwt.WithLeeway(leeway),
+		// One spelling per token: a lenient base64 decoder ignores the
+		// signature's padding bits, so four strings would verify as one.
+		jwt.WithStrictDecoding(),
 	}
 	if p.issuer != "" {
 		popts = append(popts, jwt.WithIssuer(p.issuer))

@@ -1,7 +1,9 @@
 package auth
 
 import (
+	"encoding/base64"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,31 +49,32 @@ func TestVerify(t *testing.T) {
 	}
 	none := sign(t, jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, jwt.MapClaims{"sub": "1", "exp": exp, "iat": iat, "aud": DefaultAudience})
 	bad := map[string]string{
-		"alg none":          "Bearer " + none,
-		"alg HS512":         "Bearer " + sign(t, jwt.SigningMethodHS512, []byte(secret), claims()),
-		"wrong secret":      "Bearer " + sign(t, jwt.SigningMethodHS256, []byte("another-secret-0123456789"), claims()),
-		"expired":           hs(claims("exp", time.Now().Add(-time.Hour).Unix(), "iat", time.Now().Add(-2*time.Hour).Unix())),
-		"no exp":            hs(claims("exp", nil)),
-		"sub text":          hs(claims("sub", "bob")),
-		"sub number":        hs(claims("sub", 5)),
-		"sub overflow":      hs(claims("sub", "9223372036854775808")),
-		"sub negative":      hs(claims("sub", "-3")),
-		"sub zero":          hs(claims("sub", "0")),
-		"sub plus":          hs(claims("sub", "+3")),
-		"sub leading zero":  hs(claims("sub", "007")),
-		"no sub":            hs(claims("sub", nil)),
-		"no aud":            hs(claims("aud", nil)),
-		"wrong aud":         hs(claims("aud", "another-service")),
-		"wrong aud list":    hs(claims("aud", []string{"a", "b"})),
-		"no iat":            hs(claims("iat", nil)),
-		"iat in the future": hs(claims("iat", time.Now().Add(time.Hour).Unix(), "exp", time.Now().Add(2*time.Hour).Unix())),
-		"lifetime over cap": hs(claims("exp", time.Now().Add(DefaultMaxTTL+time.Hour).Unix())),
-		"year-long token":   hs(claims("iat", time.Now().Add(-time.Hour).Unix(), "exp", time.Now().Add(365*24*time.Hour).Unix())),
-		"basic scheme":      "Basic " + good,
-		"empty":             "",
-		"bearer only":       "Bearer ",
-		"garbage":           "Bearer a.b.c",
-		"tampered body":     "Bearer " + good[:len(good)-2] + "xx",
+		"alg none":           "Bearer " + none,
+		"alg HS512":          "Bearer " + sign(t, jwt.SigningMethodHS512, []byte(secret), claims()),
+		"wrong secret":       "Bearer " + sign(t, jwt.SigningMethodHS256, []byte("another-secret-0123456789"), claims()),
+		"expired":            hs(claims("exp", time.Now().Add(-time.Hour).Unix(), "iat", time.Now().Add(-2*time.Hour).Unix())),
+		"no exp":             hs(claims("exp", nil)),
+		"sub text":           hs(claims("sub", "bob")),
+		"sub number":         hs(claims("sub", 5)),
+		"sub overflow":       hs(claims("sub", "9223372036854775808")),
+		"sub negative":       hs(claims("sub", "-3")),
+		"sub zero":           hs(claims("sub", "0")),
+		"sub plus":           hs(claims("sub", "+3")),
+		"sub leading zero":   hs(claims("sub", "007")),
+		"no sub":             hs(claims("sub", nil)),
+		"no aud":             hs(claims("aud", nil)),
+		"wrong aud":          hs(claims("aud", "another-service")),
+		"wrong aud list":     hs(claims("aud", []string{"a", "b"})),
+		"no iat":             hs(claims("iat", nil)),
+		"iat in the future":  hs(claims("iat", time.Now().Add(time.Hour).Unix(), "exp", time.Now().Add(2*time.Hour).Unix())),
+		"lifetime over cap":  hs(claims("exp", time.Now().Add(DefaultMaxTTL+time.Hour).Unix())),
+		"year-long token":    hs(claims("iat", time.Now().Add(-time.Hour).Unix(), "exp", time.Now().Add(365*24*time.Hour).Unix())),
+		"basic scheme":       "Basic " + good,
+		"empty":              "",
+		"bearer only":        "Bearer ",
+		"garbage":            "Bearer a.b.c",
+		"tampered body":      "Bearer " + tamperedBody(t, good),
+		"tampered signature": "Bearer " + tamperedSignature(good),
 	}
 	for name, h := range bad {
 		if _, err := v.FromHeader(h); !errors.Is(err, ErrUnauthenticated) {
@@ -118,4 +121,60 @@ func TestPolicy(t *testing.T) {
 	if _, err := Sign(secret, 9, "", DefaultMaxTTL+time.Minute); err == nil {
 		t.Errorf("Sign issued a token over the default lifetime cap")
 	}
+}
+
+// TestVerifyRefusesAnotherSpellingOfTheSignature: the last base64url
+// character of an HS256 signature carries 4 bits and 2 padding bits, so a
+// lenient decoder reads four spellings of it as the same signature. A token
+// changed only in those bits is another token: the verifier refuses it
+// rather than accept a string it never issued (the cache and any log of
+// tokens key on the string). This is also why CI's "tampered body" case
+// once passed: it wrote "xx" over a signature that ended in "xw".
+func TestVerifyRefusesAnotherSpellingOfTheSignature(t *testing.T) {
+	t.Parallel()
+	v := NewVerifier(secret)
+	good, err := Sign(secret, 42, "", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := strings.IndexByte(alphabet, good[len(good)-1])
+	if last%4 != 0 {
+		t.Fatalf("signature %q ends in padding bits set", good)
+	}
+	for pad := 1; pad < 4; pad++ {
+		other := good[:len(good)-1] + string(alphabet[last+pad])
+		if _, err := v.Verify(other); !errors.Is(err, ErrUnauthenticated) {
+			t.Errorf("signature's last character %q for %q: err = %v, want ErrUnauthenticated",
+				other[len(other)-1], good[len(good)-1], err)
+		}
+	}
+}
+
+// alphabet is base64url's, in value order.
+const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+// tamperedBody returns tok with its payload's sub changed to 43 and its
+// header and signature kept.
+func tamperedBody(t *testing.T, tok string) string {
+	t.Helper()
+	parts := strings.Split(tok, ".")
+	body, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := strings.Replace(string(body), `"sub":"42"`, `"sub":"43"`, 1)
+	if changed == string(body) {
+		t.Fatalf("payload %s has no sub 42", body)
+	}
+	parts[1] = base64.RawURLEncoding.EncodeToString([]byte(changed))
+	return strings.Join(parts, ".")
+}
+
+// tamperedSignature returns tok with one bit of its signature's first byte
+// flipped: always a different signature, whatever the token.
+func tamperedSignature(tok string) string {
+	dot := strings.LastIndexByte(tok, '.')
+	sig, _ := base64.RawURLEncoding.DecodeString(tok[dot+1:])
+	sig[0] ^= 1
+	return tok[:dot+1] + base64.RawURLEncoding.EncodeToString(sig)
 }
