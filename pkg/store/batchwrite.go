@@ -39,17 +39,12 @@ func GetItems(ctx context.Context, q Querier, ids []int64) (map[int64]Item, erro
 		for i, id := range ids {
 			args[i] = id
 		}
-		err := sqlrows.Each(ctx, q, "SELECT "+itemCols+" FROM "+itemsFrom+" WHERE id IN ("+placeholders(len(ids))+")", args,
-			func(r sqlrows.Row) error {
-				it, err := scanItem(r)
-				if err != nil {
-					return err
-				}
-				out[it.ID] = it
-				return nil
-			})
+		items, err := sqlrows.List(ctx, q, "SELECT "+itemCols+" FROM "+itemsFrom+" WHERE id IN ("+placeholders(len(ids))+")", args, scanItem)
 		if err != nil {
 			return fmt.Errorf("store: get %d items: %w", len(ids), err)
+		}
+		for _, it := range items {
+			out[it.ID] = it
 		}
 		return nil
 	})

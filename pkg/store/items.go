@@ -98,14 +98,16 @@ type Holding struct {
 // BuyersOf returns the users holding an order (any status) for item, with
 // the request of that order: the buyer marks Redis must carry.
 func BuyersOf(ctx context.Context, q Querier, itemID int64) ([]Holding, error) {
-	out, err := sqlrows.List(ctx, q, "SELECT user_id, request_id FROM orders WHERE item_id = ?", []any{itemID},
-		func(r sqlrows.Row) (Holding, error) {
-			var h Holding
-			err := r.Scan(&h.UserID, &h.RequestID)
-			return h, err
-		})
+	out, err := sqlrows.List(ctx, q, "SELECT user_id, request_id FROM orders WHERE item_id = ?", []any{itemID}, scanHolding)
 	if err != nil {
 		return nil, fmt.Errorf("store: buyers of %d: %w", itemID, err)
 	}
 	return out, nil
+}
+
+// scanHolding reads a row of user_id, request_id.
+func scanHolding(r sqlrows.Row) (Holding, error) {
+	var h Holding
+	err := r.Scan(&h.UserID, &h.RequestID)
+	return h, err
 }

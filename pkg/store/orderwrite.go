@@ -34,18 +34,12 @@ func ExistingBuyers(ctx context.Context, q Querier, itemID int64, users []int64)
 	for _, u := range users {
 		args = append(args, u)
 	}
-	err := sqlrows.Each(ctx, q, "SELECT user_id, request_id FROM orders WHERE item_id = ? AND user_id IN ("+placeholders(len(users))+")", args,
-		func(r sqlrows.Row) error {
-			var u int64
-			var rid string
-			if err := r.Scan(&u, &rid); err != nil {
-				return err
-			}
-			out[u] = rid
-			return nil
-		})
+	hs, err := sqlrows.List(ctx, q, "SELECT user_id, request_id FROM orders WHERE item_id = ? AND user_id IN ("+placeholders(len(users))+")", args, scanHolding)
 	if err != nil {
 		return nil, fmt.Errorf("store: existing buyers of %d: %w", itemID, err)
+	}
+	for _, h := range hs {
+		out[h.UserID] = h.RequestID
 	}
 	return out, nil
 }

@@ -117,17 +117,12 @@ func DecisionsAmong(ctx context.Context, q Querier, ids []string) (map[string]De
 	if len(ids) == 0 {
 		return out, nil
 	}
-	err := sqlrows.Each(ctx, q, "SELECT "+decisionCols+" FROM request_outcomes WHERE request_id IN ("+placeholders(len(ids))+")", strArgs(ids),
-		func(r sqlrows.Row) error {
-			d, err := scanDecision(r)
-			if err != nil {
-				return err
-			}
-			out[d.RequestID] = d
-			return nil
-		})
+	ds, err := sqlrows.List(ctx, q, "SELECT "+decisionCols+" FROM request_outcomes WHERE request_id IN ("+placeholders(len(ids))+")", strArgs(ids), scanDecision)
 	if err != nil {
 		return nil, fmt.Errorf("store: decisions among: %w", err)
+	}
+	for _, d := range ds {
+		out[d.RequestID] = d
 	}
 	return out, nil
 }
