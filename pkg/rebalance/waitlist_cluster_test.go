@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
@@ -26,7 +24,7 @@ import (
 func TestClusterWaitlistAcrossPrimaries(t *testing.T) {
 	e, cc := newClusterEnv(t)
 	ctx := context.Background()
-	item := e.queuedItemOnTwoPrimaries(t, cc)
+	item := onTwoPrimaries(t, cc, func() int64 { return e.queuedItem(20, 2) })
 	e.release(item, 2, 1, 10, 1) // bucket 1 sold out, one unit in its pool
 	if _, w := e.conservedWaitlist(item, 2, 20); !equal(pools(w), []int64{0, 1}) {
 		t.Fatalf("before: pools %v; want [0 1]", pools(w))
@@ -71,18 +69,4 @@ func TestClusterWaitlistAcrossPrimaries(t *testing.T) {
 		t.Fatalf("after the claim: %+v", w)
 	}
 	e.auditOK(item)
-}
-
-// queuedItemOnTwoPrimaries creates a queued item of 20 units in 2 buckets
-// whose buckets' slots are on different primaries.
-func (e *env) queuedItemOnTwoPrimaries(t *testing.T, cc *redis.ClusterClient) int64 {
-	t.Helper()
-	for range 100 {
-		id := e.queuedItem(20, 2)
-		if primaryOfKey(t, cc, stock.BucketKeys(id, 0).Stock) != primaryOfKey(t, cc, stock.BucketKeys(id, 1).Stock) {
-			return id
-		}
-	}
-	t.Fatal("no item in 100 with its two buckets on two primaries")
-	return 0
 }
