@@ -13,7 +13,8 @@
 // topics and groups, free addresses, FaultDialer, the log buffers and metric
 // readers, the goroutines a test runs beside it (Background), the test
 // items several packages warm the same way (WarmAt,
-// WarmBuckets), the cluster helpers (slots, script caches) and the headless
+// WarmBuckets), a catalog's lag with no consumer behind it (NoLag), the
+// cluster helpers (slots, script caches) and the headless
 // browser (Chromium). It imports package testing.
 //
 // Only tests import it (tests of the pkg/ packages, bench, deploy, faults and

@@ -17,8 +17,6 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
-func noLag(context.Context) (int64, error) { return 0, nil }
-
 // sale is a bucketed item built the way the pipeline builds one: catalog.Put
 // with 4 buckets of 5 units, buyers admitted in their home buckets by
 // admit.lua, orders written by the consumer's ItemWriter. byBucket[b] are
@@ -38,7 +36,7 @@ func newSale(t *testing.T, ctx context.Context) *sale {
 	st := stock.New(testenv.Redis(t))
 	s := &sale{db: db, st: st, item: testenv.ItemID(), byBucket: map[int][]string{}}
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	if _, err := catalog.New(db, st, noLag).Put(ctx, store.Item{ID: s.item, Name: "bucket audit", PriceCents: 700,
+	if _, err := catalog.New(db, st, testenv.NoLag).Put(ctx, store.Item{ID: s.item, Name: "bucket audit", PriceCents: 700,
 		TotalStock: 20, PerUserLimit: 2, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Buckets: saleBuckets}); err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +307,7 @@ func TestBucketAuditLayout(t *testing.T) {
 	// Unbucketed: the item is its one bucket.
 	plain := testenv.ItemID()
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	if _, err := catalog.New(s.db, s.st, noLag).Put(ctx, store.Item{ID: plain, Name: "plain", PriceCents: 100,
+	if _, err := catalog.New(s.db, s.st, testenv.NoLag).Put(ctx, store.Item{ID: plain, Name: "plain", PriceCents: 100,
 		TotalStock: 3, PerUserLimit: 1, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}

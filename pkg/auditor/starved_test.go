@@ -27,7 +27,7 @@ func TestAuditorCoversEveryBucket(t *testing.T) {
 	db, _ := testenv.MySQL(t)
 	rdb := testenv.Redis(t)
 	st := stock.New(rdb)
-	cat := catalog.New(db, st, noLag)
+	cat := catalog.New(db, st, testenv.NoLag)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	now := time.Now().UTC().Truncate(time.Millisecond)

@@ -92,7 +92,7 @@ func (e *env) newItem(total int64, n int, queue bool) int64 {
 	if err != nil {
 		e.t.Fatalf("create item: %v", err)
 	}
-	cat := catalog.New(e.db, e.st, func(context.Context) (int64, error) { return 0, nil })
+	cat := catalog.New(e.db, e.st, testenv.NoLag)
 	if _, err := cat.Warm(ctx, id); err != nil {
 		e.t.Fatalf("warm item %d: %v", id, err)
 	}

@@ -139,7 +139,7 @@ func (m *model) create() int64 {
 	if err != nil {
 		m.t.Fatalf("create item: %v", err)
 	}
-	cat := catalog.New(m.e.db, m.e.st, func(context.Context) (int64, error) { return 0, nil })
+	cat := catalog.New(m.e.db, m.e.st, testenv.NoLag)
 	if _, err := cat.Warm(ctx, id); err != nil {
 		m.t.Fatalf("warm item %d: %v", id, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/catalog"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
@@ -47,7 +48,7 @@ func TestTransferInvariantBroken(t *testing.T) {
 	if v := e.metric("flashsale_bucket_transfer_units_total"); v != 10 {
 		t.Errorf("units moved = %v; want 10, what the cut transfer moved (12 were planned)", v)
 	}
-	cat := catalog.New(e.db, e.st, func(context.Context) (int64, error) { return 0, nil })
+	cat := catalog.New(e.db, e.st, testenv.NoLag)
 	if _, err := cat.Warm(ctx, item); err != nil {
 		t.Fatalf("warm after the transfer: %v", err)
 	}

@@ -28,7 +28,7 @@ func queuedItem(t *testing.T, db *sql.DB, st *stock.Store, stockUnits int64, sta
 	ctx := context.Background()
 	now := time.Now()
 	id := testenv.ItemID()
-	cat := catalog.New(db, st, func(context.Context) (int64, error) { return 0, nil })
+	cat := catalog.New(db, st, testenv.NoLag)
 	if _, err := cat.Put(ctx, store.Item{ID: id, Name: "g", PriceCents: 1, TotalStock: stockUnits, PerUserLimit: 1,
 		StartsAt: starts, EndsAt: now.Add(time.Hour), ItemQueue: store.ItemQueue{Queue: true, QueueOpensAt: now.Add(-time.Minute), QueueRate: rate}}); err != nil {
 		t.Fatal(err)
