@@ -18,7 +18,6 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
-	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 )
 
 // env is one test's stores: a database of its own, the shared Redis (items
@@ -82,19 +81,8 @@ func (e *env) newItem(total int64, n int, queue bool) int64 {
 	if queue {
 		it.Queue, it.QueueOpensAt, it.QueueRate = true, now.Add(-time.Hour), 100
 	}
-	err := store.RunInTx(ctx, e.db, sql.LevelDefault, func(tx *sql.Tx) error {
-		ch, err := store.UpsertItem(ctx, tx, it)
-		if err != nil {
-			return err
-		}
-		return waitroom.SaveQueue(ctx, tx, &ch.Item)
-	})
-	if err != nil {
-		e.t.Fatalf("create item: %v", err)
-	}
-	cat := catalog.New(e.db, e.st, testenv.NoLag)
-	if _, err := cat.Warm(ctx, id); err != nil {
-		e.t.Fatalf("warm item %d: %v", id, err)
+	if _, err := catalog.New(e.db, e.st, testenv.NoLag).Put(ctx, it); err != nil {
+		e.t.Fatalf("create item %d: %v", id, err)
 	}
 	return id
 }
