@@ -11,7 +11,8 @@
 //
 // It owns the test side of the stack: the defaults, the per-test databases,
 // topics and groups, free addresses, FaultDialer, the log buffers and metric
-// readers, the goroutines a test runs beside it (Background), the test
+// readers, the goroutines a test runs beside it (Background) and those
+// blocked in a function (GoroutinesIn), the test
 // items several packages warm the same way (WarmAt,
 // WarmBuckets), a catalog's lag with no consumer behind it (NoLag), the
 // cluster helpers (slots, script caches) and the headless

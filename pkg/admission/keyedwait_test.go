@@ -51,7 +51,7 @@ func TestKeyedRequestsShareABucketWait(t *testing.T) {
 	// never wait for the first: they go through the limiter at once.
 	const test = "admission.TestKeyedRequestsShareABucketWait"
 	testenv.Eventually(t, 10*time.Second, time.Millisecond, func() bool {
-		return goroutinesIn("admission.(*Service).awaitStock(", test) == 1 && goroutinesIn("admission.(*keyedFlights).join(", test) == 19
+		return testenv.GoroutinesIn("admission.(*Service).awaitStock(", test) == 1 && testenv.GoroutinesIn("admission.(*keyedFlights).join(", test) == 19
 	}, "not one request waiting for bucket 3 and 19 copies waiting for it")
 	rdb.IncrBy(ctx, stock.BucketKeys(item, 3).Stock, 1)
 	wg.Wait()
