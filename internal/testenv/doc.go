@@ -14,7 +14,7 @@
 // readers, the goroutines a test runs beside it (Background) and those
 // blocked in a function (GoroutinesIn), the test
 // items several packages warm the same way (WarmAt,
-// WarmBuckets), a catalog's lag with no consumer behind it (NoLag), the
+// WarmBuckets) and a buyer of a given bucket (UserIn), a catalog's lag with no consumer behind it (NoLag), the
 // cluster helpers (slots, script caches) and the headless
 // browser (Chromium). It imports package testing.
 //

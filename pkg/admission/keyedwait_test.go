@@ -23,7 +23,7 @@ func TestKeyedRequestsShareABucketWait(t *testing.T) {
 		StoreTimeout: 5 * time.Second, BucketWait: time.Minute, BucketPoll: 10 * time.Millisecond})
 	ctx := context.Background()
 	const n = 8
-	item, user := testenv.ItemID(), userHomedOn(3, n, 1)
+	item, user := testenv.ItemID(), testenv.UserIn(3, n, 1)
 	stocks := []int64{5, 5, 5, 0, 5, 5, 5, 5}
 	now := time.Now()
 	if err := st.Warm(ctx, stock.Snapshot{ItemID: item, BucketStock: stocks, StartsAt: now.Add(-time.Minute),

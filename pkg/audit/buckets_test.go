@@ -59,11 +59,7 @@ func (s *sale) admit(t *testing.T, ctx context.Context, userID int64, qty int) o
 
 // userIn returns the first user id from `from` on whose home bucket is b.
 func userIn(b int, from int64) int64 {
-	for u := from; ; u++ {
-		if stock.HomeBucket(u, saleBuckets) == b {
-			return u
-		}
-	}
+	return testenv.UserIn(b, saleBuckets, from)
 }
 
 func (s *sale) audit(t *testing.T, ctx context.Context) audit.Report {

@@ -42,8 +42,7 @@ func waitlistSale(t *testing.T, ctx context.Context) *sale {
 	var u int64
 	for b := range 2 {
 		for range 2 {
-			for u++; stock.HomeBucket(u, 2) != b; u++ {
-			}
+			u = testenv.UserIn(b, 2, u+1)
 			rid := reqid.NewIn(s.item, b, time.Now())
 			r, err := st.Admit(ctx, stock.AdmitRequest{ItemID: s.item, Buckets: 2, Bucket: b, UserID: u, Qty: 1, RequestID: rid, Now: time.Now(), Granted: true})
 			if err != nil || r.Code != stock.Admitted {

@@ -38,10 +38,7 @@ func TestAuditorCoversEveryBucket(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, b := range []int{10, 80} {
-		u := int64(1)
-		for stock.HomeBucket(u, n) != b {
-			u++
-		}
+		u := testenv.UserIn(b, n, 1)
 		r, err := st.Admit(ctx, stock.AdmitRequest{ItemID: id, Buckets: n, Bucket: b, UserID: u, Qty: 1,
 			RequestID: reqid.NewIn(id, b, time.Now()), Now: time.Now()})
 		if err != nil || r.Code != stock.Admitted {

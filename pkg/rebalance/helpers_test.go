@@ -87,21 +87,12 @@ func (e *env) newItem(total int64, n int, queue bool) int64 {
 	return id
 }
 
-// userIn returns the first user id from first up whose home bucket of n is b.
-func userIn(b, n int, first int64) int64 {
-	for u := first; ; u++ {
-		if stock.HomeBucket(u, n) == b {
-			return u
-		}
-	}
-}
-
 // admit admits k buyers in bucket b of item (n buckets): Redis stock and
 // reservations as a sale leaves them before the consumer ran.
 func (e *env) admit(item int64, n, b, k int) {
 	e.t.Helper()
 	for range k {
-		e.user = userIn(b, n, e.user+1)
+		e.user = testenv.UserIn(b, n, e.user+1)
 		u := e.user
 		r, err := e.st.Admit(context.Background(), stock.AdmitRequest{ItemID: item, Buckets: n, Bucket: b, UserID: u, Qty: 1,
 			RequestID: reqid.NewIn(item, b, time.Now()), Now: time.Now()})

@@ -154,7 +154,7 @@ func (m *model) mover() *Rebalancer {
 
 // arrive is a new buyer's first try.
 func (m *model) arrive(home, qty int) {
-	m.users = userIn(home, m.n, m.users+1)
+	m.users = testenv.UserIn(home, m.n, m.users+1)
 	m.try(buyer{user: m.users, home: home, qty: qty})
 }
 

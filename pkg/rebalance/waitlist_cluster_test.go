@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
@@ -53,7 +54,7 @@ func TestClusterWaitlistAcrossPrimaries(t *testing.T) {
 	}
 	e.settled(item)
 
-	u := userIn(0, 2, e.user+1)
+	u := testenv.UserIn(0, 2, e.user+1)
 	line := []waitroom.Candidate{{Position: 1, Ticket: fmt.Sprintf("%032x", 1), UserID: u}}
 	if p, err := waitroom.NewStore(e.st).OfferReleasedIn(ctx, item, 0, time.Minute, line, false); err != nil || p.Offered != 1 {
 		t.Fatalf("offer in bucket 0: %+v %v", p, err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/audit"
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
@@ -28,7 +29,7 @@ func (e *env) release(item int64, n, b int, per int64, k int) {
 	ctx := context.Background()
 	var rids []string
 	for range per {
-		e.user = userIn(b, n, e.user+1)
+		e.user = testenv.UserIn(b, n, e.user+1)
 		rid := reqid.NewIn(item, b, time.Now())
 		r, err := e.st.Admit(ctx, stock.AdmitRequest{ItemID: item, Buckets: n, Bucket: b, UserID: e.user, Qty: 1, RequestID: rid, Now: time.Now(), Granted: true})
 		if err != nil || r.Code != stock.Admitted {
