@@ -4,6 +4,7 @@ package rebalance
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -48,7 +49,7 @@ func TestClusterScriptsAfterFlush(t *testing.T) {
 		t.Fatalf("transfers = %v; want one DONE", st)
 	}
 	s := e.conserved(item, 2, 20)
-	if !equal(s.redis, []int64{5, 5}) {
+	if !slices.Equal(s.redis, []int64{5, 5}) {
 		t.Fatalf("Redis after the pass = %v; want [5 5]", s.redis)
 	}
 }

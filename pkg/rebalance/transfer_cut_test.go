@@ -2,6 +2,7 @@ package rebalance
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
@@ -38,7 +39,7 @@ func TestTransferInvariantBroken(t *testing.T) {
 		t.Fatalf("transfer = %+v, %v; want qty 10, what MySQL's donor had", got, err)
 	}
 	s := e.conserved(item, 2, 20)
-	if !equal(s.redis, []int64{0, 20}) || s.mysql[0].Stock != 0 || s.mysql[1].Stock != 20 {
+	if !slices.Equal(s.redis, []int64{0, 20}) || s.mysql[0].Stock != 0 || s.mysql[1].Stock != 20 {
 		t.Fatalf("Redis %v, MySQL %+v; want both [0 20]", s.redis, s.mysql)
 	}
 	e.settled(item)

@@ -5,6 +5,7 @@ package rebalance
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -27,7 +28,7 @@ func TestClusterWaitlistAcrossPrimaries(t *testing.T) {
 	ctx := context.Background()
 	item := onTwoPrimaries(t, cc, func() int64 { return e.queuedItem(20, 2) })
 	e.release(item, 2, 1, 10, 1) // bucket 1 sold out, one unit in its pool
-	if _, w := e.conservedWaitlist(item, 2, 20); !equal(pools(w), []int64{0, 1}) {
+	if _, w := e.conservedWaitlist(item, 2, 20); !slices.Equal(pools(w), []int64{0, 1}) {
 		t.Fatalf("before: pools %v; want [0 1]", pools(w))
 	}
 
@@ -43,13 +44,13 @@ func TestClusterWaitlistAcrossPrimaries(t *testing.T) {
 			t.Fatalf("out step on bucket 1's primary, run %d: %q %v", i+1, out, err)
 		}
 	}
-	if w := e.shares(item, 2); w.Moving() != 1 || !equal(pools(w), []int64{0, 0}) {
+	if w := e.shares(item, 2); w.Moving() != 1 || !slices.Equal(pools(w), []int64{0, 0}) {
 		t.Fatalf("between the halves: %+v; want the unit moving", w)
 	}
 	if d, err := e.r.drive(ctx, tr); err != nil || d.state != store.TransferDone {
 		t.Fatalf("drive to the end: %+v %v", d, err)
 	}
-	if _, w := e.conservedWaitlist(item, 2, 20); !equal(pools(w), []int64{1, 0}) || w.Moving() != 0 {
+	if _, w := e.conservedWaitlist(item, 2, 20); !slices.Equal(pools(w), []int64{1, 0}) || w.Moving() != 0 {
 		t.Fatalf("after the transfer: %+v; want the unit in bucket 0's pool", w)
 	}
 	e.settled(item)
