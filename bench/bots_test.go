@@ -6,9 +6,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 // TestServerClockOffset: a server whose clock runs 3 s ahead is found to be
@@ -18,11 +19,11 @@ import (
 func TestServerClockOffset(t *testing.T) {
 	const ahead, step, trip = 3 * time.Second, 5 * time.Millisecond, 7 * time.Millisecond
 	for _, into := range []time.Duration{0, time.Millisecond, 250 * time.Millisecond, 999 * time.Millisecond} {
-		clk := &fakeClock{now: time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC).Add(into)}
+		clk := fakeClock{testingclock.NewFakeClock(time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC).Add(into))}
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-			clk.advance(trip / 2)
+			clk.Step(trip / 2)
 			w.Header().Set("Date", clk.Now().Add(ahead).UTC().Format(http.TimeFormat))
-			clk.advance(trip / 2)
+			clk.Step(trip / 2)
 		}))
 		got, err := clockOffset(context.Background(), srv.Client(), srv.URL, step, clk)
 		srv.Close()
@@ -35,26 +36,12 @@ func TestServerClockOffset(t *testing.T) {
 	}
 }
 
-// fakeClock is a probeClock that moves only when told to (or slept on).
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+// fakeClock is a probeClock that moves only when told to (Step) or slept
+// on: a sleep steps it by the whole duration at once.
+type fakeClock struct{ *testingclock.FakeClock }
 
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-func (c *fakeClock) Sleep(_ context.Context, d time.Duration) error {
-	c.advance(d)
+func (c fakeClock) Sleep(_ context.Context, d time.Duration) error {
+	c.Step(d)
 	return nil
 }
 

@@ -89,7 +89,7 @@ func TestSamplerWindows(t *testing.T) {
 		t.Errorf("tick 1: %d outcome rates, want one per row (%d)", len(s1.Answers), len(Outcomes))
 	}
 	if s1.P50ms == nil || *s1.P50ms != 50 || *s1.P90ms != 90 || *s1.P99ms != 99 {
-		t.Errorf("tick 1: percentiles %v %v %v, want 50 90 99", deref(s1.P50ms), deref(s1.P90ms), deref(s1.P99ms))
+		t.Errorf("tick 1: percentiles %v %v %v, want 50 90 99", testenv.Deref(s1.P50ms), testenv.Deref(s1.P90ms), testenv.Deref(s1.P99ms))
 	}
 	want := StoreSample{RedisStock: 10, DBStock: 12, Pending: 2, Unpaid: 3, Paid: 4, Cancelled: 1, Rejected: 5}
 	if s1.Store == nil || *s1.Store != want || s1.Lag == nil || *s1.Lag != 42 || s1.Unsettled != 7 {
@@ -102,14 +102,14 @@ func TestSamplerWindows(t *testing.T) {
 		t.Errorf("tick 2: t %v answers %v", s2.T, s2.Answers)
 	}
 	if s2.P50ms == nil || *s2.P50ms != 500 || *s2.P99ms != 500 {
-		t.Errorf("tick 2: percentiles %v %v", deref(s2.P50ms), deref(s2.P99ms))
+		t.Errorf("tick 2: percentiles %v %v", testenv.Deref(s2.P50ms), testenv.Deref(s2.P99ms))
 	}
 	if s2.Store != nil || s2.Lag != nil || s2.Unsettled != 0 {
 		t.Errorf("tick 2: a failed audit and lag read must leave gaps: store %+v lag %v", s2.Store, s2.Lag)
 	}
 
 	if s3.P50ms != nil || s3.Answers[OutSoldOut] != 0 || s3.Store == nil {
-		t.Errorf("tick 3: nothing answered: p50 %v answers %v store %v", deref(s3.P50ms), s3.Answers, s3.Store)
+		t.Errorf("tick 3: nothing answered: p50 %v answers %v store %v", testenv.Deref(s3.P50ms), s3.Answers, s3.Store)
 	}
 	if n := audits.Load(); n != 3 {
 		t.Errorf("%d audit reads for 3 ticks", n)
@@ -174,11 +174,4 @@ func TestRecorderSince(t *testing.T) {
 	if c[OutSoldOut] != 1 || len(lat) != 1 || lat[0] != msd(9) {
 		t.Fatalf("third window: %v %v", c, lat)
 	}
-}
-
-func deref(p *float64) any {
-	if p == nil {
-		return nil
-	}
-	return *p
 }

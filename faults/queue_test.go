@@ -118,7 +118,7 @@ func TestQueueGateReaperKilled(t *testing.T) {
 				}
 				if v.State == "sold_out" || v.State == "expired" {
 					mu.Lock()
-					ended[user] = fmt.Sprintf("ticket %s at position %v", v.State, deref(v.Position))
+					ended[user] = fmt.Sprintf("ticket %s at position %v", v.State, testenv.Deref(v.Position))
 					mu.Unlock()
 					return
 				}
@@ -252,11 +252,4 @@ func (p *pipeline) payWhenUnpaid(ctx context.Context, user int64, rid string) {
 			}
 		}
 	}
-}
-
-func deref(p *int64) any {
-	if p == nil {
-		return nil
-	}
-	return *p
 }

@@ -7,19 +7,11 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 var errNoRow = errors.New("no row")
-
-// clock is a clock the test moves by hand.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-
-func (c *clock) advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 
 // counted is a load of id's row ("row"; errNoRow for id 0) that counts its
 // calls.
@@ -37,8 +29,8 @@ func counted(n *atomic.Int64, id int64) func(context.Context) (string, error) {
 // and a forget costs the next caller a load at once.
 func TestLoadCachesRowsAndMisses(t *testing.T) {
 	c := New[string](time.Second, errNoRow)
-	clk := &clock{t: time.Now()}
-	c.SetClock(clk.now)
+	clk := testingclock.NewFakeClock(time.Now())
+	c.SetClock(clk.Now)
 	for _, id := range []int64{1, 0} {
 		var n atomic.Int64
 		for range 3 {
@@ -50,7 +42,7 @@ func TestLoadCachesRowsAndMisses(t *testing.T) {
 		if n.Load() != 1 {
 			t.Fatalf("id %d: %d loads within a TTL, want 1", id, n.Load())
 		}
-		clk.advance(c.TTL())
+		clk.Step(c.TTL())
 		_, _ = c.Load(t.Context(), id, counted(&n, id))
 		c.Forget(id)
 		_, _ = c.Load(t.Context(), id, counted(&n, id))
@@ -63,14 +55,14 @@ func TestLoadCachesRowsAndMisses(t *testing.T) {
 // TestForgetOlder forgets only an entry asked for before the bound.
 func TestForgetOlder(t *testing.T) {
 	c := New[string](time.Second, errNoRow)
-	clk := &clock{t: time.Now()}
-	c.SetClock(clk.now)
+	clk := testingclock.NewFakeClock(time.Now())
+	c.SetClock(clk.Now)
 	var n atomic.Int64
 	_, _ = c.Load(t.Context(), 1, counted(&n, 1))
-	if c.ForgetOlder(1, clk.now().Add(-time.Millisecond)) {
+	if c.ForgetOlder(1, clk.Now().Add(-time.Millisecond)) {
 		t.Fatal("forgot an entry asked for after the bound")
 	}
-	clk.advance(10 * time.Millisecond)
+	clk.Step(10 * time.Millisecond)
 	if !c.ForgetOlder(1, c.Now().Add(-5*time.Millisecond)) {
 		t.Fatal("kept an entry asked for before the bound")
 	}

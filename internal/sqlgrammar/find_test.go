@@ -29,6 +29,39 @@ var queryMethods = map[string]int{
 	"Exec": 0, "Query": 0, "QueryRow": 0, "Prepare": 0,
 }
 
+// queryFuncs are the module's functions that run the query their caller
+// names (internal/sqlrows), with the index of their query argument: a call
+// of one is followed as a call of queryMethods is, and the package they are
+// in is not walked, as the query it sends is its callers'.
+var queryFuncs = map[string]int{
+	"github.com/flashsale-dev/flashsale/internal/sqlrows.Each": 2,
+	"github.com/flashsale-dev/flashsale/internal/sqlrows.List": 2,
+}
+
+// queryIndex reports the index of the query argument of call, a call of a
+// queryMethods method or a queryFuncs function.
+func (f *finder) queryIndex(call *ast.CallExpr) (int, bool) {
+	sel, ok := call.Fun.(*ast.SelectorExpr)
+	if !ok {
+		return 0, false
+	}
+	if fn, ok := f.p.Info.Uses[sel.Sel].(*types.Func); ok {
+		if qi, ok := queryFuncs[fn.Origin().FullName()]; ok {
+			return qi, len(call.Args) > qi
+		}
+	}
+	qi, ok := queryMethods[sel.Sel.Name]
+	if !ok {
+		return 0, false
+	}
+	s := f.p.Info.Selections[sel]
+	if s == nil || s.Kind() != types.MethodVal {
+		return 0, false
+	}
+	params := s.Type().(*types.Signature).Params()
+	return qi, params.Len() > qi && isString(params.At(qi).Type()) && len(call.Args) > qi
+}
+
 // looksLikeSQL matches a string constant that reads as a whole statement,
 // wherever it is in the code: it must parse, or be part of a statement that
 // does (a fragment a builder starts with).
@@ -214,26 +247,19 @@ func (f *finder) pos(n ast.Node) string {
 // queries returns the statements of every query call of the package, and an
 // error for each query argument it cannot follow.
 func (f *finder) queries() (stmts []statement, unresolved []string) {
+	for name := range queryFuncs {
+		if strings.HasPrefix(name, f.p.Pkg.Path()+".") {
+			return nil, nil
+		}
+	}
 	for _, file := range f.p.Files {
 		ast.Inspect(file, func(n ast.Node) bool {
 			call, ok := n.(*ast.CallExpr)
 			if !ok {
 				return true
 			}
-			sel, ok := call.Fun.(*ast.SelectorExpr)
+			qi, ok := f.queryIndex(call)
 			if !ok {
-				return true
-			}
-			qi, ok := queryMethods[sel.Sel.Name]
-			if !ok {
-				return true
-			}
-			s := f.p.Info.Selections[sel]
-			if s == nil || s.Kind() != types.MethodVal {
-				return true
-			}
-			params := s.Type().(*types.Signature).Params()
-			if params.Len() <= qi || !isString(params.At(qi).Type()) || len(call.Args) <= qi {
 				return true
 			}
 			arg := call.Args[qi]

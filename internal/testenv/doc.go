@@ -11,10 +11,13 @@
 //
 // It owns the test side of the stack: the defaults, the per-test databases,
 // topics and groups, free addresses, FaultDialer, the log buffers and metric
-// readers, the goroutines a test runs beside it (Background), the test
-// items several packages warm the same way (WarmAt,
-// WarmBuckets), the cluster helpers (slots, script caches) and the headless
-// browser (Chromium). It imports package testing.
+// readers, the goroutines a test runs beside it (Background) and those
+// blocked in a function (GoroutinesIn), the test items several packages
+// warm the same way (WarmAt, WarmBuckets) and a buyer of a given bucket
+// (UserIn), a catalog's lag with no consumer behind it (NoLag), an optional
+// value as a failure message prints it (Deref), the cluster helpers (slots,
+// script caches) and the headless browser (Chromium). It imports package
+// testing.
 //
 // Only tests import it (tests of the pkg/ packages, bench, deploy, faults and
 // scenarios); no non-test file may, since a deployable that linked it would

@@ -89,7 +89,7 @@ func TestPropBucketPromise(t *testing.T) {
 			default: // a buyer
 				home := rapid.IntRange(0, n-1).Draw(t, fmt.Sprintf("home%d", step))
 				qty := rapid.IntRange(1, limit).Draw(t, fmt.Sprintf("buy%d", step))
-				user = userHomedOn(home, n, user+1)
+				user = testenv.UserIn(home, n, user+1)
 				left, inFlight := total(), flight.on
 				res := svc.Admit(ctx, Request{ItemID: item, UserID: user, Qty: qty})
 				switch res.Outcome {
@@ -136,16 +136,6 @@ type countingPublisher struct{ n atomic.Int64 }
 func (p *countingPublisher) WriteMessages(_ context.Context, msgs ...kafka.Message) error {
 	p.n.Add(int64(len(msgs)))
 	return nil
-}
-
-// userHomedOn returns the first user id from first up whose home bucket of
-// n is b.
-func userHomedOn(b, n int, first int64) int64 {
-	for u := first; ; u++ {
-		if stock.HomeBucket(u, n) == b {
-			return u
-		}
-	}
 }
 
 func must(t *rapid.T, err error) {

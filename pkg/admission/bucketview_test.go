@@ -30,14 +30,14 @@ func TestBucketViewsKeepCountsApart(t *testing.T) {
 		snap, _ := v.get(context.Background(), item, 4, 5*time.Second)
 		first <- snap
 	}()
-	testenv.Eventually(t, 10*time.Second, time.Millisecond, func() bool { return goroutinesIn(inRead, test) == 1 },
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, func() bool { return testenv.GoroutinesIn(inRead, test) == 1 },
 		"the caller of 4 buckets never started its read")
 	second := make(chan bucketview.Snapshot, 1)
 	go func() {
 		snap, _ := v.get(context.Background(), item, 8, 5*time.Second)
 		second <- snap
 	}()
-	testenv.Eventually(t, 10*time.Second, time.Millisecond, func() bool { return goroutinesIn(inRead, test) == 2 },
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, func() bool { return testenv.GoroutinesIn(inRead, test) == 2 },
 		"the caller of 8 buckets never reached the read while the read of 4 was in flight")
 	r.Resume()
 	if got := len((<-first).Stocks); got != 4 {

@@ -23,7 +23,7 @@ func TestKeyedRequestsShareABucketWait(t *testing.T) {
 		StoreTimeout: 5 * time.Second, BucketWait: time.Minute, BucketPoll: 10 * time.Millisecond})
 	ctx := context.Background()
 	const n = 8
-	item, user := testenv.ItemID(), userHomedOn(3, n, 1)
+	item, user := testenv.ItemID(), testenv.UserIn(3, n, 1)
 	stocks := []int64{5, 5, 5, 0, 5, 5, 5, 5}
 	now := time.Now()
 	if err := st.Warm(ctx, stock.Snapshot{ItemID: item, BucketStock: stocks, StartsAt: now.Add(-time.Minute),
@@ -51,7 +51,7 @@ func TestKeyedRequestsShareABucketWait(t *testing.T) {
 	// never wait for the first: they go through the limiter at once.
 	const test = "admission.TestKeyedRequestsShareABucketWait"
 	testenv.Eventually(t, 10*time.Second, time.Millisecond, func() bool {
-		return goroutinesIn("admission.(*Service).awaitStock(", test) == 1 && goroutinesIn("admission.(*keyedFlights).join(", test) == 19
+		return testenv.GoroutinesIn("admission.(*Service).awaitStock(", test) == 1 && testenv.GoroutinesIn("admission.(*keyedFlights).join(", test) == 19
 	}, "not one request waiting for bucket 3 and 19 copies waiting for it")
 	rdb.IncrBy(ctx, stock.BucketKeys(item, 3).Stock, 1)
 	wg.Wait()

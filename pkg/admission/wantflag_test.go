@@ -44,7 +44,7 @@ func TestWaitingBuyerKeepsItsBucketWanted(t *testing.T) {
 	ctx := context.Background()
 	want := stock.BucketKeys(item, 0).Want
 	done := make(chan Result, 1)
-	go func() { done <- svc.Admit(ctx, Request{ItemID: item, UserID: userHomedOn(0, 2, 1), Qty: 1}) }()
+	go func() { done <- svc.Admit(ctx, Request{ItemID: item, UserID: testenv.UserIn(0, 2, 1), Qty: 1}) }()
 	testenv.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool { return rdb.Exists(ctx, want).Val() == 1 },
 		"the refused buyer's script never raised bucket 0's want flag")
 	// A transfer filled the bucket and cleared the flag; another waiter
@@ -95,13 +95,13 @@ func TestSmallWaiterNotHiddenByBigWant(t *testing.T) {
 	ctx := context.Background()
 	want := stock.BucketKeys(item, 2).Want
 	done := make(chan Result, 1)
-	small := userHomedOn(2, 3, 1)
+	small := testenv.UserIn(2, 3, 1)
 	go func() { done <- svc.Admit(ctx, Request{ItemID: item, UserID: small, Qty: 1}) }()
 	testenv.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool { return rdb.Get(ctx, want).Val() == "1" },
 		"the waiting buyer of 1 never raised bucket 2's want flag to 1")
 	// A buyer of 3 homed on the same bucket: refused (2 units in all), and
 	// its script raised the flag to 3.
-	if res := svc.Admit(ctx, Request{ItemID: item, UserID: userHomedOn(2, 3, small+1), Qty: 3}); res.Outcome != SoldOut {
+	if res := svc.Admit(ctx, Request{ItemID: item, UserID: testenv.UserIn(2, 3, small+1), Qty: 3}); res.Outcome != SoldOut {
 		t.Fatalf("buyer of 3 with 2 units in all: %s, want sold out", res.Outcome)
 	}
 	testenv.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool { return rdb.Get(ctx, want).Val() == "1" },

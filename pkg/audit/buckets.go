@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/flashsale-dev/flashsale/internal/sqlrows"
 	"github.com/flashsale-dev/flashsale/pkg/api"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
@@ -90,21 +91,16 @@ func readBuckets(ctx context.Context, q store.Querier, itemID int64, buckets int
 
 // scanGroups runs a (bucket, label, qty) grouping query.
 func scanGroups(ctx context.Context, q store.Querier, query string, args []any, fn func(int, string, int64)) error {
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
+	return sqlrows.Each(ctx, q, query, args, func(r sqlrows.Row) error {
 		var b int
 		var label string
 		var qty int64
-		if err := rows.Scan(&b, &label, &qty); err != nil {
+		if err := r.Scan(&b, &label, &qty); err != nil {
 			return err
 		}
 		fn(b, label, qty)
-	}
-	return rows.Err()
+		return nil
+	})
 }
 
 // bucketReports lays the numbers out per bucket, 0 to items.buckets-1 (a

@@ -17,8 +17,6 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
-func noLag(context.Context) (int64, error) { return 0, nil }
-
 // sale is a bucketed item built the way the pipeline builds one: catalog.Put
 // with 4 buckets of 5 units, buyers admitted in their home buckets by
 // admit.lua, orders written by the consumer's ItemWriter. byBucket[b] are
@@ -38,7 +36,7 @@ func newSale(t *testing.T, ctx context.Context) *sale {
 	st := stock.New(testenv.Redis(t))
 	s := &sale{db: db, st: st, item: testenv.ItemID(), byBucket: map[int][]string{}}
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	if _, err := catalog.New(db, st, noLag).Put(ctx, store.Item{ID: s.item, Name: "bucket audit", PriceCents: 700,
+	if _, err := catalog.New(db, st, testenv.NoLag).Put(ctx, store.Item{ID: s.item, Name: "bucket audit", PriceCents: 700,
 		TotalStock: 20, PerUserLimit: 2, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Buckets: saleBuckets}); err != nil {
 		t.Fatal(err)
 	}
@@ -61,11 +59,7 @@ func (s *sale) admit(t *testing.T, ctx context.Context, userID int64, qty int) o
 
 // userIn returns the first user id from `from` on whose home bucket is b.
 func userIn(b int, from int64) int64 {
-	for u := from; ; u++ {
-		if stock.HomeBucket(u, saleBuckets) == b {
-			return u
-		}
-	}
+	return testenv.UserIn(b, saleBuckets, from)
 }
 
 func (s *sale) audit(t *testing.T, ctx context.Context) audit.Report {
@@ -309,7 +303,7 @@ func TestBucketAuditLayout(t *testing.T) {
 	// Unbucketed: the item is its one bucket.
 	plain := testenv.ItemID()
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	if _, err := catalog.New(s.db, s.st, noLag).Put(ctx, store.Item{ID: plain, Name: "plain", PriceCents: 100,
+	if _, err := catalog.New(s.db, s.st, testenv.NoLag).Put(ctx, store.Item{ID: plain, Name: "plain", PriceCents: 100,
 		TotalStock: 3, PerUserLimit: 1, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 
+	"github.com/flashsale-dev/flashsale/internal/sqlrows"
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
@@ -67,27 +68,27 @@ func readSnapshot(ctx context.Context, db *sql.DB, c cut, n *numbers, rep *Repor
 }
 
 func readOrders(ctx context.Context, q store.Querier, itemID int64, rep *Report) error {
-	rows, err := q.QueryContext(ctx, "SELECT status, COALESCE(SUM(qty), 0) FROM orders WHERE item_id = ? GROUP BY status", itemID)
+	err := sqlrows.Each(ctx, q, "SELECT status, COALESCE(SUM(qty), 0) FROM orders WHERE item_id = ? GROUP BY status", []any{itemID},
+		func(r sqlrows.Row) error {
+			var status string
+			var qty int64
+			if err := r.Scan(&status, &qty); err != nil {
+				return err
+			}
+			switch store.OrderStatus(status) {
+			case store.Unpaid:
+				rep.Unpaid = qty
+			case store.Paid:
+				rep.Paid = qty
+			case store.Cancelled:
+				rep.Cancelled = qty
+			}
+			return nil
+		})
 	if err != nil {
 		return fmt.Errorf("audit: orders of %d: %w", itemID, err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var status string
-		var qty int64
-		if err := rows.Scan(&status, &qty); err != nil {
-			return fmt.Errorf("audit: orders of %d: %w", itemID, err)
-		}
-		switch store.OrderStatus(status) {
-		case store.Unpaid:
-			rep.Unpaid = qty
-		case store.Paid:
-			rep.Paid = qty
-		case store.Cancelled:
-			rep.Cancelled = qty
-		}
-	}
-	return rows.Err()
+	return nil
 }
 
 // readChecks runs the counting queries of I2, I4, I5 and I6 in one round

@@ -33,7 +33,7 @@ func waitlistSale(t *testing.T, ctx context.Context) *sale {
 	st := stock.New(testenv.Redis(t))
 	s := &sale{db: db, st: st, item: testenv.ItemID(), byBucket: map[int][]string{}}
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	if _, err := catalog.New(db, st, noLag).Put(ctx, store.Item{ID: s.item, Name: "bucketed waitlist", PriceCents: 700,
+	if _, err := catalog.New(db, st, testenv.NoLag).Put(ctx, store.Item{ID: s.item, Name: "bucketed waitlist", PriceCents: 700,
 		TotalStock: 4, PerUserLimit: 1, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Buckets: 2,
 		ItemQueue: store.ItemQueue{Queue: true, QueueOpensAt: now.Add(-time.Hour), QueueRate: 100}}); err != nil {
 		t.Fatal(err)
@@ -42,8 +42,7 @@ func waitlistSale(t *testing.T, ctx context.Context) *sale {
 	var u int64
 	for b := range 2 {
 		for range 2 {
-			for u++; stock.HomeBucket(u, 2) != b; u++ {
-			}
+			u = testenv.UserIn(b, 2, u+1)
 			rid := reqid.NewIn(s.item, b, time.Now())
 			r, err := st.Admit(ctx, stock.AdmitRequest{ItemID: s.item, Buckets: 2, Bucket: b, UserID: u, Qty: 1, RequestID: rid, Now: time.Now(), Granted: true})
 			if err != nil || r.Code != stock.Admitted {

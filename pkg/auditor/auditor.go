@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flashsale-dev/flashsale/internal/sqlrows"
 	"github.com/flashsale-dev/flashsale/pkg/audit"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
@@ -110,20 +111,8 @@ func (a *Auditor) Pass(ctx context.Context) error {
 
 // recentItems lists the MaxItems most recent item ids.
 func (a *Auditor) recentItems(ctx context.Context) ([]int64, error) {
-	rows, err := a.DB.QueryContext(ctx, "SELECT id FROM items ORDER BY id DESC LIMIT ?", MaxItems)
+	ids, err := sqlrows.List(ctx, a.DB, "SELECT id FROM items ORDER BY id DESC LIMIT ?", []any{MaxItems}, sqlrows.Value[int64])
 	if err != nil {
-		return nil, fmt.Errorf("auditor: list items: %w", err)
-	}
-	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("auditor: list items: %w", err)
-		}
-		ids = append(ids, id)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("auditor: list items: %w", err)
 	}
 	return ids, nil

@@ -17,8 +17,6 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
-func noLag(context.Context) (int64, error) { return 0, nil }
-
 // A bucketed item's buckets get gauges of their own, labelled by bucket
 // index: each store's stock, the pending units, the drift, and the want
 // flag a buyer raised on finding their bucket empty; an unbucketed item
@@ -27,7 +25,7 @@ func noLag(context.Context) (int64, error) { return 0, nil }
 func TestAuditorExportsBuckets(t *testing.T) {
 	db, _ := testenv.MySQL(t)
 	st := stock.New(testenv.Redis(t))
-	cat := catalog.New(db, st, noLag)
+	cat := catalog.New(db, st, testenv.NoLag)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	now := time.Now().UTC().Truncate(time.Millisecond)

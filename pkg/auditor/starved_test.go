@@ -27,7 +27,7 @@ func TestAuditorCoversEveryBucket(t *testing.T) {
 	db, _ := testenv.MySQL(t)
 	rdb := testenv.Redis(t)
 	st := stock.New(rdb)
-	cat := catalog.New(db, st, noLag)
+	cat := catalog.New(db, st, testenv.NoLag)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	now := time.Now().UTC().Truncate(time.Millisecond)
@@ -38,10 +38,7 @@ func TestAuditorCoversEveryBucket(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, b := range []int{10, 80} {
-		u := int64(1)
-		for stock.HomeBucket(u, n) != b {
-			u++
-		}
+		u := testenv.UserIn(b, n, 1)
 		r, err := st.Admit(ctx, stock.AdmitRequest{ItemID: id, Buckets: n, Bucket: b, UserID: u, Qty: 1,
 			RequestID: reqid.NewIn(id, b, time.Now()), Now: time.Now()})
 		if err != nil || r.Code != stock.Admitted {

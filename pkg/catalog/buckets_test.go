@@ -18,7 +18,7 @@ func TestPutLowersStockWithoutOrders(t *testing.T) {
 	ctx := testCtx(t)
 	db, _ := testenv.MySQL(t)
 	st := stock.New(testenv.Redis(t))
-	cat := catalog.New(db, st, noLag)
+	cat := catalog.New(db, st, testenv.NoLag)
 	for _, buckets := range []int{1, 4} {
 		id := testenv.ItemID()
 		it := saleItem(id, 50)

@@ -55,8 +55,6 @@ func commitCutDB(t *testing.T, dsn string) (*sql.DB, *commitCutter) {
 	return db, cc
 }
 
-func noLag(context.Context) (int64, error) { return 0, nil }
-
 // cuttableRedis is a client of the stack's Redis whose connections fd can
 // cut: no retries and 300 ms timeouts, so a cut fails the next call fast.
 func cuttableRedis(t *testing.T) (*redis.Client, *testenv.FaultDialer) {
@@ -92,7 +90,7 @@ func TestPutCommitLostLeavesRedisBehind(t *testing.T) {
 	_, dsn := testenv.MySQL(t)
 	db, cut := commitCutDB(t, dsn)
 	st := stock.New(testenv.Redis(t))
-	cat := catalog.New(db, st, noLag)
+	cat := catalog.New(db, st, testenv.NoLag)
 	id := testenv.ItemID()
 
 	cut.armed.Store(true)

@@ -59,7 +59,7 @@ func TestEndRedisLostAfterCommitIsRepairedByRepeating(t *testing.T) {
 		}}, nil
 	})
 	db.SetMaxOpenConns(1) // one connection: the hook's flag is read by the End's own goroutine
-	cat := catalog.New(db, st, noLag)
+	cat := catalog.New(db, st, testenv.NoLag)
 	id := testenv.ItemID()
 	if _, err := cat.Put(ctx, saleItem(id, 10)); err != nil {
 		t.Fatal(err)

@@ -138,7 +138,7 @@ func TestBucketCountChangeRefusedWhileSaleOpen(t *testing.T) {
 	ctx := testCtx(t)
 	db, _ := testenv.MySQL(t)
 	st := stock.New(testenv.Redis(t))
-	cat := catalog.New(db, st, noLag)
+	cat := catalog.New(db, st, testenv.NoLag)
 	id := testenv.ItemID()
 	open := saleItem(id, 40)
 	open.Buckets = 4
@@ -207,7 +207,7 @@ func TestBucketCountChangeWarmFailsHalfWay(t *testing.T) {
 	t.Cleanup(func() { dying.Close() })
 	hook := &redisDies{}
 	dying.AddHook(hook)
-	cat := catalog.New(db, stock.New(clean), noLag)
+	cat := catalog.New(db, stock.New(clean), testenv.NoLag)
 	// The lag check runs inside Put's transaction, after its Redis reads:
 	// arming there fails only the warm that follows the commit.
 	var armAt atomic.Int64
@@ -327,7 +327,7 @@ func TestWarmNamesOpenTransfer(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
 	db, _ := testenv.MySQL(t)
-	cat := catalog.New(db, stock.New(testenv.Redis(t)), noLag)
+	cat := catalog.New(db, stock.New(testenv.Redis(t)), testenv.NoLag)
 	id := testenv.ItemID()
 	it := saleItem(id, 40)
 	it.Buckets = 4

@@ -11,6 +11,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/console"
 	"github.com/flashsale-dev/flashsale/pkg/ctl"
 )
@@ -80,7 +81,7 @@ func TestComputeAgreesWithWatch(t *testing.T) {
 		got := eval[pageView](t, b.ctx, "flashsaleConsole.compute("+c.prev+", "+c.cur+")")
 
 		if (got.Interval == nil) != (want.Interval == 0) || (got.Interval != nil && !near(*got.Interval, want.Interval)) {
-			t.Errorf("%s: interval %v, watch's %v", c.name, deref(got.Interval), want.Interval)
+			t.Errorf("%s: interval %v, watch's %v", c.name, testenv.Deref(got.Interval), want.Interval)
 		}
 		if len(got.Rates) != len(want.Rates) {
 			t.Errorf("%s: rates %v, watch's %v", c.name, got.Rates, want.Rates)
@@ -111,10 +112,3 @@ func TestComputeAgreesWithWatch(t *testing.T) {
 }
 
 func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
-
-func deref(p *float64) any {
-	if p == nil {
-		return nil
-	}
-	return *p
-}

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -64,10 +63,7 @@ func offsetsOf(t *testing.T, r resp) ([]int64, map[string]any) {
 	if r.Code != http.StatusOK {
 		t.Fatalf("list: %d %s", r.Code, r.Body)
 	}
-	var page api.DeadLetterPage
-	if err := json.Unmarshal(r.Body, &page); err != nil {
-		t.Fatal(err)
-	}
+	page := decode[api.DeadLetterPage](t, r)
 	var offs []int64
 	for _, l := range page.Letters {
 		offs = append(offs, l.Offset)

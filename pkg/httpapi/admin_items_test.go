@@ -15,14 +15,10 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/api"
 )
 
-// api.AdminItemOf decodes an AdminItem answer.
+// adminItemOf decodes an AdminItem answer.
 func adminItemOf(t *testing.T, r resp) api.AdminItem {
 	t.Helper()
-	var it api.AdminItem
-	if err := json.Unmarshal(r.Body, &it); err != nil {
-		t.Fatalf("answer %d %q is not an AdminItem: %v", r.Code, r.Body, err)
-	}
-	return it
+	return decode[api.AdminItem](t, r)
 }
 
 // TestAdminListItems: the list pages through every item in id order with a

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"sync"
@@ -227,10 +226,7 @@ func TestStockChangesUnderSale(t *testing.T) {
 				if r.Code != http.StatusOK {
 					t.Fatalf("change %+d: %d %s", op, r.Code, r.Body)
 				}
-				var ans stockAnswer
-				if err := json.Unmarshal(r.Body, &ans); err != nil {
-					t.Fatal(err)
-				}
+				ans := decode[stockAnswer](t, r)
 				if op > 0 && ans.Applied != op || op < 0 && (ans.Applied > 0 || ans.Applied < op) {
 					t.Fatalf("change %+d applied %d", op, ans.Applied)
 				}

@@ -17,9 +17,8 @@ import (
 func usersIn(b, buckets, n int, first int64) []int64 {
 	var out []int64
 	for u := first; len(out) < n; u++ {
-		if stock.HomeBucket(u, buckets) == b {
-			out = append(out, u)
-		}
+		u = testenv.UserIn(b, buckets, u)
+		out = append(out, u)
 	}
 	return out
 }

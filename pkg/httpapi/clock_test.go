@@ -1,34 +1,18 @@
 package httpapi
 
 import (
-	"sync"
 	"time"
+
+	testingclock "k8s.io/utils/clock/testing"
 )
 
-// testClock is a clock a test moves by hand, so a test about a TTL passes
-// it by advancing the clock rather than by waiting it out on a loaded
-// machine, and can count exactly what each period costs.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newTestClock() *testClock { return &testClock{t: time.Now()} }
-
-func (c *testClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+// newTestClock returns a clock a test moves by hand (Step), starting now, so
+// a test about a TTL passes it by stepping the clock rather than by waiting
+// it out on a loaded machine, and can count exactly what each period costs.
+func newTestClock() *testingclock.FakeClock { return testingclock.NewFakeClock(time.Now()) }
 
 // useCacheClock makes h's item cache tell time by c. Called before h
 // serves anything (the field is read unlocked).
-func (h *harness) useCacheClock(c *testClock) {
-	h.srv.items.SetClock(c.now)
+func (h *harness) useCacheClock(c *testingclock.FakeClock) {
+	h.srv.items.SetClock(c.Now)
 }

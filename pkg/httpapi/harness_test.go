@@ -148,11 +148,18 @@ type resp struct {
 
 func (r resp) json(t testing.TB) map[string]any {
 	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(r.Body, &m); err != nil {
-		t.Fatalf("body %q is not a JSON object: %v", r.Body, err)
+	return decode[map[string]any](t, r)
+}
+
+// decode returns r's body read as a T (an answer of pkg/api, a map), and
+// fails the test when it is not one.
+func decode[T any](t testing.TB, r resp) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal(r.Body, &v); err != nil {
+		t.Fatalf("answer %d %q is not a %T: %v", r.Code, r.Body, v, err)
 	}
-	return m
+	return v
 }
 
 // do serves one request in-process. hdr may set "Authorization" etc.

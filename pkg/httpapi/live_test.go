@@ -37,9 +37,7 @@ func (h *harness) live(t *testing.T, id int64) (resp, live) {
 	r := h.do(http.MethodGet, fmt.Sprintf("/api/v1/admin/items/%d/live", id), "", h.admin())
 	var l live
 	if r.Code == http.StatusOK {
-		if err := json.Unmarshal(r.Body, &l); err != nil {
-			t.Fatalf("live: %v in %s", err, r.Body)
-		}
+		l = decode[live](t, r)
 	}
 	return r, l
 }

@@ -73,10 +73,10 @@ func TestUnknownItemCostsOneQueryPerTTL(t *testing.T) {
 	}
 	burst(t, h, 100, path, nil, http.StatusNotFound)
 	want("200 GETs of an unknown item within one period", 1)
-	clk.advance(ttl - time.Millisecond)
+	clk.Step(ttl - time.Millisecond)
 	burst(t, h, 50, path, nil, http.StatusNotFound)
 	want("100 more GETs just before the period ends", 1)
-	clk.advance(time.Millisecond)
+	clk.Step(time.Millisecond)
 	burst(t, h, 50, path, nil, http.StatusNotFound)
 	want("100 more GETs in the next period", 2)
 	// Created through another replica: hidden here for the rest of the
@@ -86,7 +86,7 @@ func TestUnknownItemCostsOneQueryPerTTL(t *testing.T) {
 		t.Fatalf("item created within the period: %d %s, want 404 from the cache", r.Code, r.Body)
 	}
 	want("a GET within the period of the miss", 2)
-	clk.advance(ttl)
+	clk.Step(ttl)
 	if r := h.do(http.MethodGet, path, "", nil); r.Code != http.StatusOK {
 		t.Fatalf("item created through another replica: %d %s one period after, want 200", r.Code, r.Body)
 	}
@@ -94,7 +94,7 @@ func TestUnknownItemCostsOneQueryPerTTL(t *testing.T) {
 	// Known items are shared too.
 	burst(t, h, 100, path, nil, http.StatusOK)
 	want("200 GETs of a known item within its period", 3)
-	clk.advance(ttl)
+	clk.Step(ttl)
 	burst(t, h, 100, path, nil, http.StatusOK)
 	want("200 GETs of a known item in the next period", 4)
 }

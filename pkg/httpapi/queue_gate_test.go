@@ -90,7 +90,7 @@ func (h *harness) admitted(user, item int64, ticket string, within time.Duration
 func TestQueuedItemRequiresAGrant(t *testing.T) {
 	h := newHarness(t, harnessOpts{partitions: 1, ingress: func(in *config.Ingress) { in.QueueGrantTTL = time.Second }})
 	clk := newTestClock()
-	h.srv.room.WithGrantClock(clk.now)
+	h.srv.room.WithGrantClock(clk.Now)
 	h.runGate()
 	now := time.Now()
 	item, other := testenv.ItemID(), testenv.ItemID()
@@ -122,7 +122,7 @@ func TestQueuedItemRequiresAGrant(t *testing.T) {
 			t.Errorf("%s: %d %s, want 403 %s", c.name, r.Code, r.Body, c.code)
 		}
 	}
-	clk.advance(mine.GrantExpiresAt.Sub(clk.now())) // the grant's last instant has passed
+	clk.Step(mine.GrantExpiresAt.Sub(clk.Now())) // the grant's last instant has passed
 	if r := h.orderWith(11, item, mine.AdmissionGrant); r.Code != http.StatusForbidden || r.json(t)["error"] != "admission_expired" {
 		t.Errorf("expired grant: %d %s, want 403 admission_expired", r.Code, r.Body)
 	}

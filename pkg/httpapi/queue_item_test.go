@@ -27,11 +27,7 @@ func (h *harness) putQueuedItem(id, stockQty int64, opens, starts, ends time.Tim
 	if r.Code != http.StatusOK {
 		h.t.Fatalf("put queued item: %d %s", r.Code, r.Body)
 	}
-	var m map[string]any
-	if err := json.Unmarshal(r.Body, &m); err != nil {
-		h.t.Fatal(err)
-	}
-	return m
+	return r.json(h.t)
 }
 
 var hexSHA256 = regexp.MustCompile(`^[0-9a-f]{64}$`)

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -25,9 +24,7 @@ func (h *harness) ticketStatusOf(user, item int64, ticket, wait string) (resp, a
 	r := h.do(http.MethodGet, path, "", h.as(user))
 	var v api.TicketStatus
 	if r.Code == http.StatusOK {
-		if err := json.Unmarshal(r.Body, &v); err != nil {
-			h.t.Fatalf("ticket status %s: %v", r.Body, err)
-		}
+		v = decode[api.TicketStatus](h.t, r)
 	}
 	return r, v
 }

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -20,9 +19,7 @@ func (h *harness) take(user, item int64) (resp, api.Ticket) {
 	r := h.do(http.MethodPost, fmt.Sprintf("/api/v1/items/%d/queue", item), "", h.as(user))
 	var v api.Ticket
 	if r.Code == http.StatusOK || r.Code == http.StatusCreated {
-		if err := json.Unmarshal(r.Body, &v); err != nil {
-			h.t.Fatalf("ticket answer %s: %v", r.Body, err)
-		}
+		v = decode[api.Ticket](h.t, r)
 	}
 	return r, v
 }

@@ -69,11 +69,7 @@ func (h *harness) orderAdmitted(user, item int64, ticket string) string {
 	if r.Code != http.StatusAccepted {
 		h.t.Fatalf("order of %d: %d %s", user, r.Code, r.Body)
 	}
-	var a accepted
-	if err := json.Unmarshal(r.Body, &a); err != nil {
-		h.t.Fatal(err)
-	}
-	return a.RequestID
+	return decode[accepted](h.t, r).RequestID
 }
 
 // TestWaitlistOfferByTicket: once a queued item sold out, a unit released

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	testingclock "k8s.io/utils/clock/testing"
+
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 )
 
@@ -31,24 +33,11 @@ func (l *lines) records(t *testing.T) []map[string]any {
 	return out
 }
 
-// fakeClock is a settable now for the sampler.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-func newLogger(t *testing.T, sink *lines, o Options, clock *fakeClock) *slog.Logger {
+func newLogger(t *testing.T, sink *lines, o Options, clock *testingclock.FakeClock) *slog.Logger {
 	t.Helper()
 	h := New(slog.NewJSONHandler(sink, nil), o).(*Handler)
 	if clock != nil {
-		h.s.now = clock.now
+		h.s.now = clock.Now
 	}
 	return slog.New(h).With("service", "ingress")
 }
@@ -59,7 +48,7 @@ func newLogger(t *testing.T, sink *lines, o Options, clock *fakeClock) *slog.Log
 func TestARepeatedWarningCostsBurstLinesAndOneSummary(t *testing.T) {
 	const goroutines, each, burst = 64, 2000, 10
 	sink := &lines{}
-	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	clock := testingclock.NewFakeClock(time.Unix(1_800_000_000, 0))
 	log := newLogger(t, sink, Options{Burst: burst, Window: time.Hour}, clock)
 	var wg sync.WaitGroup
 	for g := range goroutines {
@@ -76,7 +65,7 @@ func TestARepeatedWarningCostsBurstLinesAndOneSummary(t *testing.T) {
 		log.Info("item saved")
 	}
 	// The next window begins: its first line flushes the last window's count.
-	clock.add(time.Hour)
+	clock.Step(time.Hour)
 	log.Warn("request failed", "status", 503)
 
 	var passed, info, suppressed, summaries int
@@ -105,7 +94,7 @@ func TestARepeatedWarningCostsBurstLinesAndOneSummary(t *testing.T) {
 // the first line of another.
 func TestMessagesHaveTheirOwnBudget(t *testing.T) {
 	sink := &lines{}
-	log := newLogger(t, sink, Options{Burst: 3, Window: time.Hour}, &fakeClock{t: time.Unix(1_800_000_000, 0)})
+	log := newLogger(t, sink, Options{Burst: 3, Window: time.Hour}, testingclock.NewFakeClock(time.Unix(1_800_000_000, 0)))
 	for range 100 {
 		log.Warn("request failed")
 	}

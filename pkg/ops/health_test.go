@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	testingclock "k8s.io/utils/clock/testing"
+
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 )
 
@@ -54,8 +56,8 @@ func TestReadinessBoundedWhenACheckHangs(t *testing.T) {
 		"stuck": func(context.Context) error { hung.Add(1); <-release; return nil },
 		"fine":  func(context.Context) error { fine.Add(1); return nil },
 	}})
-	clk := &testClock{t: time.Unix(1_800_000_000, 0)}
-	h.now = clk.now
+	clk := testingclock.NewFakeClock(time.Unix(1_800_000_000, 0))
+	h.now = clk.Now
 	before := runtime.NumGoroutine()
 	const rounds, burst = 3, 20
 	for r := range rounds {
@@ -73,7 +75,7 @@ func TestReadinessBoundedWhenACheckHangs(t *testing.T) {
 		}
 		wg.Wait()
 		if r < rounds-1 {
-			clk.advance(DefaultReadinessCache) // past the cache period
+			clk.Step(DefaultReadinessCache) // past the cache period
 		}
 	}
 	if n := hung.Load(); n != 1 {
@@ -103,8 +105,8 @@ func TestReadinessCachedForABurst(t *testing.T) {
 			}
 		},
 	}})
-	clk := &testClock{t: time.Unix(1_800_000_000, 0)}
-	h.now = clk.now
+	clk := testingclock.NewFakeClock(time.Unix(1_800_000_000, 0))
+	h.now = clk.Now
 	var wg sync.WaitGroup
 	for range 50 {
 		wg.Add(1)
@@ -122,7 +124,7 @@ func TestReadinessCachedForABurst(t *testing.T) {
 	if n := runs.Load(); n != 1 {
 		t.Fatalf("70 probes within a cache period ran the check %d times, want 1", n)
 	}
-	clk.advance(DefaultReadinessCache)
+	clk.Step(DefaultReadinessCache)
 	probe(t, h, 2*time.Second)
 	if n := runs.Load(); n != 2 {
 		t.Fatalf("after the cache period the check ran %d times in all, want 2", n)
@@ -149,16 +151,6 @@ func TestReadinessProbeGoneDoesNotPoisonTheCache(t *testing.T) {
 		t.Fatalf("probe after a cancelled one: %d %v, want 200", code, body)
 	}
 }
-
-// testClock is a clock the test moves by hand.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-
-func (c *testClock) advance(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
 
 // lazyGoroutines prints the goroutine count when a failure is reported.
 type lazyGoroutines struct{}

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -191,11 +189,7 @@ func (h *waitHarness) waitingPoll(user, item int64) (string, <-chan timedStatus)
 }
 
 // followers counts the goroutines following an item's subscription.
-func followers() int {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	return strings.Count(string(buf), "(*statusWaits).follow(")
-}
+func followers() int { return testenv.GoroutinesIn("(*statusWaits).follow(") }
 
 // TestWaitReturnsOnCommit: a poll waiting on a PENDING request is woken by
 // the status the consumer caches after its commit. Without the recheck

@@ -10,6 +10,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/catalog"
 	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
@@ -17,8 +18,8 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
-// newBucketedEnv is newEnv for an item of buckets stock buckets, laid out
-// by store.UpsertItem and warmed from its rows, as the catalog does.
+// newBucketedEnv is newEnv for an item of buckets stock buckets, created
+// and warmed by the catalog, as the admin API does.
 func newBucketedEnv(t *testing.T, partitions int, units int64, buckets int) *env {
 	t.Helper()
 	db, dsn := testenv.MySQL(t)
@@ -28,23 +29,7 @@ func newBucketedEnv(t *testing.T, partitions int, units int64, buckets int) *env
 	now := time.Now()
 	it := store.Item{ID: e.item, Name: "bucketed", PriceCents: 999, TotalStock: units, PerUserLimit: 1,
 		StartsAt: now.Add(-time.Hour), EndsAt: now.Add(time.Hour), Buckets: buckets}
-	var rows []store.StockRow
-	err := store.RunInTx(ctx, db, sql.LevelDefault, func(tx *sql.Tx) error {
-		if _, err := store.UpsertItem(ctx, tx, it); err != nil {
-			return err
-		}
-		var err error
-		rows, err = store.BucketRows(ctx, tx, e.item, true)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap := stock.Snapshot{ItemID: e.item, StartsAt: it.StartsAt, EndsAt: it.EndsAt, PerUserLimit: 1}
-	for _, r := range rows {
-		snap.BucketStock = append(snap.BucketStock, r.Stock)
-	}
-	if err := e.st.Warm(ctx, snap); err != nil {
+	if _, err := catalog.New(db, e.st, testenv.NoLag).Put(ctx, it); err != nil {
 		t.Fatal(err)
 	}
 	return e

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 )
@@ -25,11 +26,11 @@ import (
 func TestLagPollIsBoundedAndSerial(t *testing.T) {
 	const interval = 40 * time.Millisecond
 	m := NewMetrics(prometheus.NewRegistry())
-	clk := &testClock{t: time.Unix(1_800_000_000, 0)}
+	clk := testingclock.NewFakeClock(time.Unix(1_800_000_000, 0))
 	var calls, inFlight, maxInFlight atomic.Int32
 	var mu sync.Mutex
 	var noDeadline, lateDeadline int
-	w := &lagWatch{interval: interval, m: m, log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: clk.now,
+	w := &lagWatch{interval: interval, m: m, log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: clk.Now,
 		poll: func(ctx context.Context) (map[int]int64, error) {
 			n := inFlight.Add(1)
 			defer inFlight.Add(-1)
@@ -69,7 +70,7 @@ func TestLagPollIsBoundedAndSerial(t *testing.T) {
 	if n := testutil.CollectAndCount(m.GroupLag); n != 2 {
 		t.Fatalf("%d group lag series after 2 failed polls within %d intervals of the last good one, want 2", n, lagStalePolls)
 	}
-	clk.advance((lagStalePolls + 1) * interval)
+	clk.Step((lagStalePolls + 1) * interval)
 	testenv.Eventually(t, 10*time.Second, time.Millisecond, func() bool { return testutil.CollectAndCount(m.GroupLag) == 0 },
 		"group lag series still exported %d intervals after the last good poll (%d polls)", lagStalePolls+1, calls.Load())
 	cancel()
@@ -88,16 +89,6 @@ func TestLagPollIsBoundedAndSerial(t *testing.T) {
 		t.Fatalf("only %d polls: a hung poll blocked the loop", c)
 	}
 }
-
-// testClock is a clock the test moves by hand.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-
-func (c *testClock) advance(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
 
 // A partition missing from a successful poll loses its series.
 func TestLagPollDropsVanishedPartitions(t *testing.T) {
@@ -123,12 +114,12 @@ func TestLagPollDropsVanishedPartitions(t *testing.T) {
 // moved to another member in a rebalance) and keeps the ones it fetches.
 func TestFetchLagForgetsPartitionsNoLongerFetched(t *testing.T) {
 	m := NewMetrics(prometheus.NewRegistry())
-	clk := &testClock{t: time.Unix(1_800_000_000, 0)}
-	m.fetchLag.now = clk.now
+	clk := testingclock.NewFakeClock(time.Unix(1_800_000_000, 0))
+	m.fetchLag.now = clk.Now
 	m.fetchLag.set(0, 5)
-	clk.advance(time.Millisecond)
-	mid := clk.now()
-	clk.advance(time.Millisecond)
+	clk.Step(time.Millisecond)
+	mid := clk.Now()
+	clk.Step(time.Millisecond)
 	m.fetchLag.set(1, 6)
 	m.fetchLag.forgetIdle(mid.Add(-time.Hour))
 	if n := testutil.CollectAndCount(m.fetchLag.vec); n != 2 {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/catalog"
 	"github.com/flashsale-dev/flashsale/pkg/reap"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
@@ -159,7 +160,7 @@ func TestWarmGuardsUnmarkedRestores(t *testing.T) {
 	if err := e.rdb.Del(ctx, stock.KeysOf(it.ID).Stock).Err(); err != nil {
 		t.Fatal(err)
 	}
-	cat := catalog.New(e.db, e.st, func(context.Context) (int64, error) { return 0, nil })
+	cat := catalog.New(e.db, e.st, testenv.NoLag)
 	if _, err := cat.Warm(ctx, it.ID); err != nil {
 		t.Fatal(err)
 	}

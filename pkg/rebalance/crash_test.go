@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -152,10 +153,10 @@ func TestCrashMidTransfer(t *testing.T) {
 				t.Fatalf("after the crash, open transfers = %+v; want one %s 0->1 qty 5", open, tc.state)
 			}
 			s := e.snapshot(item, 4)
-			if got := []int64{s.mysql[0].Stock, s.mysql[1].Stock}; !equal(got, tc.mysql) {
+			if got := []int64{s.mysql[0].Stock, s.mysql[1].Stock}; !slices.Equal(got, tc.mysql) {
 				t.Fatalf("after the crash, MySQL stock of buckets 0, 1 = %v; want %v", got, tc.mysql)
 			}
-			if got := s.redis[:2]; !equal(got, tc.redis) {
+			if got := s.redis[:2]; !slices.Equal(got, tc.redis) {
 				t.Fatalf("after the crash, Redis stock of buckets 0, 1 = %v; want %v", got, tc.redis)
 			}
 			if live := e.rdb.SMembers(ctx, stock.KeysOf(item).TransfersLive()).Val(); len(live) != 1 || live[0] != itoa(open[0].ID) {
@@ -171,7 +172,7 @@ func TestCrashMidTransfer(t *testing.T) {
 				}
 			}
 			s = e.conserved(item, 4, 40)
-			if !equal(s.redis, []int64{5, 5, 10, 10}) || s.mysql[0].Stock != 5 || s.mysql[1].Stock != 15 || s.mysql[1].TotalStock != 15 {
+			if !slices.Equal(s.redis, []int64{5, 5, 10, 10}) || s.mysql[0].Stock != 5 || s.mysql[1].Stock != 15 || s.mysql[1].TotalStock != 15 {
 				t.Fatalf("after the repair: Redis %v, MySQL %+v; want Redis [5 5 10 10], MySQL 5 and 15 in buckets 0 and 1", s.redis, s.mysql)
 			}
 			if st := e.settled(item); st[store.TransferDone] != 1 || len(st) != 1 {

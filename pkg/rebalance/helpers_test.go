@@ -18,7 +18,6 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
-	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 )
 
 // env is one test's stores: a database of its own, the shared Redis (items
@@ -82,30 +81,10 @@ func (e *env) newItem(total int64, n int, queue bool) int64 {
 	if queue {
 		it.Queue, it.QueueOpensAt, it.QueueRate = true, now.Add(-time.Hour), 100
 	}
-	err := store.RunInTx(ctx, e.db, sql.LevelDefault, func(tx *sql.Tx) error {
-		ch, err := store.UpsertItem(ctx, tx, it)
-		if err != nil {
-			return err
-		}
-		return waitroom.SaveQueue(ctx, tx, &ch.Item)
-	})
-	if err != nil {
-		e.t.Fatalf("create item: %v", err)
-	}
-	cat := catalog.New(e.db, e.st, func(context.Context) (int64, error) { return 0, nil })
-	if _, err := cat.Warm(ctx, id); err != nil {
-		e.t.Fatalf("warm item %d: %v", id, err)
+	if _, err := catalog.New(e.db, e.st, testenv.NoLag).Put(ctx, it); err != nil {
+		e.t.Fatalf("create item %d: %v", id, err)
 	}
 	return id
-}
-
-// userIn returns the first user id from first up whose home bucket of n is b.
-func userIn(b, n int, first int64) int64 {
-	for u := first; ; u++ {
-		if stock.HomeBucket(u, n) == b {
-			return u
-		}
-	}
 }
 
 // admit admits k buyers in bucket b of item (n buckets): Redis stock and
@@ -113,7 +92,7 @@ func userIn(b, n int, first int64) int64 {
 func (e *env) admit(item int64, n, b, k int) {
 	e.t.Helper()
 	for range k {
-		e.user = userIn(b, n, e.user+1)
+		e.user = testenv.UserIn(b, n, e.user+1)
 		u := e.user
 		r, err := e.st.Admit(context.Background(), stock.AdmitRequest{ItemID: item, Buckets: n, Bucket: b, UserID: u, Qty: 1,
 			RequestID: reqid.NewIn(item, b, time.Now()), Now: time.Now()})

@@ -2,7 +2,6 @@ package rebalance
 
 import (
 	"context"
-	"database/sql"
 	"flag"
 	"fmt"
 	"runtime"
@@ -131,17 +130,10 @@ func (m *model) create() int64 {
 	ctx := context.Background()
 	id := testenv.ItemID()
 	now := time.Now()
-	err := store.RunInTx(ctx, m.e.db, sql.LevelDefault, func(tx *sql.Tx) error {
-		_, err := store.UpsertItem(ctx, tx, store.Item{ID: id, Name: "model", PriceCents: 100, TotalStock: m.total,
-			PerUserLimit: 3, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Buckets: m.n})
-		return err
-	})
+	_, err := catalog.New(m.e.db, m.e.st, testenv.NoLag).Put(ctx, store.Item{ID: id, Name: "model", PriceCents: 100, TotalStock: m.total,
+		PerUserLimit: 3, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Buckets: m.n})
 	if err != nil {
-		m.t.Fatalf("create item: %v", err)
-	}
-	cat := catalog.New(m.e.db, m.e.st, func(context.Context) (int64, error) { return 0, nil })
-	if _, err := cat.Warm(ctx, id); err != nil {
-		m.t.Fatalf("warm item %d: %v", id, err)
+		m.t.Fatalf("create item %d: %v", id, err)
 	}
 	return id
 }
@@ -162,7 +154,7 @@ func (m *model) mover() *Rebalancer {
 
 // arrive is a new buyer's first try.
 func (m *model) arrive(home, qty int) {
-	m.users = userIn(home, m.n, m.users+1)
+	m.users = testenv.UserIn(home, m.n, m.users+1)
 	m.try(buyer{user: m.users, home: home, qty: qty})
 }
 

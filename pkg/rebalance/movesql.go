@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 
+	"github.com/flashsale-dev/flashsale/internal/sqlrows"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
@@ -107,26 +108,22 @@ func moveTransfer(ctx context.Context, db *sql.DB, t store.Transfer, cut cutFunc
 // lockTransferRows locks the donor's and the recipient's item_buckets rows
 // of t, in bucket order, and returns the donor's stock.
 func lockTransferRows(ctx context.Context, tx *sql.Tx, t store.Transfer) (int64, error) {
-	rows, err := tx.QueryContext(ctx, "SELECT bucket, stock FROM item_buckets WHERE item_id = ? AND bucket IN (?, ?) ORDER BY bucket FOR UPDATE",
-		t.ItemID, t.From, t.To)
-	if err != nil {
-		return 0, fmt.Errorf("rebalance: move transfer %d: %w", t.ID, err)
-	}
-	defer rows.Close()
 	var donor int64
 	found := 0
-	for rows.Next() {
-		var b int
-		var st int64
-		if err := rows.Scan(&b, &st); err != nil {
-			return 0, fmt.Errorf("rebalance: move transfer %d: %w", t.ID, err)
-		}
-		if b == t.From {
-			donor = st
-		}
-		found++
-	}
-	if err := rows.Err(); err != nil {
+	err := sqlrows.Each(ctx, tx, "SELECT bucket, stock FROM item_buckets WHERE item_id = ? AND bucket IN (?, ?) ORDER BY bucket FOR UPDATE",
+		[]any{t.ItemID, t.From, t.To}, func(r sqlrows.Row) error {
+			var b int
+			var st int64
+			if err := r.Scan(&b, &st); err != nil {
+				return err
+			}
+			if b == t.From {
+				donor = st
+			}
+			found++
+			return nil
+		})
+	if err != nil {
 		return 0, fmt.Errorf("rebalance: move transfer %d: %w", t.ID, err)
 	}
 	if found != 2 {

@@ -4,6 +4,7 @@ package rebalance
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -31,7 +32,7 @@ func TestClusterScriptsAfterFlush(t *testing.T) {
 	}
 	testenv.ExpectScriptsEverywhere(t, cc, shas)
 
-	item := e.itemOnTwoPrimaries(t, cc)
+	item := onTwoPrimaries(t, cc, func() int64 { return e.item(20, 2) })
 	e.admit(item, 2, 1, 10) // bucket 1 sold out
 	e.setWant(item, 1)
 	testenv.FlushScripts(t, cc, shas)
@@ -48,17 +49,17 @@ func TestClusterScriptsAfterFlush(t *testing.T) {
 		t.Fatalf("transfers = %v; want one DONE", st)
 	}
 	s := e.conserved(item, 2, 20)
-	if !equal(s.redis, []int64{5, 5}) {
+	if !slices.Equal(s.redis, []int64{5, 5}) {
 		t.Fatalf("Redis after the pass = %v; want [5 5]", s.redis)
 	}
 }
 
-// itemOnTwoPrimaries creates an item of 20 units in 2 buckets whose
-// buckets' slots are on different primaries.
-func (e *env) itemOnTwoPrimaries(t *testing.T, cc *redis.ClusterClient) int64 {
+// onTwoPrimaries creates items of 2 buckets with newItem until one has its
+// buckets' slots on different primaries, and returns it.
+func onTwoPrimaries(t *testing.T, cc *redis.ClusterClient, newItem func() int64) int64 {
 	t.Helper()
 	for range 100 {
-		id := e.item(20, 2)
+		id := newItem()
 		if primaryOfKey(t, cc, stock.BucketKeys(id, 0).Stock) != primaryOfKey(t, cc, stock.BucketKeys(id, 1).Stock) {
 			return id
 		}

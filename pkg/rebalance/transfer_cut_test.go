@@ -2,8 +2,10 @@ package rebalance
 
 import (
 	"context"
+	"slices"
 	"testing"
 
+	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/catalog"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
@@ -37,7 +39,7 @@ func TestTransferInvariantBroken(t *testing.T) {
 		t.Fatalf("transfer = %+v, %v; want qty 10, what MySQL's donor had", got, err)
 	}
 	s := e.conserved(item, 2, 20)
-	if !equal(s.redis, []int64{0, 20}) || s.mysql[0].Stock != 0 || s.mysql[1].Stock != 20 {
+	if !slices.Equal(s.redis, []int64{0, 20}) || s.mysql[0].Stock != 0 || s.mysql[1].Stock != 20 {
 		t.Fatalf("Redis %v, MySQL %+v; want both [0 20]", s.redis, s.mysql)
 	}
 	e.settled(item)
@@ -47,7 +49,7 @@ func TestTransferInvariantBroken(t *testing.T) {
 	if v := e.metric("flashsale_bucket_transfer_units_total"); v != 10 {
 		t.Errorf("units moved = %v; want 10, what the cut transfer moved (12 were planned)", v)
 	}
-	cat := catalog.New(e.db, e.st, func(context.Context) (int64, error) { return 0, nil })
+	cat := catalog.New(e.db, e.st, testenv.NoLag)
 	if _, err := cat.Warm(ctx, item); err != nil {
 		t.Fatalf("warm after the transfer: %v", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -33,7 +34,7 @@ func TestTransferExactlyOnce(t *testing.T) {
 		}
 	}
 	s := e.conserved(item, 4, 40)
-	if got := []int64{s.mysql[0].Stock, s.mysql[2].Stock, s.mysql[2].TotalStock, s.redis[0], s.redis[2]}; !equal(got, []int64{4, 16, 16, 1, 16}) {
+	if got := []int64{s.mysql[0].Stock, s.mysql[2].Stock, s.mysql[2].TotalStock, s.redis[0], s.redis[2]}; !slices.Equal(got, []int64{4, 16, 16, 1, 16}) {
 		t.Fatalf("MySQL 0, 2, total 2, Redis 0, 2 = %v; want [4 16 16 1 16]", got)
 	}
 	if st := e.settled(item); st[store.TransferDone] != 1 {
@@ -94,7 +95,7 @@ func TestTransferDrivenConcurrently(t *testing.T) {
 		}
 	}
 	s := e.conserved(item, n, total)
-	if !equal(s.redis, want) {
+	if !slices.Equal(s.redis, want) {
 		t.Fatalf("Redis stocks = %v; want %v", s.redis, want)
 	}
 	e.settled(item)
@@ -117,7 +118,7 @@ func TestTransferAbandoned(t *testing.T) {
 		t.Fatalf("drive = %+v, %v; want ABANDONED", d, err)
 	}
 	s := e.conserved(item, 3, 30)
-	if !equal(s.redis, []int64{10, 2, 10}) {
+	if !slices.Equal(s.redis, []int64{10, 2, 10}) {
 		t.Fatalf("Redis = %v after an abandoned transfer", s.redis)
 	}
 
@@ -194,7 +195,7 @@ func TestPassRefillsWantingBucket(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := e.conserved(item, 4, 40)
-	if !equal(s.redis, []int64{5, 8, 10, 5}) {
+	if !slices.Equal(s.redis, []int64{5, 8, 10, 5}) {
 		t.Fatalf("Redis after the pass = %v; want [5 8 10 5] (5 from bucket 0 to 3)", s.redis)
 	}
 	if e.rdb.Exists(ctx, stock.BucketKeys(item, 3).Want).Val() != 0 {
@@ -299,18 +300,6 @@ func TestLeaseOneReplicaAtATime(t *testing.T) {
 	}
 	e.settled(item)
 	e.conserved(item, 2, 20)
-}
-
-func equal(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // lazy is a failure message's part computed when the failure is reported,

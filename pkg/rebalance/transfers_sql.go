@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/flashsale-dev/flashsale/internal/sqlrows"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
@@ -131,24 +132,17 @@ type bucketedItem struct {
 // whatever their window: the items whose stock may have to move, or be
 // finished moving.
 func queryItems(ctx context.Context, q store.Querier, now time.Time, margin time.Duration) ([]bucketedItem, error) {
-	rows, err := q.QueryContext(ctx,
+	out, err := sqlrows.List(ctx, q,
 		"SELECT i.id, i.buckets FROM items i WHERE i.buckets > 1 AND ((i.starts_at <= ? AND i.ends_at > ?)"+
 			" OR EXISTS (SELECT 1 FROM stock_transfers t WHERE t.item_id = i.id AND t.state IN ('PLANNED','MOVED')))"+
 			" ORDER BY i.id",
-		now.Add(margin).UTC(), now.Add(-margin).UTC())
+		[]any{now.Add(margin).UTC(), now.Add(-margin).UTC()},
+		func(r sqlrows.Row) (bucketedItem, error) {
+			var it bucketedItem
+			err := r.Scan(&it.ID, &it.Buckets)
+			return it, err
+		})
 	if err != nil {
-		return nil, fmt.Errorf("rebalance: items: %w", err)
-	}
-	defer rows.Close()
-	var out []bucketedItem
-	for rows.Next() {
-		var it bucketedItem
-		if err := rows.Scan(&it.ID, &it.Buckets); err != nil {
-			return nil, fmt.Errorf("rebalance: items: %w", err)
-		}
-		out = append(out, it)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("rebalance: items: %w", err)
 	}
 	return out, nil

@@ -5,11 +5,11 @@ package rebalance
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/store"
@@ -26,9 +26,9 @@ import (
 func TestClusterWaitlistAcrossPrimaries(t *testing.T) {
 	e, cc := newClusterEnv(t)
 	ctx := context.Background()
-	item := e.queuedItemOnTwoPrimaries(t, cc)
+	item := onTwoPrimaries(t, cc, func() int64 { return e.queuedItem(20, 2) })
 	e.release(item, 2, 1, 10, 1) // bucket 1 sold out, one unit in its pool
-	if _, w := e.conservedWaitlist(item, 2, 20); !equal(pools(w), []int64{0, 1}) {
+	if _, w := e.conservedWaitlist(item, 2, 20); !slices.Equal(pools(w), []int64{0, 1}) {
 		t.Fatalf("before: pools %v; want [0 1]", pools(w))
 	}
 
@@ -44,18 +44,18 @@ func TestClusterWaitlistAcrossPrimaries(t *testing.T) {
 			t.Fatalf("out step on bucket 1's primary, run %d: %q %v", i+1, out, err)
 		}
 	}
-	if w := e.shares(item, 2); w.Moving() != 1 || !equal(pools(w), []int64{0, 0}) {
+	if w := e.shares(item, 2); w.Moving() != 1 || !slices.Equal(pools(w), []int64{0, 0}) {
 		t.Fatalf("between the halves: %+v; want the unit moving", w)
 	}
 	if d, err := e.r.drive(ctx, tr); err != nil || d.state != store.TransferDone {
 		t.Fatalf("drive to the end: %+v %v", d, err)
 	}
-	if _, w := e.conservedWaitlist(item, 2, 20); !equal(pools(w), []int64{1, 0}) || w.Moving() != 0 {
+	if _, w := e.conservedWaitlist(item, 2, 20); !slices.Equal(pools(w), []int64{1, 0}) || w.Moving() != 0 {
 		t.Fatalf("after the transfer: %+v; want the unit in bucket 0's pool", w)
 	}
 	e.settled(item)
 
-	u := userIn(0, 2, e.user+1)
+	u := testenv.UserIn(0, 2, e.user+1)
 	line := []waitroom.Candidate{{Position: 1, Ticket: fmt.Sprintf("%032x", 1), UserID: u}}
 	if p, err := waitroom.NewStore(e.st).OfferReleasedIn(ctx, item, 0, time.Minute, line, false); err != nil || p.Offered != 1 {
 		t.Fatalf("offer in bucket 0: %+v %v", p, err)
@@ -71,18 +71,4 @@ func TestClusterWaitlistAcrossPrimaries(t *testing.T) {
 		t.Fatalf("after the claim: %+v", w)
 	}
 	e.auditOK(item)
-}
-
-// queuedItemOnTwoPrimaries creates a queued item of 20 units in 2 buckets
-// whose buckets' slots are on different primaries.
-func (e *env) queuedItemOnTwoPrimaries(t *testing.T, cc *redis.ClusterClient) int64 {
-	t.Helper()
-	for range 100 {
-		id := e.queuedItem(20, 2)
-		if primaryOfKey(t, cc, stock.BucketKeys(id, 0).Stock) != primaryOfKey(t, cc, stock.BucketKeys(id, 1).Stock) {
-			return id
-		}
-	}
-	t.Fatal("no item in 100 with its two buckets on two primaries")
-	return 0
 }

@@ -2,9 +2,11 @@ package rebalance
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/audit"
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
@@ -28,7 +30,7 @@ func (e *env) release(item int64, n, b int, per int64, k int) {
 	ctx := context.Background()
 	var rids []string
 	for range per {
-		e.user = userIn(b, n, e.user+1)
+		e.user = testenv.UserIn(b, n, e.user+1)
 		rid := reqid.NewIn(item, b, time.Now())
 		r, err := e.st.Admit(ctx, stock.AdmitRequest{ItemID: item, Buckets: n, Bucket: b, UserID: e.user, Qty: 1, RequestID: rid, Now: time.Now(), Granted: true})
 		if err != nil || r.Code != stock.Admitted {
@@ -119,7 +121,7 @@ func TestWaitlistTransferMovesOnce(t *testing.T) {
 	item := e.queuedItem(40, 4)
 	e.release(item, 4, 1, 10, 3) // bucket 1 sold out, 3 of its units in its pool
 	s, w := e.conservedWaitlist(item, 4, 40)
-	if !equal(pools(w), []int64{0, 3, 0, 0}) || !equal(s.redis, []int64{10, 0, 10, 10}) {
+	if !slices.Equal(pools(w), []int64{0, 3, 0, 0}) || !slices.Equal(s.redis, []int64{10, 0, 10, 10}) {
 		t.Fatalf("before: pools %v, stocks %v", pools(w), s.redis)
 	}
 
@@ -128,7 +130,7 @@ func TestWaitlistTransferMovesOnce(t *testing.T) {
 		t.Fatalf("move 2 from bucket 1's pool to 2's: %d %v", moved, err)
 	}
 	s, w = e.conservedWaitlist(item, 4, 40)
-	if !equal(pools(w), []int64{0, 1, 2, 0}) || !equal(s.redis, []int64{10, 0, 10, 10}) {
+	if !slices.Equal(pools(w), []int64{0, 1, 2, 0}) || !slices.Equal(s.redis, []int64{10, 0, 10, 10}) {
 		t.Fatalf("after the move: pools %v, stocks %v; want pools [0 1 2 0], stocks untouched", pools(w), s.redis)
 	}
 	if s.mysql[1].TotalStock != 8 || s.mysql[2].TotalStock != 12 {
@@ -150,7 +152,7 @@ func TestWaitlistTransferMovesOnce(t *testing.T) {
 	if moved, err := e.r.MovePool(ctx, item, 4, 1, 3, 2); err != nil || moved != 0 {
 		t.Fatalf("move 2 of a pool of 1: %d %v; want 0", moved, err)
 	}
-	if _, w = e.conservedWaitlist(item, 4, 40); !equal(pools(w), []int64{0, 1, 2, 0}) {
+	if _, w = e.conservedWaitlist(item, 4, 40); !slices.Equal(pools(w), []int64{0, 1, 2, 0}) {
 		t.Fatalf("after the abandoned move: pools %v", pools(w))
 	}
 	if st := e.settled(item); st[store.TransferDone] != 1 || st[store.TransferAbandoned] != 1 {
@@ -171,7 +173,7 @@ func TestWaitlistTransferMovesOnce(t *testing.T) {
 	if mv, err := moveTransfer(ctx, e.db, ts[0], func(context.Context, int64, bool) (int64, error) { return ts[0].Qty, nil }); err != nil || mv.won {
 		t.Fatalf("MySQL step again: %+v %v; want lost", mv, err)
 	}
-	if _, w = e.conservedWaitlist(item, 4, 40); !equal(pools(w), []int64{0, 1, 2, 0}) || w.PerBucket[2].MovedIn != 2 {
+	if _, w = e.conservedWaitlist(item, 4, 40); !slices.Equal(pools(w), []int64{0, 1, 2, 0}) || w.PerBucket[2].MovedIn != 2 {
 		t.Fatalf("after the repeats: %+v", w)
 	}
 	e.auditOK(item)
@@ -204,7 +206,7 @@ func TestWaitlistTransferHalvesTwice(t *testing.T) {
 		}
 	}
 	w := e.shares(item, 2)
-	if !equal(pools(w), []int64{0, 0}) || w.Moving() != 2 || w.PerBucket[0].MovedOut != 2 {
+	if !slices.Equal(pools(w), []int64{0, 0}) || w.Moving() != 2 || w.PerBucket[0].MovedOut != 2 {
 		t.Fatalf("between the halves: %+v; want the 2 units moving, in neither pool", w)
 	}
 	if info := e.auditOK(item); len(info) == 0 {
@@ -229,7 +231,7 @@ func TestWaitlistTransferHalvesTwice(t *testing.T) {
 		t.Fatalf("drive to the end: %+v %v", d, err)
 	}
 	s, w := e.conservedWaitlist(item, 2, 20)
-	if !equal(pools(w), []int64{0, 2}) || w.Moving() != 0 || s.mysql[0].TotalStock != 8 || s.mysql[1].TotalStock != 12 {
+	if !slices.Equal(pools(w), []int64{0, 2}) || w.Moving() != 0 || s.mysql[0].TotalStock != 8 || s.mysql[1].TotalStock != 12 {
 		t.Fatalf("after: pools %v, MySQL %+v; want pools [0 2], totals 8 and 12", pools(w), s.mysql)
 	}
 	e.settled(item)
@@ -271,10 +273,10 @@ func TestCrashMidWaitlistTransfer(t *testing.T) {
 				t.Fatalf("after the crash, open transfers = %+v; want one WAITLIST %s 0->1 qty 3", open, tc.state)
 			}
 			s := e.snapshot(item, 4)
-			if got := []int64{s.mysql[0].TotalStock, s.mysql[1].TotalStock}; !equal(got, tc.mysql) {
+			if got := []int64{s.mysql[0].TotalStock, s.mysql[1].TotalStock}; !slices.Equal(got, tc.mysql) {
 				t.Fatalf("after the crash, MySQL totals of buckets 0, 1 = %v; want %v", got, tc.mysql)
 			}
-			if w := e.shares(item, 4); !equal(pools(w), []int64{0, 0, 0, 0}) || w.Moving() != 3 {
+			if w := e.shares(item, 4); !slices.Equal(pools(w), []int64{0, 0, 0, 0}) || w.Moving() != 3 {
 				t.Fatalf("after the crash: %+v; want the 3 units moving, in no pool", w)
 			}
 			e.auditOK(item)
@@ -290,10 +292,10 @@ func TestCrashMidWaitlistTransfer(t *testing.T) {
 				}
 			}
 			s, w := e.conservedWaitlist(item, 4, 40)
-			if !equal(pools(w), []int64{0, 3, 0, 0}) || w.Moving() != 0 || s.mysql[0].TotalStock != 7 || s.mysql[1].TotalStock != 13 {
+			if !slices.Equal(pools(w), []int64{0, 3, 0, 0}) || w.Moving() != 0 || s.mysql[0].TotalStock != 7 || s.mysql[1].TotalStock != 13 {
 				t.Fatalf("after the repair: pools %v, MySQL %+v; want pools [0 3 0 0], totals 7 and 13", pools(w), s.mysql)
 			}
-			if !equal(s.redis, []int64{0, 10, 10, 10}) {
+			if !slices.Equal(s.redis, []int64{0, 10, 10, 10}) {
 				t.Fatalf("stocks after the repair = %v; want [0 10 10 10]: a waitlist transfer leaves the stocks alone", s.redis)
 			}
 			if st := e.settled(item); st[store.TransferDone] != 1 || len(st) != 1 {

@@ -29,15 +29,6 @@ func rewarmBuckets(t *testing.T, s *stock.Store, id int64, prev int, buyers []st
 	}
 }
 
-// userIn returns a user id whose home bucket of n is b, from first up.
-func userIn(b, n int, first int64) int64 {
-	for u := first; ; u++ {
-		if stock.HomeBucket(u, n) == b {
-			return u
-		}
-	}
-}
-
 func admitIn(t *testing.T, s *stock.Store, item int64, buckets int, user int64) (stock.AdmitResult, string) {
 	t.Helper()
 	b := stock.HomeBucket(user, buckets)
@@ -78,7 +69,7 @@ func TestBucketedAdmission(t *testing.T) {
 	if n, warmed, err := s.Buckets(ctx, item); err != nil || !warmed || n != 4 {
 		t.Fatalf("Buckets = %d, %v, %v; want 4", n, warmed, err)
 	}
-	u0, u1 := userIn(0, 4, 1), userIn(1, 4, 1)
+	u0, u1 := testenv.UserIn(0, 4, 1), testenv.UserIn(1, 4, 1)
 	r, err := s.Admit(ctx, stock.AdmitRequest{ItemID: item, Buckets: 1, UserID: u0, Qty: 1, RequestID: reqid.New(item, time.Now()), Now: time.Now()})
 	if err != nil || r.Code != stock.Moved || r.Buckets != 4 {
 		t.Fatalf("admit with a stale count of 1 = %+v, %v; want moved to 4", r, err)
@@ -134,7 +125,7 @@ func TestWarmRebucketsAndRetires(t *testing.T) {
 	if left, ok, err := s.Stock(ctx, item); err != nil || !ok || left != 8 {
 		t.Fatalf("Stock = %d, %v, %v; want 8", left, ok, err)
 	}
-	u3 := userIn(3, 4, 100)
+	u3 := testenv.UserIn(3, 4, 100)
 	r, err := s.Admit(ctx, stock.AdmitRequest{ItemID: item, Buckets: 4, Bucket: 3, UserID: u3, Qty: 1, RequestID: reqid.NewIn(item, 3, time.Now()), Now: time.Now()})
 	if err != nil || r.Code != stock.Moved || r.Buckets != 2 {
 		t.Fatalf("admit in retired bucket 3 with the old count = %+v, %v; want moved to 2", r, err)

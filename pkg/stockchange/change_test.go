@@ -17,8 +17,6 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
-func noLag(context.Context) (int64, error) { return 0, nil }
-
 // newItem saves and warms an item of total units in buckets buckets on the
 // real stack and returns a Changer on it.
 func newItem(t *testing.T, total int64, buckets int) (*stockchange.Changer, *stock.Store, store.Item, func() audit.Report) {
@@ -43,7 +41,7 @@ func newItem(t *testing.T, total int64, buckets int) (*stockchange.Changer, *sto
 func putItem(t *testing.T, db *sql.DB, st *stock.Store, total int64, buckets int) store.Item {
 	t.Helper()
 	now := time.Now().UTC()
-	it, err := catalog.New(db, st, noLag).Put(context.Background(), store.Item{ID: testenv.ItemID(), Name: "restock", PriceCents: 100,
+	it, err := catalog.New(db, st, testenv.NoLag).Put(context.Background(), store.Item{ID: testenv.ItemID(), Name: "restock", PriceCents: 100,
 		TotalStock: total, PerUserLimit: 5, StartsAt: now.Add(-time.Hour), EndsAt: now.Add(time.Hour), Buckets: buckets})
 	if err != nil {
 		t.Fatal(err)
@@ -270,7 +268,7 @@ func TestWarmRefusedWhilePending(t *testing.T) {
 			if _, err := ch.Change(ctx, it.ID, delta, "op-"+testenv.Suffix()); !errors.Is(err, errCrash) {
 				t.Fatal(err)
 			}
-			cat := catalog.New(db, st, noLag)
+			cat := catalog.New(db, st, testenv.NoLag)
 			if _, err := cat.Warm(ctx, it.ID); !errors.Is(err, store.ErrStockChangesPending) || !errors.Is(err, catalog.ErrInFlight) {
 				t.Fatalf("warm: %v, want ErrStockChangesPending", err)
 			}

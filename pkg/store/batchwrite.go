@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/flashsale-dev/flashsale/internal/sqlrows"
 )
 
 // This file holds the set-based forms of orderwrite.go's statements: the
@@ -37,20 +39,12 @@ func GetItems(ctx context.Context, q Querier, ids []int64) (map[int64]Item, erro
 		for i, id := range ids {
 			args[i] = id
 		}
-		rows, err := q.QueryContext(ctx, "SELECT "+itemCols+" FROM "+itemsFrom+" WHERE id IN ("+placeholders(len(ids))+")", args...)
+		items, err := sqlrows.List(ctx, q, "SELECT "+itemCols+" FROM "+itemsFrom+" WHERE id IN ("+placeholders(len(ids))+")", args, scanItem)
 		if err != nil {
 			return fmt.Errorf("store: get %d items: %w", len(ids), err)
 		}
-		defer rows.Close()
-		for rows.Next() {
-			it, err := scanItem(rows)
-			if err != nil {
-				return fmt.Errorf("store: get %d items: %w", len(ids), err)
-			}
+		for _, it := range items {
 			out[it.ID] = it
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("store: get %d items: %w", len(ids), err)
 		}
 		return nil
 	})
@@ -83,22 +77,19 @@ func ExistingBuyersAmong(ctx context.Context, q Querier, pairs []BuyerKey) (map[
 		for i, u := range users {
 			args[i] = u
 		}
-		rows, err := q.QueryContext(ctx, "SELECT item_id, user_id, request_id FROM orders WHERE user_id IN ("+placeholders(len(users))+")", args...)
+		err := sqlrows.Each(ctx, q, "SELECT item_id, user_id, request_id FROM orders WHERE user_id IN ("+placeholders(len(users))+")", args,
+			func(r sqlrows.Row) error {
+				var k BuyerKey
+				var rid string
+				if err := r.Scan(&k.ItemID, &k.UserID, &rid); err != nil {
+					return err
+				}
+				if want[k] {
+					out[k] = rid
+				}
+				return nil
+			})
 		if err != nil {
-			return fmt.Errorf("store: existing buyers among %d: %w", len(users), err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var k BuyerKey
-			var rid string
-			if err := rows.Scan(&k.ItemID, &k.UserID, &rid); err != nil {
-				return fmt.Errorf("store: existing buyers among %d: %w", len(users), err)
-			}
-			if want[k] {
-				out[k] = rid
-			}
-		}
-		if err := rows.Err(); err != nil {
 			return fmt.Errorf("store: existing buyers among %d: %w", len(users), err)
 		}
 		return nil
@@ -243,21 +234,21 @@ func ShortStocks(ctx context.Context, q Querier, takes []StockTake) (map[[2]int6
 			args = append(args, id)
 		}
 		args = append(args, args...)
-		rows, err := q.QueryContext(ctx, "SELECT id, 0, stock FROM items WHERE buckets <= 1 AND id IN ("+placeholders(len(ids))+
-			") UNION ALL SELECT item_id, bucket, stock FROM item_buckets WHERE item_id IN ("+placeholders(len(ids))+")", args...)
+		err := sqlrows.Each(ctx, q, "SELECT id, 0, stock FROM items WHERE buckets <= 1 AND id IN ("+placeholders(len(ids))+
+			") UNION ALL SELECT item_id, bucket, stock FROM item_buckets WHERE item_id IN ("+placeholders(len(ids))+")", args,
+			func(row sqlrows.Row) error {
+				var r [2]int64
+				var n int64
+				if err := row.Scan(&r[0], &r[1], &n); err != nil {
+					return err
+				}
+				have[r] = n
+				return nil
+			})
 		if err != nil {
 			return fmt.Errorf("store: stock of %d items: %w", len(ids), err)
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var r [2]int64
-			var n int64
-			if err := rows.Scan(&r[0], &r[1], &n); err != nil {
-				return fmt.Errorf("store: stock of %d items: %w", len(ids), err)
-			}
-			have[r] = n
-		}
-		return rows.Err()
+		return nil
 	})
 	if err != nil {
 		return nil, err

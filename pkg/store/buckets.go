@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"github.com/flashsale-dev/flashsale/internal/sqlrows"
 )
 
 // A bucketed item (items.buckets > 1) keeps its stock in item_buckets rows,
@@ -27,20 +29,15 @@ func BucketRows(ctx context.Context, q Querier, itemID int64, forUpdate bool) ([
 	if forUpdate {
 		query += " FOR UPDATE"
 	}
-	rows, err := q.QueryContext(ctx, query, itemID)
+	out, err := sqlrows.List(ctx, q, query, []any{itemID}, func(row sqlrows.Row) (StockRow, error) {
+		var r StockRow
+		err := row.Scan(&r.Bucket, &r.TotalStock, &r.Stock)
+		return r, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("store: buckets of %d: %w", itemID, err)
 	}
-	defer rows.Close()
-	var out []StockRow
-	for rows.Next() {
-		var r StockRow
-		if err := rows.Scan(&r.Bucket, &r.TotalStock, &r.Stock); err != nil {
-			return nil, fmt.Errorf("store: buckets of %d: %w", itemID, err)
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // LockStockRow locks the stock row of bucket of it (items for an unbucketed
@@ -110,21 +107,18 @@ func rebucket(ctx context.Context, tx *sql.Tx, it Item, n int) error {
 		return nil
 	}
 	live := make([]int64, n)
-	rows, err := tx.QueryContext(ctx,
-		"SELECT bucket MOD ?, COALESCE(SUM(qty), 0) FROM orders WHERE item_id = ? AND status <> 'CANCELLED' GROUP BY bucket MOD ?", n, it.ID, n)
+	err := sqlrows.Each(ctx, tx,
+		"SELECT bucket MOD ?, COALESCE(SUM(qty), 0) FROM orders WHERE item_id = ? AND status <> 'CANCELLED' GROUP BY bucket MOD ?", []any{n, it.ID, n},
+		func(r sqlrows.Row) error {
+			var b int
+			var q int64
+			if err := r.Scan(&b, &q); err != nil {
+				return err
+			}
+			live[b] = q
+			return nil
+		})
 	if err != nil {
-		return fmt.Errorf("store: re-bucket item %d: %w", it.ID, err)
-	}
-	for rows.Next() {
-		var b int
-		var q int64
-		if err := rows.Scan(&b, &q); err != nil {
-			rows.Close()
-			return fmt.Errorf("store: re-bucket item %d: %w", it.ID, err)
-		}
-		live[b] = q
-	}
-	if err := rows.Close(); err != nil {
 		return fmt.Errorf("store: re-bucket item %d: %w", it.ID, err)
 	}
 	for b := range n {

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/flashsale-dev/flashsale/internal/sqlrows"
 )
 
 // ErrInvariant is returned (and the transaction rolled back) when rows the
@@ -45,25 +47,16 @@ var ErrInvariant = errors.New("store: invariant broken")
 func CancelExpired(ctx context.Context, db *sql.DB, limit int) ([]Order, error) {
 	var out []Order
 	err := RunInTx(ctx, db, sql.LevelReadCommitted, func(tx *sql.Tx) error {
-		out = out[:0]
-		rows, err := tx.QueryContext(ctx,
+		var err error
+		out, err = sqlrows.List(ctx, tx,
 			"SELECT id, request_id, user_id, item_id, bucket, qty, price_cents, created_at, expires_at FROM orders"+
-				" WHERE status = 'UNPAID' AND expires_at <= NOW(3) ORDER BY expires_at LIMIT ? FOR UPDATE SKIP LOCKED", limit)
+				" WHERE status = 'UNPAID' AND expires_at <= NOW(3) ORDER BY expires_at LIMIT ? FOR UPDATE SKIP LOCKED", []any{limit},
+			func(r sqlrows.Row) (Order, error) {
+				var o Order
+				err := r.Scan(&o.ID, &o.RequestID, &o.UserID, &o.ItemID, &o.Bucket, &o.Qty, &o.PriceCents, &o.CreatedAt, &o.ExpiresAt)
+				return o, err
+			})
 		if err != nil {
-			return fmt.Errorf("store: claim expired: %w", err)
-		}
-		for rows.Next() {
-			var o Order
-			if err := rows.Scan(&o.ID, &o.RequestID, &o.UserID, &o.ItemID, &o.Bucket, &o.Qty, &o.PriceCents, &o.CreatedAt, &o.ExpiresAt); err != nil {
-				rows.Close()
-				return fmt.Errorf("store: claim expired: %w", err)
-			}
-			out = append(out, o)
-		}
-		if err := rows.Close(); err != nil {
-			return fmt.Errorf("store: claim expired: %w", err)
-		}
-		if err := rows.Err(); err != nil {
 			return fmt.Errorf("store: claim expired: %w", err)
 		}
 		if len(out) == 0 {

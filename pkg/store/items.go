@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/flashsale-dev/flashsale/internal/sqlrows"
 )
 
 // ErrNotFound is returned when a row does not exist.
@@ -79,20 +81,11 @@ func GetItemForUpdate(ctx context.Context, tx *sql.Tx, id int64) (Item, error) {
 // ListItemIDs returns every item id (the reaper's orphan sweep walks them;
 // the auditor runs a query of its own).
 func ListItemIDs(ctx context.Context, q Querier) ([]int64, error) {
-	rows, err := q.QueryContext(ctx, "SELECT id FROM items ORDER BY id")
+	ids, err := sqlrows.List(ctx, q, "SELECT id FROM items ORDER BY id", nil, sqlrows.Value[int64])
 	if err != nil {
 		return nil, fmt.Errorf("store: list items: %w", err)
 	}
-	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("store: list items: %w", err)
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
+	return ids, nil
 }
 
 // Holding is one buyer's order of an item, by request id: what Redis' buyer
@@ -105,18 +98,16 @@ type Holding struct {
 // BuyersOf returns the users holding an order (any status) for item, with
 // the request of that order: the buyer marks Redis must carry.
 func BuyersOf(ctx context.Context, q Querier, itemID int64) ([]Holding, error) {
-	rows, err := q.QueryContext(ctx, "SELECT user_id, request_id FROM orders WHERE item_id = ?", itemID)
+	out, err := sqlrows.List(ctx, q, "SELECT user_id, request_id FROM orders WHERE item_id = ?", []any{itemID}, scanHolding)
 	if err != nil {
 		return nil, fmt.Errorf("store: buyers of %d: %w", itemID, err)
 	}
-	defer rows.Close()
-	var out []Holding
-	for rows.Next() {
-		var h Holding
-		if err := rows.Scan(&h.UserID, &h.RequestID); err != nil {
-			return nil, fmt.Errorf("store: buyers of %d: %w", itemID, err)
-		}
-		out = append(out, h)
-	}
-	return out, rows.Err()
+	return out, nil
+}
+
+// scanHolding reads a row of user_id, request_id.
+func scanHolding(r sqlrows.Row) (Holding, error) {
+	var h Holding
+	err := r.Scan(&h.UserID, &h.RequestID)
+	return h, err
 }

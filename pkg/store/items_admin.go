@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/flashsale-dev/flashsale/internal/sqlrows"
 )
 
 // ItemChange is what UpsertItem did, so the caller knows how much of the
@@ -129,42 +131,26 @@ func countOrdersOf(ctx context.Context, q Querier, itemID int64) (int64, error) 
 // request id, as the reaper's) or the reaper would give their qty back a
 // second time (I5). The reaper owns stock_restores; this only reads it.
 func UnappliedRestoresOf(ctx context.Context, q Querier, itemID int64) ([]Order, error) {
-	rows, err := q.QueryContext(ctx,
+	out, err := sqlrows.List(ctx, q,
 		"SELECT o.request_id, r.bucket, r.qty FROM stock_restores r JOIN orders o ON o.id = r.order_id"+
-			" WHERE r.item_id = ? AND r.redis_applied_at IS NULL", itemID)
+			" WHERE r.item_id = ? AND r.redis_applied_at IS NULL", []any{itemID},
+		func(r sqlrows.Row) (Order, error) {
+			o := Order{ItemID: itemID, Status: Cancelled}
+			err := r.Scan(&o.RequestID, &o.Bucket, &o.Qty)
+			return o, err
+		})
 	if err != nil {
 		return nil, fmt.Errorf("store: unapplied restores of %d: %w", itemID, err)
 	}
-	defer rows.Close()
-	var out []Order
-	for rows.Next() {
-		o := Order{ItemID: itemID, Status: Cancelled}
-		if err := rows.Scan(&o.RequestID, &o.Bucket, &o.Qty); err != nil {
-			return nil, fmt.Errorf("store: unapplied restores of %d: %w", itemID, err)
-		}
-		out = append(out, o)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // ListItems returns up to limit items with an id above after, in id order:
 // a keyset page, so a page is the same whatever is created or deleted
 // before it, and the cost of a page does not grow with its depth.
 func ListItems(ctx context.Context, q Querier, after int64, limit int) ([]Item, error) {
-	rows, err := q.QueryContext(ctx, "SELECT "+itemCols+" FROM "+itemsFrom+" WHERE id > ? ORDER BY id LIMIT ?", after, limit)
+	out, err := sqlrows.List(ctx, q, "SELECT "+itemCols+" FROM "+itemsFrom+" WHERE id > ? ORDER BY id LIMIT ?", []any{after, limit}, scanItem)
 	if err != nil {
-		return nil, fmt.Errorf("store: list items after %d: %w", after, err)
-	}
-	defer rows.Close()
-	var out []Item
-	for rows.Next() {
-		it, err := scanItem(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: list items after %d: %w", after, err)
-		}
-		out = append(out, it)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: list items after %d: %w", after, err)
 	}
 	return out, nil

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/flashsale-dev/flashsale/internal/sqlrows"
 )
 
 // This file holds the order writer's (consumer's) SQL: the batched order
@@ -32,22 +34,12 @@ func ExistingBuyers(ctx context.Context, q Querier, itemID int64, users []int64)
 	for _, u := range users {
 		args = append(args, u)
 	}
-	rows, err := q.QueryContext(ctx,
-		"SELECT user_id, request_id FROM orders WHERE item_id = ? AND user_id IN ("+placeholders(len(users))+")", args...)
+	hs, err := sqlrows.List(ctx, q, "SELECT user_id, request_id FROM orders WHERE item_id = ? AND user_id IN ("+placeholders(len(users))+")", args, scanHolding)
 	if err != nil {
 		return nil, fmt.Errorf("store: existing buyers of %d: %w", itemID, err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var u int64
-		var rid string
-		if err := rows.Scan(&u, &rid); err != nil {
-			return nil, fmt.Errorf("store: existing buyers of %d: %w", itemID, err)
-		}
-		out[u] = rid
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: existing buyers of %d: %w", itemID, err)
+	for _, h := range hs {
+		out[h.UserID] = h.RequestID
 	}
 	return out, nil
 }
@@ -99,25 +91,18 @@ func OrdersByRequest(ctx context.Context, q Querier, requestIDs []string) ([]Ord
 	if len(requestIDs) == 0 {
 		return nil, nil
 	}
-	rows, err := q.QueryContext(ctx,
+	out, err := sqlrows.List(ctx, q,
 		"SELECT id, request_id, user_id, item_id, qty, price_cents, status, created_at, expires_at, paid_at, cancelled_at FROM orders WHERE request_id IN ("+
-			placeholders(len(requestIDs))+")", strArgs(requestIDs)...)
+			placeholders(len(requestIDs))+")", strArgs(requestIDs),
+		func(r sqlrows.Row) (Order, error) {
+			var o Order
+			var status string
+			err := r.Scan(&o.ID, &o.RequestID, &o.UserID, &o.ItemID, &o.Qty, &o.PriceCents, &status,
+				&o.CreatedAt, &o.ExpiresAt, &o.PaidAt, &o.CancelledAt)
+			o.Status = OrderStatus(status)
+			return o, err
+		})
 	if err != nil {
-		return nil, fmt.Errorf("store: orders by request: %w", err)
-	}
-	defer rows.Close()
-	out := make([]Order, 0, len(requestIDs))
-	for rows.Next() {
-		var o Order
-		var status string
-		if err := rows.Scan(&o.ID, &o.RequestID, &o.UserID, &o.ItemID, &o.Qty, &o.PriceCents, &status,
-			&o.CreatedAt, &o.ExpiresAt, &o.PaidAt, &o.CancelledAt); err != nil {
-			return nil, fmt.Errorf("store: orders by request: %w", err)
-		}
-		o.Status = OrderStatus(status)
-		out = append(out, o)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: orders by request: %w", err)
 	}
 	return out, nil

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/flashsale-dev/flashsale/internal/sqlrows"
 )
 
 // Outcome is the arbiter's decision for one admitted request.
@@ -115,21 +117,12 @@ func DecisionsAmong(ctx context.Context, q Querier, ids []string) (map[string]De
 	if len(ids) == 0 {
 		return out, nil
 	}
-	rows, err := q.QueryContext(ctx,
-		"SELECT "+decisionCols+" FROM request_outcomes WHERE request_id IN ("+placeholders(len(ids))+")", strArgs(ids)...)
+	ds, err := sqlrows.List(ctx, q, "SELECT "+decisionCols+" FROM request_outcomes WHERE request_id IN ("+placeholders(len(ids))+")", strArgs(ids), scanDecision)
 	if err != nil {
 		return nil, fmt.Errorf("store: decisions among: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		d, err := scanDecision(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: decisions among: %w", err)
-		}
+	for _, d := range ds {
 		out[d.RequestID] = d
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: decisions among: %w", err)
 	}
 	return out, nil
 }

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+
+	"github.com/flashsale-dev/flashsale/internal/sqlrows"
 )
 
 // PendingRestores returns the cancelled orders whose restore Redis has not
@@ -10,23 +12,16 @@ import (
 // order id above afterOrderID, in order id order (keyset paging: a restore the
 // caller fails to apply is not returned again in the same walk).
 func PendingRestores(ctx context.Context, q Querier, afterOrderID int64, limit int) ([]Order, error) {
-	rows, err := q.QueryContext(ctx,
+	out, err := sqlrows.List(ctx, q,
 		"SELECT r.order_id, r.item_id, r.bucket, r.qty, o.request_id, o.user_id, o.price_cents, o.created_at, o.expires_at"+
 			" FROM stock_restores r JOIN orders o ON o.id = r.order_id"+
-			" WHERE r.redis_applied_at IS NULL AND r.order_id > ? ORDER BY r.order_id LIMIT ?", afterOrderID, limit)
+			" WHERE r.redis_applied_at IS NULL AND r.order_id > ? ORDER BY r.order_id LIMIT ?", []any{afterOrderID, limit},
+		func(r sqlrows.Row) (Order, error) {
+			o := Order{Status: Cancelled}
+			err := r.Scan(&o.ID, &o.ItemID, &o.Bucket, &o.Qty, &o.RequestID, &o.UserID, &o.PriceCents, &o.CreatedAt, &o.ExpiresAt)
+			return o, err
+		})
 	if err != nil {
-		return nil, fmt.Errorf("store: pending restores: %w", err)
-	}
-	defer rows.Close()
-	var out []Order
-	for rows.Next() {
-		o := Order{Status: Cancelled}
-		if err := rows.Scan(&o.ID, &o.ItemID, &o.Bucket, &o.Qty, &o.RequestID, &o.UserID, &o.PriceCents, &o.CreatedAt, &o.ExpiresAt); err != nil {
-			return nil, fmt.Errorf("store: pending restores: %w", err)
-		}
-		out = append(out, o)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: pending restores: %w", err)
 	}
 	return out, nil

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/flashsale-dev/flashsale/internal/sqlrows"
 )
 
 // A stock change restocks (delta > 0) or withdraws (delta < 0) units of an
@@ -197,20 +199,11 @@ func PendingStockChanges(ctx context.Context, q Querier, itemID int64, limit int
 		query = "SELECT " + stockChangeCols + " FROM stock_changes WHERE state = 'PENDING' AND item_id = ? ORDER BY created_at, operation_id LIMIT ?"
 		args = []any{itemID, limit}
 	}
-	rows, err := q.QueryContext(ctx, query, args...)
+	out, err := sqlrows.List(ctx, q, query, args, scanStockChange)
 	if err != nil {
 		return nil, fmt.Errorf("store: pending stock changes: %w", err)
 	}
-	defer rows.Close()
-	var out []StockChange
-	for rows.Next() {
-		c, err := scanStockChange(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: pending stock changes: %w", err)
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // ErrStockChangesPending is returned when an item's stock rows may not be

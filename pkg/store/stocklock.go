@@ -2,9 +2,10 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strings"
+
+	"github.com/flashsale-dev/flashsale/internal/sqlrows"
 )
 
 // LockStockRows locks the stock rows of takes for the caller's transaction
@@ -39,8 +40,7 @@ func LockStockRows(ctx context.Context, q Querier, takes []StockTake) (busy map[
 		for i, t := range ts {
 			args[i] = t.Item.ID
 		}
-		rows, err := q.QueryContext(ctx, "SELECT id, 0 FROM items WHERE id IN ("+placeholders(len(ts))+") ORDER BY id FOR UPDATE SKIP LOCKED", args...)
-		return scanLocked(rows, err, got)
+		return lockRows(ctx, q, "SELECT id, 0 FROM items WHERE id IN ("+placeholders(len(ts))+") ORDER BY id FOR UPDATE SKIP LOCKED", args, got)
 	})
 	if err != nil {
 		return nil, err
@@ -56,8 +56,7 @@ func LockStockRows(ctx context.Context, q Querier, takes []StockTake) (busy map[
 			r := t.row()
 			args = append(args, r[0], r[1])
 		}
-		rows, err := q.QueryContext(ctx, "SELECT item_id, bucket FROM item_buckets WHERE "+where.String()+" ORDER BY item_id, bucket FOR UPDATE SKIP LOCKED", args...)
-		return scanLocked(rows, err, got)
+		return lockRows(ctx, q, "SELECT item_id, bucket FROM item_buckets WHERE "+where.String()+" ORDER BY item_id, bucket FOR UPDATE SKIP LOCKED", args, got)
 	})
 	if err != nil {
 		return nil, err
@@ -73,20 +72,18 @@ func LockStockRows(ctx context.Context, q Querier, takes []StockTake) (busy map[
 	return busy, nil
 }
 
-// scanLocked adds the (item, bucket) rows a locking read returned to got.
-func scanLocked(rows *sql.Rows, err error, got map[[2]int64]bool) error {
-	if err != nil {
-		return fmt.Errorf("store: lock stock rows: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+// lockRows runs query, a locking read of (item, bucket) rows, and adds the
+// rows it returned to got.
+func lockRows(ctx context.Context, q Querier, query string, args []any, got map[[2]int64]bool) error {
+	err := sqlrows.Each(ctx, q, query, args, func(row sqlrows.Row) error {
 		var r [2]int64
-		if err := rows.Scan(&r[0], &r[1]); err != nil {
-			return fmt.Errorf("store: lock stock rows: %w", err)
+		if err := row.Scan(&r[0], &r[1]); err != nil {
+			return err
 		}
 		got[r] = true
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("store: lock stock rows: %w", err)
 	}
 	return nil

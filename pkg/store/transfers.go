@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/flashsale-dev/flashsale/internal/sqlrows"
 )
 
 // A transfer moves qty units of a bucketed item from one bucket to another,
@@ -89,23 +91,7 @@ func scanTransfer(row interface{ Scan(...any) error }) (Transfer, error) {
 // and the rebalancer (pkg/rebalance), which owns the other statements on
 // the table.
 func QueryTransfers(ctx context.Context, q Querier, where string, args ...any) ([]Transfer, error) {
-	rows, err := q.QueryContext(ctx, "SELECT "+transferCols+" FROM stock_transfers WHERE "+where, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Transfer
-	for rows.Next() {
-		t, err := scanTransfer(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return sqlrows.List(ctx, q, "SELECT "+transferCols+" FROM stock_transfers WHERE "+where, args, scanTransfer)
 }
 
 // OpenTransfersOfItem returns up to limit of item's open transfers, oldest

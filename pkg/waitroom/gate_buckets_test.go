@@ -48,7 +48,7 @@ func newBucketedQueue(t *testing.T, n int, per int64, tickets int) *bucketedQueu
 	q := &bucketedQueue{t: t, db: db, rdb: rdb, st: stock.New(rdb), item: testenv.ItemID(), n: n}
 	ctx := context.Background()
 	now := time.Now()
-	cat := catalog.New(db, q.st, func(context.Context) (int64, error) { return 0, nil })
+	cat := catalog.New(db, q.st, testenv.NoLag)
 	if _, err := cat.Put(ctx, store.Item{ID: q.item, Name: "bucketed queue", PriceCents: 1, TotalStock: int64(n) * per, PerUserLimit: 1,
 		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Buckets: n, ItemQueue: store.ItemQueue{Queue: true, QueueOpensAt: now.Add(-time.Hour), QueueRate: 1000}}); err != nil {
 		t.Fatal(err)

@@ -31,7 +31,7 @@ func TestGateHoldsWhileThePipelineIsFull(t *testing.T) {
 	// Started (whole seconds: exact in MySQL and Redis), by Redis' clock
 	// too, so the orders below are admitted.
 	clock := newTestClock(time.Now().Truncate(time.Second))
-	id := queuedItem(t, db, st, 100, clock.now(), 100, 100)
+	id := queuedItem(t, db, st, 100, clock.Now(), 100, 100)
 	// Three orders reserved, none written yet.
 	var rids []string
 	for u := int64(1); u <= 3; u++ {
@@ -48,7 +48,7 @@ func TestGateHoldsWhileThePipelineIsFull(t *testing.T) {
 		m := waitroom.NewGateMetrics(prometheus.NewRegistry())
 		g := waitroom.NewGate(waitroom.GateConfig{LeaseKey: "fs:test:gate:" + testenv.Suffix() + t.Name(), MaxInFlight: maxInFlight},
 			db, rdb, m, slog.New(slog.NewTextHandler(io.Discard, nil)))
-		waitroom.SetClock(g, clock.now)
+		waitroom.SetClock(g, clock.Now)
 		return g, m
 	}
 	serving := func() int64 {
@@ -60,7 +60,7 @@ func TestGateHoldsWhileThePipelineIsFull(t *testing.T) {
 	}
 	pass := func(g *waitroom.Gate, after time.Duration) int64 {
 		t.Helper()
-		clock.advance(after)
+		clock.Step(after)
 		if err := g.Pass(ctx); err != nil {
 			t.Fatal(err)
 		}

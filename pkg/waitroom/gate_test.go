@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/catalog"
@@ -28,7 +28,7 @@ func queuedItem(t *testing.T, db *sql.DB, st *stock.Store, stockUnits int64, sta
 	ctx := context.Background()
 	now := time.Now()
 	id := testenv.ItemID()
-	cat := catalog.New(db, st, func(context.Context) (int64, error) { return 0, nil })
+	cat := catalog.New(db, st, testenv.NoLag)
 	if _, err := cat.Put(ctx, store.Item{ID: id, Name: "g", PriceCents: 1, TotalStock: stockUnits, PerUserLimit: 1,
 		StartsAt: starts, EndsAt: now.Add(time.Hour), ItemQueue: store.ItemQueue{Queue: true, QueueOpensAt: now.Add(-time.Minute), QueueRate: rate}}); err != nil {
 		t.Fatal(err)
@@ -41,20 +41,11 @@ func queuedItem(t *testing.T, db *sql.DB, st *stock.Store, stockUnits int64, sta
 	return id
 }
 
-// testClock is the gates' clock in a test, stepped by hand (waitroom.SetClock):
-// a test about the gate's rate counts exact admissions per step instead of
-// measuring the wall clock on a loaded machine. Safe for the gates'
-// goroutines.
-type testClock struct{ ms atomic.Int64 }
-
-func newTestClock(at time.Time) *testClock {
-	c := &testClock{}
-	c.ms.Store(at.UnixMilli())
-	return c
-}
-
-func (c *testClock) now() time.Time          { return time.UnixMilli(c.ms.Load()) }
-func (c *testClock) advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
+// newTestClock returns the gates' clock in a test, stepped by hand
+// (waitroom.SetClock): a test about the gate's rate counts exact admissions
+// per step instead of measuring the wall clock on a loaded machine. Safe
+// for the gates' goroutines.
+func newTestClock(at time.Time) *testingclock.FakeClock { return testingclock.NewFakeClock(at) }
 
 // TestGateFailsOver: two reaper replicas run the gate under one lease; only
 // the holder admits and exports the waiting gauge. When the holder stops
@@ -69,7 +60,7 @@ func TestGateFailsOver(t *testing.T) {
 	// Started (whole seconds: exact in MySQL and Redis), by Redis' clock
 	// too, so tickets are taken after it.
 	clock := newTestClock(time.Now().Truncate(time.Second))
-	id := queuedItem(t, db, st, 10, clock.now(), 40, 200)
+	id := queuedItem(t, db, st, 10, clock.Now(), 40, 200)
 	key := "fs:test:gate:" + testenv.Suffix()
 	type replica struct {
 		m      *waitroom.GateMetrics
@@ -80,7 +71,7 @@ func TestGateFailsOver(t *testing.T) {
 		m := waitroom.NewGateMetrics(prometheus.NewRegistry())
 		g := waitroom.NewGate(waitroom.GateConfig{Interval: 20 * time.Millisecond, Lease: 300 * time.Millisecond, LeaseKey: key, Holder: name},
 			db, rdb, m, slog.New(slog.NewTextHandler(io.Discard, nil)))
-		waitroom.SetClock(g, clock.now)
+		waitroom.SetClock(g, clock.Now)
 		c, cancel := context.WithCancel(ctx)
 		r := replica{m: m, cancel: cancel, done: make(chan struct{})}
 		go func() { defer close(r.done); _ = g.Run(c) }()
@@ -108,7 +99,7 @@ func TestGateFailsOver(t *testing.T) {
 		t.Fatalf("passes at the start: serving %d, want 0", s)
 	}
 	// A second at 40 a second: 40 admitted, by whichever holds the gate.
-	clock.advance(time.Second)
+	clock.Step(time.Second)
 	testenv.Eventually(t, 5*time.Second, 10*time.Millisecond, func() bool { return serving() == 40 },
 		"a second at 40/s: serving never reached 40")
 	held := testutil.ToFloat64(a.m.Held) + testutil.ToFloat64(b.m.Held)
@@ -135,7 +126,7 @@ func TestGateFailsOver(t *testing.T) {
 	testenv.Eventually(t, 5*time.Second, 10*time.Millisecond, func() bool { return testutil.ToFloat64(other.m.Held) == 1 }, "no takeover")
 	// 40 a second goes on through the handover: half a second is 20 more,
 	// all admitted by the new holder (the old one has stopped).
-	clock.advance(500 * time.Millisecond)
+	clock.Step(500 * time.Millisecond)
 	testenv.Eventually(t, 5*time.Second, 10*time.Millisecond, func() bool { return serving() == before+20 },
 		"after the takeover, half a second at 40/s: serving never reached %d", before+20)
 	testenv.Eventually(t, 5*time.Second, 10*time.Millisecond, func() bool { return testutil.ToFloat64(other.m.Admitted) >= 20 },

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flashsale-dev/flashsale/internal/rowcache"
+	"github.com/flashsale-dev/flashsale/internal/sqlrows"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
@@ -71,20 +72,8 @@ func ReadItem(ctx context.Context, q store.Querier, id int64) (Item, error) {
 // LiveQueuedItems lists the items whose queue is on and whose sale has not
 // ended by now, by id: the gate's work list.
 func LiveQueuedItems(ctx context.Context, q store.Querier, now time.Time) ([]Item, error) {
-	rows, err := q.QueryContext(ctx, "SELECT "+itemCols+" FROM "+itemsFrom+" WHERE q.item_id IS NOT NULL AND items.ends_at > ? ORDER BY items.id", now.UTC())
+	out, err := sqlrows.List(ctx, q, "SELECT "+itemCols+" FROM "+itemsFrom+" WHERE q.item_id IS NOT NULL AND items.ends_at > ? ORDER BY items.id", []any{now.UTC()}, scanItem)
 	if err != nil {
-		return nil, fmt.Errorf("waitroom: queued items: %w", err)
-	}
-	defer rows.Close()
-	var out []Item
-	for rows.Next() {
-		it, err := scanItem(rows)
-		if err != nil {
-			return nil, fmt.Errorf("waitroom: queued items: %w", err)
-		}
-		out = append(out, it)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("waitroom: queued items: %w", err)
 	}
 	return out, nil

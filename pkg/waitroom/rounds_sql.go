@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/flashsale-dev/flashsale/internal/sqlrows"
 	"github.com/flashsale-dev/flashsale/pkg/store"
 	"github.com/flashsale-dev/flashsale/pkg/waitroom/draw"
 )
@@ -11,25 +12,19 @@ import (
 // ClosedRounds reads item's closed rounds (queue_rounds), in order: round
 // 0, 1, ... as far as they have closed. Their Seed is left empty.
 func ClosedRounds(ctx context.Context, db store.Querier, item int64) ([]draw.Round, error) {
-	rows, err := db.QueryContext(ctx,
-		"SELECT n, first_arrival, last_arrival, root FROM queue_rounds WHERE item_id = ? ORDER BY n", item)
+	out, err := sqlrows.List(ctx, db, "SELECT n, first_arrival, last_arrival, root FROM queue_rounds WHERE item_id = ? ORDER BY n", []any{item},
+		func(row sqlrows.Row) (draw.Round, error) {
+			var r draw.Round
+			err := row.Scan(&r.N, &r.First, &r.Last, &r.Root)
+			return r, err
+		})
 	if err != nil {
 		return nil, fmt.Errorf("waitroom: rounds of %d: %w", item, err)
 	}
-	defer rows.Close()
-	var out []draw.Round
-	for rows.Next() {
-		var r draw.Round
-		if err := rows.Scan(&r.N, &r.First, &r.Last, &r.Root); err != nil {
-			return nil, fmt.Errorf("waitroom: rounds of %d: %w", item, err)
+	for i, r := range out {
+		if r.N != i {
+			return out[:i], nil // a gap cannot be written (closes go in order); read as far as they run
 		}
-		if r.N != len(out) {
-			break // a gap cannot be written (closes go in order); read as far as they run
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("waitroom: rounds of %d: %w", item, err)
 	}
 	return out, nil
 }

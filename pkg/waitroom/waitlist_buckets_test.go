@@ -12,15 +12,6 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 )
 
-// userOf is the first user id from `from` on whose home bucket of n is b.
-func userOf(b, n int, from int64) int64 {
-	for u := from; ; u++ {
-		if stock.HomeBucket(u, n) == b {
-			return u
-		}
-	}
-}
-
 // soldOutBucketed warms an open, queued item of n buckets of one unit each
 // and admits one buyer per bucket (buyers[b], whose home is b), so every
 // bucket's stock is gone; it returns the item and the admitted request ids
@@ -39,7 +30,7 @@ func soldOutBucketed(t *testing.T, s *stock.Store, n int) (item int64, buyers []
 	}
 	var u int64
 	for b := range n {
-		u = userOf(b, n, u+1)
+		u = testenv.UserIn(b, n, u+1)
 		rid := reqid.NewIn(item, b, now)
 		r, err := s.Admit(ctx, stock.AdmitRequest{ItemID: item, Buckets: n, Bucket: b, UserID: u, Qty: 1, RequestID: rid, Now: now, Granted: true})
 		if err != nil || r.Code != stock.Admitted {
@@ -120,7 +111,7 @@ func TestBucketedWaitlistHandOff(t *testing.T) {
 	}
 
 	// The line: a waiting buyer of bucket 2 gets bucket 2's unit.
-	u2 := userOf(2, n, buyers[n-1]+1)
+	u2 := testenv.UserIn(2, n, buyers[n-1]+1)
 	line := []waitroom.Candidate{{Position: 1, Ticket: fmt.Sprintf("%032x", 1), UserID: u2}}
 	if c, _ := claimIn(t, s, item, n, u2); c != stock.NoOffer {
 		t.Fatalf("claim before any offer: %s, want no_offer", c)
