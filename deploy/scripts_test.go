@@ -1,6 +1,8 @@
 package deploy
 
 import (
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -136,4 +138,63 @@ func TestGaleraStateReachableFromAPrivateCheckout(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(data, "mysql")); err != nil {
 		t.Fatalf("no system tables after the install: %v", err)
 	}
+}
+
+// TestStackRestartKeepsItsPorts: a service started again (stack.sh stop,
+// then start, as the fault tests do) keeps the ports recorded for it, which
+// its clients hold, even when its default port is free by then. The stack
+// that took 29092 because another held 9092 started Kafka again on 9092:
+// every client of the test still dialled 29092, and TestKafkaStopped waited
+// two minutes for a broker that was up elsewhere. It needs no server: the
+// choice is the script's own (stack.sh ports SVC prints it).
+func TestStackRestartKeepsItsPorts(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Fatalf("bash: %v", err)
+	}
+	state := t.TempDir()
+	ports := func() string {
+		t.Helper()
+		cmd := exec.Command("bash", filepath.Join("local", "stack.sh"), "ports", "kafka")
+		cmd.Env = append(os.Environ(), "FLASHSALE_STATE_DIR="+state)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("stack.sh ports kafka: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	// Three free ports, none a default, recorded as a stack that had to move
+	// would have recorded them.
+	free := freePorts(t, 3)
+	rec := fmt.Sprintf("KAFKA_PORT=%d\nKAFKA_CONTROLLER_PORT=%d\nKAFKA_SASL_PORT=%d\n", free[0], free[1], free[2])
+	if err := os.WriteFile(filepath.Join(state, "ports"), []byte(rec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := ports(); !strings.Contains(got, rec) {
+		t.Fatalf("stack.sh ports kafka with %q recorded and free:\n%s\nwant the recorded ports kept", rec, got)
+	}
+	// A recorded port someone else took since is given up for another.
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", free[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if got := ports(); strings.Contains(got, fmt.Sprintf("KAFKA_PORT=%d\n", free[0])) {
+		t.Fatalf("stack.sh ports kafka kept KAFKA_PORT %d, which another server holds:\n%s", free[0], got)
+	}
+}
+
+// freePorts is n ports free on the loopback now (the kernel's choice, so
+// none is a default of the stack).
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports
 }

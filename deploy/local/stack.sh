@@ -208,16 +208,21 @@ port_spoken_for() { # var port: another of this stack's ports, or one of the clu
   return 1
 }
 
-# pick_port SVC VAR...: before SVC starts, each VAR gets its default port when
-# that is free, else the first free port from its base; the choice is
-# recorded in $STATE/ports. A taken default is never used silently: a server
-# this stack did not start (Debian's own service, another stack) is not one
-# the tests may write to or stop.
+# pick_port SVC VAR...: before SVC starts, each VAR keeps the port recorded
+# for it in $STATE/ports while that is free (a service started again must
+# be where its clients, who read the ports once, still dial), else gets its
+# default port when that is free, else the first free port from its base;
+# the choice is recorded in $STATE/ports. A taken default is never used
+# silently: a server this stack did not start (Debian's own service,
+# another stack) is not one the tests may write to or stop.
 pick_port() {
   local svc=$1 var def p
   shift
   for var in "$@"; do
-    def=${PORT_DEFAULT[$var]} p=${PORT_DEFAULT[$var]}
+    def=${PORT_DEFAULT[$var]} p=${!var}
+    if [[ $p != "$def" ]] && (port_open "$p" || port_spoken_for "$var" "$p"); then
+      p=$def
+    fi
     if port_open "$p" || port_spoken_for "$var" "$p"; then
       p=${PORT_BASE[$var]}
       while port_open "$p" || port_spoken_for "$var" "$p"; do
@@ -1345,6 +1350,18 @@ env)
   esac
   ;;
 check-tls) check_tls ;;
+ports)
+  # ports SVC: the ports SVC would start on now (the recorded ones while
+  # free), recorded as start records them; deploy/scripts_test.go asks.
+  case ${2:-} in
+  kafka) pick_port kafka KAFKA_PORT KAFKA_CONTROLLER_PORT KAFKA_SASL_PORT ;;
+  mysql) pick_port mysql MYSQL_PORT ;;
+  redis) pick_port redis REDIS_PORT REDIS_TLS_PORT ;;
+  sentinel) pick_port sentinel SENTINEL_PORT ;;
+  *) die "usage: stack.sh ports kafka|mysql|redis|sentinel" ;;
+  esac
+  grep -v '^#' "$STATE/ports"
+  ;;
 probe)
   # probe kafka-metadata: the readiness probe check-tls makes of the
   # plaintext listener, alone (deploy/scripts_test.go calls it repeatedly).
