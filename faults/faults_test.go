@@ -159,7 +159,8 @@ func TestIngressKilled(t *testing.T) {
 func TestKafkaStopped(t *testing.T) { stoppedDuringBurst(t, "kafka", waitKafka) }
 
 // stoppedDuringBurst stops service for 15 s during the burst and starts it
-// again; once back says it answers, everything must settle.
+// again; once back says it answers and ten more orders are accepted, the
+// burst ends there (finish) and everything must settle.
 func stoppedDuringBurst(t *testing.T, service string, back func(*testing.T, *pipeline)) {
 	start := time.Now()
 	s := newStack(t)
@@ -169,6 +170,8 @@ func stoppedDuringBurst(t *testing.T, service string, back func(*testing.T, *pip
 	hold(15 * time.Second)
 	s.start(service)
 	back(t, p)
+	waitAccepted(t, w, w.nAccept.Load()+10)
+	w.finish()
 	p.settle(service+" stopped 15s", start, w)
 }
 
@@ -187,6 +190,7 @@ func TestKafkaPaused(t *testing.T) {
 		waitKafka(t, p)
 		waitAccepted(t, w, w.nAccept.Load()+10)
 	}
+	w.finish()
 	p.settle("kafka paused (ambiguous publish timeouts)", start, w)
 }
 

@@ -29,12 +29,13 @@ func brokerSale(t *testing.T, buyers int) (time.Time, *cluster, *pipeline, *work
 	return start, c, p, p.startBurst(buyers, 30)
 }
 
-// settleDurable waits for ten more 202s after a broker fault, then for
-// every request to settle, and checks that each 202's message is in the
-// log.
+// settleDurable waits for ten more 202s after a broker fault, ends the
+// burst there (finish), then waits for every request to settle, and checks
+// that each 202's message is in the log.
 func (p *pipeline) settleDurable(fault string, start time.Time, w *workload) {
 	p.t.Helper()
 	waitAccepted(p.t, w, w.nAccept.Load()+10)
+	w.finish()
 	rep := p.settle(fault, start, w)
 	n := p.checkDurable(context.Background(), w)
 	p.t.Logf("202s %d, messages in the log %d", rep.accepted, n)

@@ -100,6 +100,12 @@ func kafkaLeaderPartitioned(t *testing.T, b *testbed) {
 	rec := waitRecovered(w, healed, 30*time.Second)
 	ph := phaseOf(w, "ingress | leader broker", cut, healed, rec)
 	t.Logf("leader after the heal: node %d (in sync %v)", after, isrAfter)
+	if rec.resumed {
+		// Ten more orders after the recovery, then the burst ends: its
+		// other buyers would add time, not evidence.
+		waitAccepted(t, w, w.nAccept.Load()+10)
+		w.finish()
+	}
 	rep := p.settle(fmt.Sprintf("ingress partitioned from the leader broker %v", d), start, w)
 	n := p.checkDurable(context.Background(), w)
 	p.checkNetFault(w, rep, n, []phase{ph})

@@ -121,6 +121,8 @@ func redisPrimaryStalled(t *testing.T, how string, prepare func(p *pipeline), fa
 	if unknown > 0 {
 		t.Errorf("%d healthy-shard admissions ended 503 outcome_unknown while another shard stalled", unknown)
 	}
+	wh.finish()
+	wv.finish()
 	rep := p.settle(fmt.Sprintf("redis primary %s stalled by %s %v (other shards serving)", node, how, stallFor), start, wh, wv)
 	t.Logf("audit: direct ok %v (violations %v), endpoint ok %v", rep.direct.OK, rep.direct.Violations, rep.viaHTTP.OK)
 }

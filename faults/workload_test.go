@@ -50,6 +50,7 @@ type attempt struct {
 	user   int64
 	key    string
 	replay bool
+	repeat bool // a buyer's second attempt (a replay or a dup)
 }
 
 // answer is one POST /orders response.
@@ -87,6 +88,9 @@ type workload struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 	payers  sync.WaitGroup
+	// enough is closed by finish: no buyer starts after it.
+	enough     chan struct{}
+	enoughOnce sync.Once
 }
 
 // start launches the burst in the background. Every buyer call of the
@@ -95,7 +99,7 @@ type workload struct {
 func (p *pipeline) start(s spec) *workload {
 	p.history()
 	w := &workload{p: p, spec: s, accepted: map[string]accepted{}, keyRIDs: map[string]map[string]bool{},
-		paid: map[string]bool{}, done: make(chan struct{})}
+		paid: map[string]bool{}, done: make(chan struct{}), enough: make(chan struct{})}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	w.cancel = cancel
 	p.t.Cleanup(func() { cancel(); <-w.done; w.payers.Wait() })
@@ -114,9 +118,9 @@ func (w *workload) plan() []attempt {
 		r := rand.Float64()
 		if r < s.ReplayFrac {
 			a.key = fmt.Sprintf("k-%d", u)
-			extra = append(extra, attempt{user: u, key: a.key, replay: true})
+			extra = append(extra, attempt{user: u, key: a.key, replay: true, repeat: true})
 		} else if r < s.ReplayFrac+s.DupFrac {
-			extra = append(extra, attempt{user: u})
+			extra = append(extra, attempt{user: u, repeat: true})
 		}
 		out = append(out, a)
 		// Repeats follow their first attempt closely (a client retrying
@@ -144,10 +148,21 @@ func (w *workload) run(ctx context.Context) {
 			}
 		})
 	}
+	started := map[int64]bool{}
 	for _, a := range w.plan() {
+		select {
+		case <-w.enough:
+			// Only the second attempts of buyers already started: the
+			// replays and dups sent after the fault stay part of it.
+			if !a.repeat || !started[a.user] {
+				continue
+			}
+		default:
+		}
 		if lim.Wait(ctx) != nil {
 			break
 		}
+		started[a.user] = true
 		todo <- a
 	}
 	close(todo)
@@ -232,6 +247,15 @@ func (w *workload) pay(ctx context.Context, user int64, rid string) {
 }
 
 // wait blocks until every attempt has been answered and payers are done.
+// finish ends the burst early: no buyer starts from now on, the second
+// attempts of those who did are still sent, and wait returns once every
+// request sent is answered. A test calls it once it has seen what it came
+// for (the fault and the recovery after it): the rest of a burst sized to
+// outlast the slowest recovery adds time, not evidence.
+func (w *workload) finish() {
+	w.enoughOnce.Do(func() { close(w.enough) })
+}
+
 func (w *workload) wait() {
 	<-w.done
 	w.payers.Wait()
