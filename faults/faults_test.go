@@ -166,6 +166,13 @@ func stoppedDuringBurst(t *testing.T, service string, back func(*testing.T, *pip
 	s := newStack(t)
 	p := newPipeline(t, defaultSettings())
 	w := p.startBurst(pick(900, 1500), 30)
+	// settle reads the orders topic's end after the restart; read it once
+	// before too, so that a client keeping its connection across the
+	// restart fails here every time, not only when an earlier test left
+	// one behind (cold run 29: unexpected EOF).
+	if _, err := p.topicEnd(context.Background(), p.orders); err != nil {
+		t.Fatalf("orders topic %s before the stop: %v", p.orders, err)
+	}
 	s.stop(service)
 	hold(15 * time.Second)
 	s.start(service)
