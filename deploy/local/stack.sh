@@ -1370,5 +1370,5 @@ probe)
   kafka_plain_metadata || die "kafka 127.0.0.1:$KAFKA_PORT: no metadata naming itself"
   say "kafka 127.0.0.1:$KAFKA_PORT lists itself"
   ;;
-*) die "usage: stack.sh up|down|status|env [--tls|--sentinel]|check-tls|probe kafka-metadata|start SVC|stop SVC|pause SVC|resume SVC|wipe-redis" ;;
+*) die "usage: stack.sh up|down|status|env [--tls|--sentinel]|check-tls|probe kafka-metadata|ports SVC|start SVC|stop SVC|pause SVC|resume SVC|wipe-redis" ;;
 esac
