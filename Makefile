@@ -41,10 +41,11 @@ BENCH_ONCE = -test.bench=. -test.benchtime=1x
 ## test: bring up the stack and run every test: the lint (scripts, gofmt,
 ## vet), then the stack (run beside lint in cold runs 24-26, it saved
 ## nothing measurable: lint took 4:23-4:31 beside it, 4:24 before it in run
-## 27, for a stack-up of 0:13-0:19), then unit, integration and race tests in parallel with every
-## Go benchmark once in the same binaries (-benchtime 1x: a benchmark that
-## breaks fails CI instead of rotting unseen; a separate non-race run of
-## them built every test binary a second time), the API contract
+## 27, for a stack-up of 0:13-0:19), then unit, integration and race
+## tests in parallel with every Go benchmark once in the same binaries
+## (-benchtime 1x: a benchmark that breaks fails CI instead of rotting
+## unseen; a separate non-race run of them built every test binary a second
+## time), the API contract
 ## (Schemathesis against a real ingress, deploy/contract/run.sh), the
 ## reduced fault suite alone (it stops servers; it includes the reduced
 ## network faults on test hosts in namespaces and the history checks), the

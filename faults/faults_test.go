@@ -177,8 +177,7 @@ func stoppedDuringBurst(t *testing.T, service string, back func(*testing.T, *pip
 	hold(15 * time.Second)
 	s.start(service)
 	back(t, p)
-	waitAccepted(t, w, w.nAccept.Load()+10)
-	w.finish()
+	w.finishAfterRecovery(t)
 	p.settle(service+" stopped 15s", start, w)
 }
 

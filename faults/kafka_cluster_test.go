@@ -34,8 +34,7 @@ func brokerSale(t *testing.T, buyers int) (time.Time, *cluster, *pipeline, *work
 // that each 202's message is in the log.
 func (p *pipeline) settleDurable(fault string, start time.Time, w *workload) {
 	p.t.Helper()
-	waitAccepted(p.t, w, w.nAccept.Load()+10)
-	w.finish()
+	w.finishAfterRecovery(p.t)
 	rep := p.settle(fault, start, w)
 	n := p.checkDurable(context.Background(), w)
 	p.t.Logf("202s %d, messages in the log %d", rep.accepted, n)

@@ -103,8 +103,7 @@ func kafkaLeaderPartitioned(t *testing.T, b *testbed) {
 	if rec.resumed {
 		// Ten more orders after the recovery, then the burst ends: its
 		// other buyers would add time, not evidence.
-		waitAccepted(t, w, w.nAccept.Load()+10)
-		w.finish()
+		w.finishAfterRecovery(t)
 	}
 	rep := p.settle(fmt.Sprintf("ingress partitioned from the leader broker %v", d), start, w)
 	n := p.checkDurable(context.Background(), w)

@@ -83,8 +83,7 @@ func redisPrimaryKilled(t *testing.T, wait, buckets int) {
 	}
 	hold(5 * time.Second)
 	c.start(victim) // rejoins as the new primary's replica
-	waitAccepted(t, w, w.nAccept.Load()+10)
-	w.finish()
+	w.finishAfterRecovery(t)
 	rep := p.settle(fmt.Sprintf("redis primary of the item SIGKILLed (WAIT replicas %d)", wait), start, w)
 	d := rep.direct
 	// Units Redis holds above MySQL once everything settled are the

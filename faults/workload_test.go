@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -254,6 +255,15 @@ func (w *workload) pay(ctx context.Context, user int64, rid string) {
 // outlast the slowest recovery adds time, not evidence.
 func (w *workload) finish() {
 	w.enoughOnce.Do(func() { close(w.enough) })
+}
+
+// finishAfterRecovery waits for ten more 202s than there are now (the
+// recovery shown by orders accepted after the fault) and then ends the
+// burst (finish).
+func (w *workload) finishAfterRecovery(t *testing.T) {
+	t.Helper()
+	waitAccepted(t, w, w.nAccept.Load()+10)
+	w.finish()
 }
 
 func (w *workload) wait() {
