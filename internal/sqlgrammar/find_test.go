@@ -135,7 +135,11 @@ func loadModuleNow(t *testing.T) (pkgs []*pkgCode, lookup func(string) (io.ReadC
 	root := filepath.Dir(strings.TrimSpace(string(out)))
 	// -e: a package that does not build is reported below, and the others
 	// are still checked.
-	cmd := exec.Command("go", "list", "-e", "-deps", "-export", "-json=ImportPath,Dir,GoFiles,Export,Standard,DepOnly,Module,Error", "./...")
+	args := []string{"list", "-e", "-deps", "-export", "-json=ImportPath,Dir,GoFiles,Export,Standard,DepOnly,Module,Error"}
+	if raceBuild {
+		args = append(args, "-race") // reuse this build's export data (race_test.go)
+	}
+	cmd := exec.Command("go", append(args, "./...")...)
 	cmd.Dir = root
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
