@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -12,14 +11,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/flashsale-dev/flashsale/internal/inproc"
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/config"
 	"github.com/flashsale-dev/flashsale/pkg/config/jwtconfig"
-	"github.com/flashsale-dev/flashsale/pkg/httpapi"
-	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
 	"github.com/flashsale-dev/flashsale/pkg/reap"
-	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/waitroom"
 )
 
@@ -40,44 +37,25 @@ type pipeline struct {
 
 func startPipeline(t *testing.T, paymentWindow time.Duration) pipeline {
 	t.Helper()
-	db, dsn := testenv.MySQL(t)
-	rdb := testenv.Redis(t)
-	brokers := testenv.Kafka(t)
-	topic, dlq, group := testenv.Topics(t, 2)
-	st := stock.New(rdb)
+	stk := inproc.New(t)
+	db, rdb := stk.DB, stk.Redis
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	reg := prometheus.NewRegistry()
 
 	in := config.Ingress{HTTPAddr: "127.0.0.1:0", JWT: jwtconfig.JWT{JWTSecret: testSecret}, PublishTimeout: 3 * time.Second,
 		SoldOutTTL: 500 * time.Millisecond, UserRateLimit: 5, IdempotencyTTL: time.Hour,
 		StatusWaitMax: 30 * time.Second, StatusWaiters: 10_000}
-	w := orderlog.NewWriter(brokers, topic, in.PublishTimeout)
-	srv, err := httpapi.New(httpapi.Config{Ingress: in, StoreTimeout: 2 * time.Second, Brokers: brokers, Topic: topic, Group: group},
-		httpapi.Deps{DB: db, Stock: st, Publisher: w, Registry: reg, Log: log})
-	if err != nil {
-		t.Fatalf("ingress: %v", err)
-	}
-	ts := httptest.NewServer(srv.Echo())
+	srv := stk.Ingress(t, in, inproc.Options{Registry: reg, Log: log})
+	st := srv.Stock
 	opsTS := httptest.NewServer(srv.Ops())
 
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
 	om := orderwriter.NewMetrics(reg)
 	for range 2 {
-		c, err := orderwriter.New(orderwriter.Config{Brokers: brokers, Topic: topic, DLQTopic: dlq, GroupID: group,
-			PaymentWindow: paymentWindow, HeartbeatInterval: 500 * time.Millisecond, SessionTimeout: 6 * time.Second,
-			RebalanceTimeout: 6 * time.Second}, orderwriter.Deps{DB: db, Stock: st}, om, log)
-		if err != nil {
-			t.Fatalf("consumer: %v", err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := c.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("consumer: %v", err)
-			}
-		}()
+		stk.Consumer(t, orderwriter.Config{PaymentWindow: paymentWindow, HeartbeatInterval: 500 * time.Millisecond,
+			SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second}, st, om, log)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
 	r := reap.New(reap.Config{Interval: 300 * time.Millisecond, OrphanGrace: time.Minute, StoreTimeout: 2 * time.Second}, reap.Deps{DB: db, Stock: st}, reap.NewMetrics(reg), log)
 	wg.Add(1)
 	go func() {
@@ -93,15 +71,13 @@ func startPipeline(t *testing.T, paymentWindow time.Duration) pipeline {
 		_ = g.Run(ctx)
 	}()
 	t.Cleanup(func() {
-		ts.Close()
 		opsTS.Close()
 		cancel()
 		wg.Wait()
-		_ = w.Close()
 	})
 	c := testenv.Common(t)
-	c.MySQLDSN = dsn
-	return pipeline{URL: ts.URL, Common: c, Brokers: brokers, Topic: topic, Group: group, MetricsURL: opsTS.URL + "/metrics"}
+	c.MySQLDSN = stk.DSN
+	return pipeline{URL: srv.URL, Common: c, Brokers: stk.Brokers, Topic: stk.Topic, Group: stk.Group, MetricsURL: opsTS.URL + "/metrics"}
 }
 
 // testSettings are a short run's settings: small N, a stock that sells out,

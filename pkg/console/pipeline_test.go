@@ -2,25 +2,20 @@ package console_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
+	"github.com/flashsale-dev/flashsale/internal/inproc"
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/auth"
 	"github.com/flashsale-dev/flashsale/pkg/config"
-	"github.com/flashsale-dev/flashsale/pkg/config/jwtconfig"
-	"github.com/flashsale-dev/flashsale/pkg/httpapi"
 	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
@@ -44,38 +39,15 @@ type pipeline struct {
 
 func startPipeline(t *testing.T) *pipeline {
 	t.Helper()
-	db, dsn := testenv.MySQL(t)
-	rdb := testenv.Redis(t)
-	brokers := testenv.Kafka(t)
-	topic, dlq, group := testenv.Topics(t, 2)
-	in := config.Ingress{JWT: jwtconfig.JWT{JWTSecret: secret}, PublishTimeout: 3 * time.Second, SoldOutTTL: 500 * time.Millisecond,
-		IdempotencyTTL: time.Hour, Buckets: config.Buckets{Max: 64, Wait: time.Second, Poll: 25 * time.Millisecond},
-		TallyFlush: time.Second}
-	w := orderlog.NewWriter(brokers, topic, in.PublishTimeout)
-	t.Cleanup(func() { _ = w.Close() })
-	st := stock.New(rdb)
-	srv, err := httpapi.New(httpapi.Config{Ingress: in, StoreTimeout: 2 * time.Second, Brokers: brokers, Topic: topic, DLQTopic: dlq, Group: group},
-		httpapi.Deps{DB: db, Stock: st, Publisher: w, Registry: prometheus.NewRegistry(), Log: testenv.LogTail(t), OpenAPI: []byte("openapi: 3.0.3\n")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Echo())
-	t.Cleanup(func() {
-		hs.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Close(ctx)
-	})
-
-	c, err := orderwriter.New(orderwriter.Config{Brokers: brokers, Topic: topic, DLQTopic: dlq, GroupID: group,
-		GiveUpAfter: 30 * time.Second, MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, LagInterval: 500 * time.Millisecond},
-		orderwriter.Deps{DB: db, Stock: st}, orderwriter.NewMetrics(prometheus.NewRegistry()), testenv.LogTail(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	testenv.Background(t, "consumer", c.Run)
-	p := &pipeline{url: hs.URL, client: &http.Client{Timeout: 10 * time.Second,
-		Transport: &http.Transport{MaxIdleConnsPerHost: 32}}, dsn: dsn, st: st, ingress: in}
+	s := inproc.New(t)
+	in := inproc.Settings(secret)
+	in.TallyFlush = time.Second
+	g := s.Ingress(t, in, inproc.Options{})
+	s.Consumer(t, orderwriter.Config{GiveUpAfter: 30 * time.Second, MinBackoff: 20 * time.Millisecond,
+		MaxBackoff: 200 * time.Millisecond, LagInterval: 500 * time.Millisecond}, g.Stock, nil, nil)
+	db := s.DB
+	p := &pipeline{url: g.URL, client: &http.Client{Timeout: 10 * time.Second,
+		Transport: &http.Transport{MaxIdleConnsPerHost: 32}}, dsn: s.DSN, st: g.Stock, ingress: in}
 	p.count = func(t *testing.T, q string, args ...any) int64 {
 		t.Helper()
 		var n int64

@@ -2,17 +2,12 @@ package ctl
 
 import (
 	"bytes"
-	"context"
 	"database/sql"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/flashsale-dev/flashsale/internal/testenv"
-	"github.com/flashsale-dev/flashsale/pkg/config"
+	"github.com/flashsale-dev/flashsale/internal/inproc"
 	"github.com/flashsale-dev/flashsale/pkg/config/jwtconfig"
 	"github.com/flashsale-dev/flashsale/pkg/devtoken"
 	"github.com/flashsale-dev/flashsale/pkg/httpapi"
@@ -37,27 +32,14 @@ type ingress struct {
 
 func startIngress(t *testing.T) *ingress {
 	t.Helper()
-	db, dsn := testenv.MySQL(t)
-	rdb := testenv.Redis(t)
-	brokers := testenv.Kafka(t)
-	topic, dlq, group := testenv.Topics(t, 2)
-	in := config.Ingress{JWT: jwtconfig.JWT{JWTSecret: stackSecret, JWTAudience: "flashsale", JWTMaxTTL: 24 * time.Hour, JWTUserClaim: "sub",
-		JWTRoleClaim: "role", JWTAdminRole: "admin"}, PublishTimeout: 3 * time.Second, SoldOutTTL: 500 * time.Millisecond,
-		IdempotencyTTL: time.Hour, Buckets: config.Buckets{Max: 64, Wait: time.Second, Poll: 25 * time.Millisecond},
-		TallyFlush: 100 * time.Millisecond}
-	w := orderlog.NewWriter(brokers, topic, in.PublishTimeout)
-	t.Cleanup(func() { _ = w.Close() })
-	st := stock.New(rdb)
-	srv, err := httpapi.New(httpapi.Config{Ingress: in, StoreTimeout: 2 * time.Second, Brokers: brokers, Topic: topic, DLQTopic: dlq, Group: group},
-		httpapi.Deps{DB: db, Stock: st, Publisher: w, Registry: prometheus.NewRegistry(), Log: testenv.LogTail(t), OpenAPI: []byte("openapi: 3.0.3\n")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close(context.Background()) })
-	hs := httptest.NewServer(srv.Echo())
-	t.Cleanup(hs.Close)
-	env := map[string]string{"FLASHSALE_URL": hs.URL, "FLASHSALE_JWT_SECRET": stackSecret}
-	g := &ingress{url: hs.URL, db: db, dsn: dsn, brokers: brokers, topic: topic, dlq: dlq, group: group, env: env, stock: st}
+	s := inproc.New(t)
+	in := inproc.Settings(stackSecret)
+	in.JWT = jwtconfig.JWT{JWTSecret: stackSecret, JWTAudience: "flashsale", JWTMaxTTL: 24 * time.Hour, JWTUserClaim: "sub",
+		JWTRoleClaim: "role", JWTAdminRole: "admin"}
+	in.TallyFlush = 100 * time.Millisecond
+	srv := s.Ingress(t, in, inproc.Options{})
+	env := map[string]string{"FLASHSALE_URL": srv.URL, "FLASHSALE_JWT_SECRET": stackSecret}
+	g := &ingress{url: srv.URL, db: s.DB, dsn: s.DSN, brokers: s.Brokers, topic: s.Topic, dlq: s.DLQ, group: s.Group, env: env, stock: srv.Stock}
 	g.env["FLASHSALE_TOKEN"] = g.mint(t, 1, true)
 	return g
 }

@@ -13,13 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
+	"github.com/flashsale-dev/flashsale/internal/inproc"
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/auth"
-	"github.com/flashsale-dev/flashsale/pkg/config"
-	"github.com/flashsale-dev/flashsale/pkg/config/jwtconfig"
-	"github.com/flashsale-dev/flashsale/pkg/httpapi"
 	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 	"github.com/flashsale-dev/flashsale/pkg/tracing"
@@ -45,21 +41,14 @@ func BenchmarkAdmissionTracing(b *testing.B) {
 	}))
 	defer sink.Close()
 
-	db, _ := testenv.MySQL(b)
-	rdb := testenv.Redis(b)
-	brokers := testenv.Kafka(b)
-	topic, dlq, group := testenv.Topics(b, 2)
-	st := stock.New(rdb).WithCoalescer(stock.NewCoalescer(rdb, stock.CoalesceConfig{MaxBatch: 128, Flushers: 4}))
-	in := config.Ingress{JWT: jwtconfig.JWT{JWTSecret: secret, JWTCacheSize: 1 << 16}, PublishTimeout: 3 * time.Second, SoldOutTTL: 500 * time.Millisecond,
-		IdempotencyTTL: time.Hour, Buckets: config.Buckets{Max: 64, Wait: time.Second, Poll: 25 * time.Millisecond}}
-	pub := (*orderlog.Security)(nil).NewPublisher(brokers, topic, in.PublishTimeout, orderlog.DefaultBatching())
-	defer pub.Close()
+	stk := inproc.New(b)
+	st := stock.New(stk.Redis).WithCoalescer(stock.NewCoalescer(stk.Redis, stock.CoalesceConfig{MaxBatch: 128, Flushers: 4}))
+	in := inproc.Settings(secret)
+	in.JWT.JWTCacheSize = 1 << 16
+	pub := (*orderlog.Security)(nil).NewPublisher(stk.Brokers, stk.Topic, in.PublishTimeout, orderlog.DefaultBatching())
+	b.Cleanup(func() { _ = pub.Close() }) // after the ingress (cleanups run last first)
 	log := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	srv, err := httpapi.New(httpapi.Config{Ingress: in, StoreTimeout: 2 * time.Second, Brokers: brokers, Topic: topic, DLQTopic: dlq, Group: group},
-		httpapi.Deps{DB: db, Stock: st, Publisher: pub, Registry: prometheus.NewRegistry(), Log: log, OpenAPI: []byte("openapi: 3.0.3\n")})
-	if err != nil {
-		b.Fatal(err)
-	}
+	srv := stk.Ingress(b, in, inproc.Options{Stock: st, Publisher: pub, Log: log})
 	e := srv.Echo()
 	item := testenv.ItemID()
 	body := fmt.Sprintf(`{"name":"bench","price_cents":1,"stock":100000000,"per_user_limit":1,"starts_at":%q,"ends_at":%q,"buckets":1}`,

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -16,12 +15,10 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/flashsale-dev/flashsale/internal/inproc"
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/admission"
 	"github.com/flashsale-dev/flashsale/pkg/auth"
-	"github.com/flashsale-dev/flashsale/pkg/config"
-	"github.com/flashsale-dev/flashsale/pkg/config/jwtconfig"
-	"github.com/flashsale-dev/flashsale/pkg/httpapi"
 	"github.com/flashsale-dev/flashsale/pkg/orderlog"
 	"github.com/flashsale-dev/flashsale/pkg/orderwriter"
 	"github.com/flashsale-dev/flashsale/pkg/reap"
@@ -72,34 +69,19 @@ func TestOneTraceFromClickToRow(t *testing.T) {
 	tracing.Use(tp)
 	t.Cleanup(func() { tracing.Use(nil); _ = tp.Shutdown(context.Background()) })
 
-	db, _ := testenv.MySQL(t)
-	rdb := testenv.Redis(t)
-	brokers := testenv.Kafka(t)
-	topic, dlq, group := testenv.Topics(t, 2)
-	log := testenv.LogTail(t)
-	st := stock.New(rdb)
-	in := config.Ingress{JWT: jwtconfig.JWT{JWTSecret: secret}, PublishTimeout: 3 * time.Second, SoldOutTTL: 500 * time.Millisecond,
-		IdempotencyTTL: time.Hour, Buckets: config.Buckets{Max: 64, Wait: time.Second, Poll: 25 * time.Millisecond}}
+	stk := inproc.New(t)
+	db, log := stk.DB, testenv.LogTail(t)
+	in := inproc.Settings(secret)
 	// The ingress's own publish path (ingress/main.go): a Publisher over
 	// the durable writer.
-	pub := (*orderlog.Security)(nil).NewPublisher(brokers, topic, in.PublishTimeout, orderlog.DefaultBatching())
-	t.Cleanup(func() { _ = pub.Close() })
-	srv, err := httpapi.New(httpapi.Config{Ingress: in, StoreTimeout: 2 * time.Second, Brokers: brokers, Topic: topic, DLQTopic: dlq, Group: group},
-		httpapi.Deps{DB: db, Stock: st, Publisher: pub, Registry: prometheus.NewRegistry(), Log: log, OpenAPI: []byte("openapi: 3.0.3\n")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Echo())
-	t.Cleanup(hs.Close)
+	pub := (*orderlog.Security)(nil).NewPublisher(stk.Brokers, stk.Topic, in.PublishTimeout, orderlog.DefaultBatching())
+	t.Cleanup(func() { _ = pub.Close() }) // after the ingress (cleanups run last first)
+	hs := stk.Ingress(t, in, inproc.Options{Publisher: pub, Log: log})
+	st := hs.Stock
 
 	const window = 2 * time.Second // the payment window, so the reaper has work soon
-	c, err := orderwriter.New(orderwriter.Config{Brokers: brokers, Topic: topic, DLQTopic: dlq, GroupID: group, PaymentWindow: window,
-		MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, LagInterval: 500 * time.Millisecond},
-		orderwriter.Deps{DB: db, Stock: st}, orderwriter.NewMetrics(prometheus.NewRegistry()), log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	testenv.Background(t, "consumer", c.Run)
+	stk.Consumer(t, orderwriter.Config{PaymentWindow: window, MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
+		LagInterval: 500 * time.Millisecond}, st, nil, log)
 
 	do := func(method, path, token, body string, hdr map[string]string) (int, []byte) {
 		t.Helper()
