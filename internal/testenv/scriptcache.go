@@ -68,9 +68,11 @@ func CachedScripts(t testing.TB, cc *redis.ClusterClient, shas []string) map[str
 
 // FlushScripts empties every shard's script cache and checks that every
 // primary and replica answered and holds none of shas, so the calls that
-// follow must find NOSCRIPT.
+// follow must find NOSCRIPT. The cache is the test's until it ends
+// (HoldScriptCache): no other test's flush empties it under its checks.
 func FlushScripts(t testing.TB, cc *redis.ClusterClient, shas []string) {
 	t.Helper()
+	HoldScriptCache(t, cc)
 	if err := cc.ScriptFlush(context.Background()).Err(); err != nil {
 		t.Fatalf("testenv: script flush: %v", err)
 	}
@@ -87,7 +89,9 @@ func FlushScripts(t testing.TB, cc *redis.ClusterClient, shas []string) {
 
 // ExpectScriptsEverywhere fails the test unless every node of cc, replicas
 // too, caches every script of shas: a load (or a NOSCRIPT retry) must have
-// reached them all, so a failover finds them.
+// reached them all, so a failover finds them. Call it in a test that
+// holds the cache (FlushScripts does), or another test's flush may empty
+// it before the count.
 func ExpectScriptsEverywhere(t testing.TB, cc *redis.ClusterClient, shas []string) {
 	t.Helper()
 	for addr, n := range CachedScripts(t, cc, shas) {

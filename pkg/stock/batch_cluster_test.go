@@ -87,6 +87,7 @@ func TestClusterRestoreManyCountsEachOnceWhenOneShardLostItsScripts(t *testing.T
 // flushOne empties the script cache of the primary at addr only.
 func flushOne(t *testing.T, cc *redis.ClusterClient, addr string) {
 	t.Helper()
+	testenv.HoldScriptCache(t, cc)
 	found := false
 	err := cc.ForEachMaster(context.Background(), func(ctx context.Context, c *redis.Client) error {
 		if c.Options().Addr != addr {
