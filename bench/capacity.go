@@ -67,9 +67,10 @@ type CapacityReport struct {
 }
 
 // capacityComponents resolves the selectors; Redis defaults to the
-// redis-server serving the configured address (FLASHSALE_REDIS_URL's when
-// set: FLASHSALE_REDIS_ADDR keeps its default beside a URL, and a selector
-// built from it measured an idle server at 0 µs), as the drain's split does.
+// process listening on the configured address's port (FLASHSALE_REDIS_URL's
+// when set: FLASHSALE_REDIS_ADDR keeps its default beside a URL, and a
+// selector built from it measured an idle server at 0 µs; redisProcs), as
+// the drain's split does.
 func capacityComponents(c config.Common, cs CapacitySettings) []capacityComponent {
 	sel := func(s string) procSelector { p, _ := parseProcSelector(s); return p }
 	redis := sel(cs.Redis)
@@ -78,7 +79,7 @@ func capacityComponents(c config.Common, cs CapacitySettings) []capacityComponen
 		if addrs := c.RedisAddrs(); len(addrs) > 0 {
 			addr = addrs[0]
 		}
-		redis = procSelector{Kind: "cmd", Value: " " + addr}
+		redis = redisProcs(addr)
 	}
 	return []capacityComponent{
 		{name: "ingress", sel: sel(cs.Ingress)},

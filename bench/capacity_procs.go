@@ -9,7 +9,9 @@ import (
 
 // A procSelector names the processes whose CPU is one component's:
 // "comm:NAME[|NAME]" (command names), "cmd:TEXT" (java and others whose
-// command name says nothing: a command-line substring), "pid:N", "self"
+// command name says nothing: a command-line substring), "listen:PORT" (the
+// processes listening on TCP port PORT: a server found by the address its
+// clients use, which its command line need not show), "pid:N", "self"
 // (this process: the load generator, or a pipeline run in-process by a
 // test) or "none" (remote, not measured here). Reading /proc is what makes
 // the costs CPU, not wall time: a component waiting for another costs
@@ -25,13 +27,17 @@ func parseProcSelector(s string) (procSelector, error) {
 	}
 	kind, value, ok := strings.Cut(s, ":")
 	if !ok || value == "" {
-		return procSelector{}, fmt.Errorf("capacity: process selector %q: expected comm:NAME, cmd:TEXT, pid:N, self or none", s)
+		return procSelector{}, fmt.Errorf("capacity: process selector %q: expected comm:NAME, cmd:TEXT, listen:PORT, pid:N, self or none", s)
 	}
 	switch kind {
 	case "comm", "cmd":
 	case "pid":
 		if _, err := strconv.Atoi(value); err != nil {
 			return procSelector{}, fmt.Errorf("capacity: process selector %q: %w", s, err)
+		}
+	case "listen":
+		if n, err := strconv.Atoi(value); err != nil || n < 1 || n > 65535 {
+			return procSelector{}, fmt.Errorf("capacity: process selector %q: expected a TCP port", s)
 		}
 	default:
 		return procSelector{}, fmt.Errorf("capacity: process selector %q: unknown kind %q", s, kind)
@@ -54,6 +60,15 @@ func (p procSelector) cpu() float64 {
 		}
 		_, cpu := statCPU(string(b))
 		return cpu
+	case "listen":
+		var sum float64
+		for _, pid := range listeners(p.Value) {
+			if b, err := os.ReadFile("/proc/" + pid + "/stat"); err == nil {
+				_, cpu := statCPU(string(b))
+				sum += cpu
+			}
+		}
+		return sum
 	case "comm":
 		names := strings.Split(p.Value, "|")
 		return procCPU(func(comm, _ string) bool {

@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"context"
 	"github.com/flashsale-dev/flashsale/pkg/config"
+	"net"
+	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -98,8 +102,47 @@ func TestCapacityRedisSelectorFollowsTheURL(t *testing.T) {
 	c.RedisAddr = "127.0.0.1:6379"
 	c.Redis.URL = "rediss://flashsale@127.0.0.1:16380"
 	for _, cp := range capacityComponents(c, CapacitySettings{}) {
-		if cp.name == "redis" && (cp.sel.Kind != "cmd" || cp.sel.Value != " 127.0.0.1:16380") {
+		if cp.name == "redis" && (cp.sel.Kind != "listen" || cp.sel.Value != "16380") {
 			t.Fatalf("redis selector %+v, want the URL's address", cp.sel)
 		}
+	}
+}
+
+// TestListenSelectorFindsTheListener: "listen:PORT" selects the process
+// that listens on PORT (here this test's own listener), whatever its
+// command line, and nothing for a port nobody listens on.
+func TestListenSelectorFindsTheListener(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	sel, err := parseProcSelector("listen:" + port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := listeners(sel.Value); !slices.Equal(got, []string{strconv.Itoa(os.Getpid())}) {
+		t.Fatalf("listeners of port %s: %v, want this process (%d)", port, got, os.Getpid())
+	}
+	ln.Close()
+	if got := listeners(port); len(got) != 0 {
+		t.Fatalf("listeners of port %s after its close: %v, want none", port, got)
+	}
+	for _, bad := range []string{"listen:", "listen:x", "listen:0", "listen:70000"} {
+		if _, err := parseProcSelector(bad); err == nil {
+			t.Errorf("parseProcSelector(%q) accepted", bad)
+		}
+	}
+}
+
+// TestListenInodes reads a /proc/net/tcp table: only LISTEN rows of the port.
+func TestListenInodes(t *testing.T) {
+	const table = `  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:3FF4 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 5001 1 0000000000000000 100 0 0 10 0
+   1: 0100007F:3FF4 0100007F:C350 01 00000000:00000000 00:00000000 00000000     0        0 5002 1 0000000000000000 20 4 30 10 -1
+   2: 0100007F:3FF3 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 5003 1 0000000000000000 100 0 0 10 0
+`
+	if got := listenInodes(table, "16372"); !slices.Equal(got, []string{"5001"}) {
+		t.Fatalf("inodes listening on 16372 (0x3FF4): %v, want [5001]", got)
 	}
 }

@@ -20,14 +20,13 @@ type cpuSplit struct {
 	Busy, IOWait float64
 }
 
-// readCPUSplit reads the split now; Redis is the redis-server serving
-// redisAddr (other tests' private servers count as other).
+// readCPUSplit reads the split now; Redis is the server listening on
+// redisAddr's port (redisProcs; other tests' private servers count as
+// other).
 func readCPUSplit(redisAddr string) cpuSplit {
 	s := cpuSplit{Bench: selfCPU(), MariaDB: mariadbCPU()}
 	s.Kafka = procCPU(func(comm, cmdline string) bool { return comm == "java" && strings.Contains(cmdline, "kafka") })
-	s.Redis = procCPU(func(comm, cmdline string) bool {
-		return comm == "redis-server" && strings.Contains(strings.ReplaceAll(cmdline, "\x00", " "), " "+redisAddr)
-	})
+	s.Redis = redisProcs(redisAddr).cpu()
 	if b, err := os.ReadFile("/proc/stat"); err == nil {
 		line, _, _ := strings.Cut(string(b), "\n")
 		f := strings.Fields(line)
