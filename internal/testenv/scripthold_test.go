@@ -3,6 +3,8 @@ package testenv
 import (
 	"context"
 	"testing"
+
+	"github.com/flashsale-dev/flashsale/pkg/lease"
 )
 
 // TestScriptCacheHoldExcludes: while one test holds a Redis deployment's
@@ -10,20 +12,19 @@ import (
 func TestScriptCacheHoldExcludes(t *testing.T) {
 	rdb := Redis(t)
 	ctx := context.Background()
-	var second string
+	second := "other/" + Suffix()
 	t.Run("first", func(t *testing.T) {
 		HoldScriptCache(t, rdb)
 		HoldScriptCache(t, rdb) // again in the same test: already its own
-		second = "other/" + Suffix()
-		if ok, err := tryHoldScripts(ctx, rdb, second); err != nil || ok {
+		if ok, err := lease.Hold(ctx, rdb, scriptHoldKey, second, scriptHoldTTL); err != nil || ok {
 			t.Fatalf("another holder took the cache while it was held: %v %v", ok, err)
 		}
 	})
-	ok, err := tryHoldScripts(ctx, rdb, second)
+	ok, err := lease.Hold(ctx, rdb, scriptHoldKey, second, scriptHoldTTL)
 	if err != nil || !ok {
 		t.Fatalf("the cache stayed held after its test ended: %v %v", ok, err)
 	}
-	if err := releaseHold.Run(ctx, rdb, []string{scriptHoldKey}, second).Err(); err != nil {
+	if err := lease.Drop(ctx, rdb, scriptHoldKey, second); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -8,10 +8,12 @@
 //
 // It owns its two scripts (lua/hold.lua, lua/drop.lua) and the value of a
 // lease key, the holder's name, with a TTL. The key names are its users':
-// fs:rebalance:lease (pkg/rebalance) and fs:queue:gate:lease (pkg/waitroom).
+// fs:rebalance:lease (pkg/rebalance), fs:queue:gate:lease (pkg/waitroom) and,
+// in tests, fs:test:script-cache-hold (internal/testenv).
 //
 // Importers: pkg/rebalance and pkg/waitroom, which hold leases (the waiting
-// room also reads the gate's holder, Current, for an operator's view). It
+// room also reads the gate's holder, Current, for an operator's view), and
+// internal/testenv, whose tests hold a deployment's script cache with it. It
 // imports no other package of the module but internal/luascript (how every
 // package loads its Lua), and a go-redis client, so it knows nothing of what
 // it guards.

@@ -1,4 +1,4 @@
-package lease
+package lease_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/lease"
 )
 
 // tenure is a span in which a holder may act on the lease: from the end of
@@ -49,7 +50,7 @@ func TestLeaseNeverTwoHolders(t *testing.T) {
 		wg.Go(func() {
 			for time.Now().Before(stop) {
 				start := time.Now()
-				ok, err := Hold(ctx, rdb, key, name, ttl)
+				ok, err := lease.Hold(ctx, rdb, key, name, ttl)
 				end := time.Now()
 				if err != nil {
 					t.Errorf("%s: hold: %v", name, err)
@@ -73,7 +74,7 @@ func TestLeaseNeverTwoHolders(t *testing.T) {
 					if dropAt.Before(until) {
 						until = dropAt
 					}
-					if err := Drop(ctx, rdb, key, name); err != nil {
+					if err := lease.Drop(ctx, rdb, key, name); err != nil {
 						t.Errorf("%s: drop: %v", name, err)
 						return
 					}
@@ -119,21 +120,21 @@ func TestLeaseExpiredHolderCannotTouchTheNext(t *testing.T) {
 	ctx := context.Background()
 	key := "fs:test:lease:" + testenv.Suffix()
 	t.Cleanup(func() { rdb.Del(context.Background(), key) })
-	if ok, err := Hold(ctx, rdb, key, "a", 20*time.Millisecond); err != nil || !ok {
+	if ok, err := lease.Hold(ctx, rdb, key, "a", 20*time.Millisecond); err != nil || !ok {
 		t.Fatalf("a takes a free lease: %v, %v", ok, err)
 	}
-	if ok, _ := Hold(ctx, rdb, key, "b", time.Second); ok {
+	if ok, _ := lease.Hold(ctx, rdb, key, "b", time.Second); ok {
 		t.Fatal("b took a's lease")
 	}
 	testenv.Eventually(t, 5*time.Second, 5*time.Millisecond, func() bool { return rdb.Exists(ctx, key).Val() == 0 },
 		"a's 20 ms lease never expired")
-	if ok, err := Hold(ctx, rdb, key, "b", time.Second); err != nil || !ok {
+	if ok, err := lease.Hold(ctx, rdb, key, "b", time.Second); err != nil || !ok {
 		t.Fatalf("b takes the lease a let expire: %v, %v", ok, err)
 	}
-	if ok, _ := Hold(ctx, rdb, key, "a", 10*time.Second); ok {
+	if ok, _ := lease.Hold(ctx, rdb, key, "a", 10*time.Second); ok {
 		t.Fatal("a renewed the lease b holds")
 	}
-	if err := Drop(ctx, rdb, key, "a"); err != nil {
+	if err := lease.Drop(ctx, rdb, key, "a"); err != nil {
 		t.Fatal(err)
 	}
 	if cur := rdb.Get(ctx, key).Val(); cur != "b" {
@@ -142,13 +143,13 @@ func TestLeaseExpiredHolderCannotTouchTheNext(t *testing.T) {
 	if ttl := rdb.PTTL(ctx, key).Val(); ttl <= 0 || ttl > time.Second {
 		t.Fatalf("b's lease TTL = %v; want within (0, 1s] (a's renewal must not extend it)", ttl)
 	}
-	if ok, _ := Hold(ctx, rdb, key, "b", 5*time.Second); !ok {
+	if ok, _ := lease.Hold(ctx, rdb, key, "b", 5*time.Second); !ok {
 		t.Fatal("b could not renew its lease")
 	}
 	if ttl := rdb.PTTL(ctx, key).Val(); ttl <= time.Second {
 		t.Fatalf("b's renewed lease TTL = %v; want above 1s", ttl)
 	}
-	if err := Drop(ctx, rdb, key, "b"); err != nil {
+	if err := lease.Drop(ctx, rdb, key, "b"); err != nil {
 		t.Fatal(err)
 	}
 	if rdb.Exists(ctx, key).Val() != 0 {
