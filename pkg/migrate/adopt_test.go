@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"testing"
+	"testing/fstest"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/migrate"
@@ -17,15 +18,14 @@ import (
 
 // A database migrated by the released runner (schema_migrations of version
 // and applied_at only) from the released files (0002 in MariaDB-only syntax,
-// testdata/released) is adopted: none of them runs again, each row gets the
+// releasedFiles) is adopted: none of them runs again, each row gets the
 // embedded file's checksum, the files added since are applied once, and its
 // tables are exactly those a fresh database gets from today's files, so
 // adopting 0002's rewritten text is correct.
 func TestOldFormatAdopted(t *testing.T) {
 	db := emptyDB(t)
 	ctx := context.Background()
-	released := os.DirFS("testdata/released")
-	migs, err := migrate.Load(released)
+	migs, err := migrate.Load(releasedFiles(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestOldFormatAdopted(t *testing.T) {
 	}
 
 	// The released files are adopted, not run again; files added since the
-	// release (testdata/released has 0001 and 0002 only) are applied once,
+	// release (the released files are 0001 and 0002 only) are applied once,
 	// on the first run.
 	all, err := migrate.Load(schema.FS)
 	if err != nil {
@@ -97,6 +97,33 @@ func TestOldFormatAdopted(t *testing.T) {
 	}
 	if len(got) != len(want) {
 		t.Errorf("adopted database has %d tables, fresh %d", len(got), len(want))
+	}
+}
+
+// released0001 is the sha256 of 0001_init.sql as the released runner
+// shipped it. Its text is today's, so the test reads it from schema.FS
+// rather than from a copy, and checks that it still is.
+const released0001 = "940feb2d42bc7d7ef0f88436cfb77065f43f452b8398e64239e64f94bbfc3c65"
+
+// releasedFiles are the migrations the released runner shipped: 0001 as it
+// stands in schema/ (unchanged since) and 0002 in its MariaDB-only text
+// (testdata/released), since rewritten.
+func releasedFiles(t *testing.T) fs.FS {
+	t.Helper()
+	init, err := fs.ReadFile(schema.FS, "0001_init.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum := sha256.Sum256(init); hex.EncodeToString(sum[:]) != released0001 {
+		t.Fatalf("schema/0001_init.sql was edited after its release (sha256 %x): restore its text and put the change in a new migration", sum)
+	}
+	buckets, err := os.ReadFile("testdata/released/0002_stock_buckets.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fstest.MapFS{
+		"0001_init.sql":          {Data: init},
+		"0002_stock_buckets.sql": {Data: buckets},
 	}
 }
 
