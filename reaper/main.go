@@ -44,7 +44,10 @@ func run(ctx context.Context, p *service.Process, c config.Common, rc config.Rea
 	// The auditor rides along: it already needs exactly the reaper's two
 	// stores, and one exporter of the drift gauges is enough (it runs in
 	// every replica; alert on max()).
+	// It watches a sale until it settled: its last orders paid or reaped
+	// and its orphans voided.
 	p.Go((&auditor.Auditor{DB: st.DB, Stock: stock.New(st.Redis), Interval: rc.AuditInterval,
+		Settle:  c.PaymentWindow + rc.OrphanGrace + 2*rc.Interval,
 		Metrics: auditor.NewMetrics(p.Registry), Log: p.Log.With("component", "auditor")}).Run)
 	// The rebalancer moves stock between the buckets of bucketed items
 	// (pkg/rebalance). With a lease only one replica moves at a time;

@@ -16,16 +16,25 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
-// MaxItems bounds how many items (most recent ids first) one pass audits.
+// MaxItems bounds how many items (the most recently started first) one
+// pass audits.
 const MaxItems = 50
 
-// Auditor audits the recent items every Interval.
+// Auditor audits the sales that can still change every Interval: those not
+// ended, and those that ended less than Settle ago.
 type Auditor struct {
 	DB       *sql.DB
 	Stock    *stock.Store
 	Interval time.Duration
-	Metrics  *Metrics
-	Log      *slog.Logger
+	// Settle is how long after its end a sale is still audited: until its
+	// last orders were paid or cancelled and its orphaned reservations
+	// voided (the reaper's main: the payment window plus the orphan grace
+	// plus two reaper passes). After that nothing of the sale changes but
+	// by an operator, and auditing it again would only read its orders.
+	// Zero: a sale is watched until its end.
+	Settle  time.Duration
+	Metrics *Metrics
+	Log     *slog.Logger
 
 	mu      sync.Mutex         // one pass at a time
 	watched map[int64]struct{} // items the last pass listed
@@ -50,14 +59,14 @@ func (a *Auditor) Run(ctx context.Context) error {
 	}
 }
 
-// Pass audits each recent item once and updates the gauges. An item whose
+// Pass audits each watched item once and updates the gauges. An item whose
 // audit fails is counted, logged and skipped (it keeps its previous values,
 // and the pass is not recorded as a success); the other items are still
 // audited, and the error names every item that failed.
 func (a *Auditor) Pass(ctx context.Context) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	ids, err := a.recentItems(ctx)
+	ids, err := a.watchedItems(ctx)
 	if err != nil {
 		return err
 	}
@@ -109,9 +118,15 @@ func (a *Auditor) Pass(ctx context.Context) error {
 	return nil
 }
 
-// recentItems lists the MaxItems most recent item ids.
-func (a *Auditor) recentItems(ctx context.Context) ([]int64, error) {
-	ids, err := sqlrows.List(ctx, a.DB, "SELECT id FROM items ORDER BY id DESC LIMIT ?", []any{MaxItems}, sqlrows.Value[int64])
+// watchedItems lists the items whose sale has not ended or ended less than
+// Settle ago (by MySQL's clock, the one expires_at is judged by), the most
+// recently started first, at most MaxItems. Not by id: ids are the
+// operator's or random, so the highest ids are neither the newest sales
+// nor the live ones.
+func (a *Auditor) watchedItems(ctx context.Context) ([]int64, error) {
+	ids, err := sqlrows.List(ctx, a.DB,
+		"SELECT id FROM items WHERE ends_at > NOW(3) - INTERVAL ? MICROSECOND ORDER BY starts_at DESC, id DESC LIMIT ?",
+		[]any{a.Settle.Microseconds(), MaxItems}, sqlrows.Value[int64])
 	if err != nil {
 		return nil, fmt.Errorf("auditor: list items: %w", err)
 	}

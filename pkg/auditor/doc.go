@@ -1,13 +1,14 @@
 // Package auditor runs the invariant audit (pkg/audit) periodically over the
-// recent items and exports the result as gauges, so Prometheus can alert on
+// sales that can still change (live, or ended less than Auditor.Settle ago)
+// and exports the result as gauges, so Prometheus can alert on
 // stock drift between MySQL and Redis (I3), any violated invariant, or a
 // reservation waiting so long for its outcome that the orphan sweep will
 // soon void it, without anybody calling the admin endpoint.
 //
 // The item id is a label here: a flash sale has a handful of items, and the
-// auditor watches at most MaxItems of them (the most recent ids), so the
-// label's cardinality stays bounded; an item that leaves that set loses its
-// series. A bucketed item's buckets are labelled by index too (buckets.go),
+// auditor watches at most MaxItems of them (the most recently started), so
+// the label's cardinality stays bounded; an item that leaves that set (its
+// sale settled, or MaxItems newer sales started) loses its series. A bucketed item's buckets are labelled by index too (buckets.go),
 // below MaxBuckets: never a user id.
 //
 // It owns the metrics it exports (flashsale_audit_violations,
@@ -22,7 +23,7 @@
 // flashsale_bucket_stock_units, flashsale_bucket_pending_units,
 // flashsale_bucket_stock_drift_units, flashsale_bucket_empty_buckets,
 // flashsale_bucket_starved_buckets and flashsale_bucket_wanted) and no stored
-// state: it reads the recent item ids from MySQL's items table and everything
+// state: it reads the watched item ids from MySQL's items table and everything
 // else through pkg/audit, pkg/store, pkg/stock and pkg/bucketview (the
 // buckets' want flags and transfer marks).
 //

@@ -18,8 +18,8 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/stock"
 )
 
-// An item that falls out of the watched set (MaxItems newer items were
-// created) loses every series of its own: a gauge nobody updates any more
+// An item that falls out of the watched set (MaxItems newer sales started)
+// loses every series of its own: a gauge nobody updates any more
 // would keep an alert firing, or silent, on a number that is no longer true.
 func TestAuditorForgetsItemsLeavingTheWatchedSet(t *testing.T) {
 	db, _ := testenv.MySQL(t)
@@ -56,7 +56,7 @@ func TestAuditorSkipsAFailingItem(t *testing.T) {
 	db, _ := testenv.MySQL(t)
 	st := stock.New(testenv.Redis(t))
 	good := testenv.ItemID()
-	bad := good + 1 // audited first: the pass lists the newest ids first
+	bad := good + 1 // audited first: started last, and the pass lists the newest sales first
 	createItem(t, db, st, good, 10)
 	createItem(t, db, st, bad, 10)
 	ctx := context.Background()
@@ -134,15 +134,23 @@ func newAuditor(db *sql.DB, st *stock.Store, reg prometheus.Registerer) *auditor
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 }
 
+// createItem creates a live sale of units: started a minute ago, for an hour.
 func createItem(t *testing.T, db *sql.DB, st *stock.Store, id, units int64) {
 	t.Helper()
-	ctx := context.Background()
 	now := time.Now().UTC()
+	createSale(t, db, st, id, units, now.Add(-time.Minute), now.Add(time.Hour))
+}
+
+// createSale creates item id with units on sale from starts to ends, in
+// MySQL and warmed in Redis.
+func createSale(t *testing.T, db *sql.DB, st *stock.Store, id, units int64, starts, ends time.Time) {
+	t.Helper()
+	ctx := context.Background()
 	if _, err := db.ExecContext(ctx, `INSERT INTO items (id, name, price_cents, total_stock, stock, per_user_limit, starts_at, ends_at)
-		VALUES (?, 'audited', 100, ?, ?, 1, ?, ?)`, id, units, units, now.Add(-time.Minute), now.Add(time.Hour)); err != nil {
+		VALUES (?, 'audited', 100, ?, ?, 1, ?, ?)`, id, units, units, starts, ends); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Warm(ctx, stock.Snapshot{ItemID: id, Stock: units, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), PerUserLimit: 1}); err != nil {
+	if err := st.Warm(ctx, stock.Snapshot{ItemID: id, Stock: units, StartsAt: starts, EndsAt: ends, PerUserLimit: 1}); err != nil {
 		t.Fatal(err)
 	}
 }
