@@ -116,6 +116,11 @@ func (a *API) CreateSale(ctx context.Context, id int64, units, buckets int, star
 	return a.do(ctx, http.MethodPut, "/api/v1/admin/items/"+strconv.FormatInt(id, 10), a.Admin, saleSpec(id, units, buckets, starts, ends), nil)
 }
 
+// EndSale ends the item's sale now (POST …/end): the bench is done with it.
+func (a *API) EndSale(ctx context.Context, id int64) error {
+	return a.do(ctx, http.MethodPost, "/api/v1/admin/items/"+strconv.FormatInt(id, 10)+"/end", a.Admin, nil, nil)
+}
+
 // saleSpec is the bench's item: units at one per buyer, sold from starts
 // to ends.
 func saleSpec(id int64, units, buckets int, starts, ends time.Time) ItemSpec {

@@ -44,6 +44,11 @@ func TestOpenLoopAgainstPipeline(t *testing.T) {
 	if r.Audit.Cancelled == 0 || r.Settle.Paid == 0 {
 		t.Errorf("expected the reaper to cancel unpaid orders and some buyers to pay: audit %+v, paid %d", *r.Audit, r.Settle.Paid)
 	}
+	// The run ended its sale, so the live auditor stops watching it.
+	var ended bool
+	if err := p.DB.QueryRowContext(ctx, "SELECT ends_at <= NOW(3) FROM items WHERE id = ?", r.ItemID).Scan(&ended); err != nil || !ended {
+		t.Errorf("the sale of item %d did not end with its run (ended %v, %v)", r.ItemID, ended, err)
+	}
 }
 
 // assertTimeline checks a real run's timeline against its own summary, then

@@ -46,6 +46,16 @@ func createItems(ctx context.Context, api *API, ids []int64, units []int, bucket
 	})
 }
 
+// endItems ends every item's sale, eight at a time.
+func endItems(ctx context.Context, api *API, ids []int64) error {
+	return forItems(ctx, ids, func(ctx context.Context, i int) error {
+		if err := api.EndSale(ctx, ids[i]); err != nil {
+			return fmt.Errorf("end item %d: %w", ids[i], err)
+		}
+		return nil
+	})
+}
+
 // auditItems reads every item's audit and adds them up: the sale's books
 // balance when each item's do, and a violation names its item. One item's
 // audit is returned as it came.

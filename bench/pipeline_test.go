@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -33,6 +34,8 @@ type pipeline struct {
 	Group   string
 	// MetricsURL is the ingress's /metrics on its ops handler.
 	MetricsURL string
+	// DB is the pipeline's own database.
+	DB *sql.DB
 }
 
 func startPipeline(t *testing.T, paymentWindow time.Duration) pipeline {
@@ -77,7 +80,7 @@ func startPipeline(t *testing.T, paymentWindow time.Duration) pipeline {
 	})
 	c := testenv.Common(t)
 	c.MySQLDSN = stk.DSN
-	return pipeline{URL: srv.URL, Common: c, Brokers: stk.Brokers, Topic: stk.Topic, Group: stk.Group, MetricsURL: opsTS.URL + "/metrics"}
+	return pipeline{URL: srv.URL, Common: c, Brokers: stk.Brokers, Topic: stk.Topic, Group: stk.Group, MetricsURL: opsTS.URL + "/metrics", DB: db}
 }
 
 // testSettings are a short run's settings: small N, a stock that sells out,
