@@ -38,6 +38,7 @@ type Auditor struct {
 
 	mu      sync.Mutex         // one pass at a time
 	watched map[int64]struct{} // items the last pass listed
+	settled map[int64]struct{} // ended sales found settled (settled.go)
 }
 
 // Run audits until ctx is done.
@@ -66,11 +67,11 @@ func (a *Auditor) Run(ctx context.Context) error {
 func (a *Auditor) Pass(ctx context.Context) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	ids, err := a.watchedItems(ctx)
+	sales, err := a.watchedSales(ctx)
 	if err != nil {
 		return err
 	}
-	a.watch(ids)
+	a.watch(sales)
 	// One reading of Redis' clock ages every reservation of the pass: the
 	// same clock admit.lua stamps them with and the orphan sweep judges by.
 	now, err := a.Stock.Client().Time(ctx).Result()
@@ -78,11 +79,17 @@ func (a *Auditor) Pass(ctx context.Context) error {
 		return fmt.Errorf("auditor: redis TIME: %w: %w", stock.ErrUnavailable, err)
 	}
 	var failed []error
-	for _, id := range ids {
+	audited := 0
+	for _, sl := range sales {
 		if err := ctx.Err(); err != nil {
 			failed = append(failed, err)
 			break
 		}
+		id := sl.id
+		if a.skip(sl) {
+			continue
+		}
+		audited++
 		rep, transient, err := confirm(ctx, func(ctx context.Context) (audit.Report, error) {
 			return audit.Item(ctx, a.DB, a.Stock, id)
 		}, confirmPause)
@@ -106,43 +113,48 @@ func (a *Auditor) Pass(ctx context.Context) error {
 			continue
 		}
 		a.Metrics.record(rep, sig, now)
+		a.noteSettled(sl, rep)
 		if !rep.OK {
 			a.Metrics.reported.WithLabelValues(strconv.FormatInt(id, 10)).Inc()
 			a.Log.Warn("invariant violated", "item", id, "violations", rep.Violations)
 		}
 	}
 	if len(failed) > 0 {
-		return fmt.Errorf("auditor: %d of %d items not audited: %w", len(failed), len(ids), errors.Join(failed...))
+		return fmt.Errorf("auditor: %d of %d items not audited: %w", len(failed), audited, errors.Join(failed...))
 	}
 	a.Metrics.lastRun.SetToCurrentTime()
 	return nil
 }
 
-// watchedItems lists the items whose sale has not ended or ended less than
+// watchedSales lists the items whose sale has not ended or ended less than
 // Settle ago (by MySQL's clock, the one expires_at is judged by), the most
-// recently started first, at most MaxItems. Not by id: ids are the
-// operator's or random, so the highest ids are neither the newest sales
-// nor the live ones.
-func (a *Auditor) watchedItems(ctx context.Context) ([]int64, error) {
-	ids, err := sqlrows.List(ctx, a.DB,
-		"SELECT id FROM items WHERE ends_at > NOW(3) - INTERVAL ? MICROSECOND ORDER BY starts_at DESC, id DESC LIMIT ?",
-		[]any{a.Settle.Microseconds(), MaxItems}, sqlrows.Value[int64])
+// recently started first, at most MaxItems, each with whether it ended.
+// Not by id: ids are the operator's or random, so the highest ids are
+// neither the newest sales nor the live ones.
+func (a *Auditor) watchedSales(ctx context.Context) ([]sale, error) {
+	sales, err := sqlrows.List(ctx, a.DB,
+		"SELECT id, ends_at <= NOW(3) FROM items WHERE ends_at > NOW(3) - INTERVAL ? MICROSECOND ORDER BY starts_at DESC, id DESC LIMIT ?",
+		[]any{a.Settle.Microseconds(), MaxItems}, func(r sqlrows.Row) (sale, error) {
+			var s sale
+			return s, r.Scan(&s.id, &s.ended)
+		})
 	if err != nil {
 		return nil, fmt.Errorf("auditor: list items: %w", err)
 	}
-	return ids, nil
+	return sales, nil
 }
 
-// watch makes ids the watched set and forgets the series of every item
-// that left it.
-func (a *Auditor) watch(ids []int64) {
-	next := make(map[int64]struct{}, len(ids))
-	for _, id := range ids {
-		next[id] = struct{}{}
+// watch makes sales the watched set and forgets the series, and the
+// settled mark, of every item that left it.
+func (a *Auditor) watch(sales []sale) {
+	next := make(map[int64]struct{}, len(sales))
+	for _, s := range sales {
+		next[s.id] = struct{}{}
 	}
 	for id := range a.watched {
 		if _, ok := next[id]; !ok {
 			a.Metrics.forget(id)
+			delete(a.settled, id)
 		}
 	}
 	a.watched = next

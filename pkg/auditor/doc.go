@@ -1,6 +1,6 @@
 // Package auditor runs the invariant audit (pkg/audit) periodically over the
-// sales that can still change (live, or ended less than Auditor.Settle ago)
-// and exports the result as gauges, so Prometheus can alert on
+// sales that can still change (live, or ended less than Auditor.Settle ago
+// and not yet found settled: settled.go) and exports the result as gauges, so Prometheus can alert on
 // stock drift between MySQL and Redis (I3), any violated invariant, or a
 // reservation waiting so long for its outcome that the orphan sweep will
 // soon void it, without anybody calling the admin endpoint.

@@ -2,6 +2,7 @@ package auditor_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -49,5 +50,58 @@ func TestAuditorWatchesSalesThatCanStillChange(t *testing.T) {
 		if n := seriesOf(t, reg, id); n != 0 {
 			t.Fatalf("sale %d ended two hours ago, still audited (%d series)", id, n)
 		}
+	}
+}
+
+// An ended sale is audited until an audit finds it settled (nothing
+// reserved or unpaid, every invariant holding), then no more: a unit
+// planted out of place afterwards does not move its gauges. An ended sale
+// with a reservation still waiting for its outcome is not settled, and
+// the same planted unit shows in its next audit.
+func TestAuditorStopsAuditingASettledSale(t *testing.T) {
+	db, _ := testenv.MySQL(t)
+	st := stock.New(testenv.Redis(t))
+	ctx := context.Background()
+	now := time.Now().UTC()
+	quiet, busy := testenv.ItemID(), testenv.ItemID()
+	createSale(t, db, st, quiet, 10, now.Add(-time.Hour), now.Add(-time.Minute))
+	createSale(t, db, st, busy, 10, now.Add(-time.Minute), now.Add(time.Hour))
+	redisNow, err := st.Client().Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := st.Admit(ctx, stock.AdmitRequest{ItemID: busy, UserID: 1, Qty: 1, RequestID: "r-busy", Now: redisNow}); err != nil || res.Code != stock.Admitted {
+		t.Fatalf("admit: %+v %v", res, err)
+	}
+	// The busy sale ends with its reservation still pending.
+	if _, err := db.ExecContext(ctx, "UPDATE items SET ends_at = ? WHERE id = ?", now.Add(-time.Second), busy); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	a := newAuditor(db, st, reg)
+	a.Settle = 10 * time.Minute
+	drift := func(id int64) float64 {
+		t.Helper()
+		return testenv.Metric(t, reg, "flashsale_stock_drift_units", "item", strconv.FormatInt(id, 10))
+	}
+	if err := a.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d, e := drift(quiet), drift(busy); d != 0 || e != 0 {
+		t.Fatalf("drift %v and %v with agreeing stores", d, e)
+	}
+	for _, id := range []int64{quiet, busy} {
+		if err := st.Client().DecrBy(ctx, stock.KeysOf(id).Stock, 1).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := drift(quiet); d != 0 {
+		t.Errorf("settled sale audited again: drift %v", d)
+	}
+	if d := drift(busy); d != -1 {
+		t.Errorf("ended sale with a pending reservation not audited again: drift %v, want -1", d)
 	}
 }
