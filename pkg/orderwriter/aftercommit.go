@@ -40,13 +40,19 @@ func releaseOptions(reason string) (stock.ReleaseOptions, bool) {
 	return stock.ReleaseOptions{}, false
 }
 
-// applyMany applies the results of one or many items in three pipelined
-// round trips for them all, not one per request or per item: settle,
-// release, statuses.
+// applyMany applies the results of one or many items in pipelined round
+// trips for them all, not one per request or per item, in an order that
+// keeps every request findable in Redis: the orders' statuses are cached
+// before their reservations are settled, so a poll between the two finds
+// the one or the other and never goes to MySQL for it (when the settle came
+// first, the ingress spent 5% of its CPU on those reads:
+// TestAfterCommitNeverLeavesAnOrderUnfound). A rejection's status comes
+// after its release instead: a buyer told sold_out may order again at once,
+// and must not find the buyer mark the release removes.
 func (a *afterCommit) applyMany(ctx context.Context, rs []ItemResult) error {
 	var settles []stock.SettleEntry
 	var releases []stock.ReleaseEntry
-	var views []orderstatus.View
+	var ordered, rejected []orderstatus.View
 	for _, r := range rs {
 		if len(r.Ordered) > 0 {
 			ids := make([]string, len(r.Ordered))
@@ -60,15 +66,18 @@ func (a *afterCommit) applyMany(ctx context.Context, rs []ItemResult) error {
 				o.Holder = r.Holders[d.RequestID]
 				releases = append(releases, stock.ReleaseEntry{ItemID: r.ItemID, RequestID: d.RequestID, Options: o})
 			}
-			views = append(views, orderstatus.FromDecision(d))
+			rejected = append(rejected, orderstatus.FromDecision(d))
 		}
 		for _, o := range r.Ordered {
-			views = append(views, orderstatus.FromOrder(o))
+			ordered = append(ordered, orderstatus.FromOrder(o))
 		}
 	}
 	what := fmt.Sprintf("item %d", rs[0].ItemID)
 	if len(rs) > 1 {
 		what = fmt.Sprintf("%d items", len(rs))
+	}
+	if err := putStatuses(ctx, a.stock, ordered); err != nil {
+		return fmt.Errorf("orderwriter: cache statuses of %s: %w", what, err)
 	}
 	if err := a.stock.SettleMany(ctx, settles); err != nil {
 		return fmt.Errorf("orderwriter: settle %s: %w", what, err)
@@ -76,8 +85,16 @@ func (a *afterCommit) applyMany(ctx context.Context, rs []ItemResult) error {
 	if err := a.stock.ReleaseMany(ctx, releases); err != nil {
 		return fmt.Errorf("orderwriter: release rejections of %s: %w", what, err)
 	}
-	if err := orderstatus.PutMany(ctx, a.stock, views); err != nil {
+	if err := putStatuses(ctx, a.stock, rejected); err != nil {
 		return fmt.Errorf("orderwriter: cache statuses of %s: %w", what, err)
 	}
 	return nil
+}
+
+// putStatuses caches views, in no round trip when there are none.
+func putStatuses(ctx context.Context, st *stock.Store, views []orderstatus.View) error {
+	if len(views) == 0 {
+		return nil
+	}
+	return orderstatus.PutMany(ctx, st, views)
 }
