@@ -79,22 +79,10 @@ func VerifyRounds(tr RoundTranscript) error {
 	if tr.Seed.Commitment() != tr.Commitment {
 		return fmt.Errorf("%w: sha256(seed) = %s, commitment %s", ErrCommitment, tr.Seed.Commitment(), tr.Commitment)
 	}
-	n := int64(len(tr.Tickets))
-	seenArrival := make([]bool, n+1)
-	seenHash := make(map[string]bool, n)
-	for i, e := range tr.Tickets {
-		if e.Arrival < 1 || e.Arrival > n || seenArrival[e.Arrival] {
-			return fmt.Errorf("%w: ticket %d has arrival %d (want 1..%d once each)", ErrArrivals, i+1, e.Arrival, n)
-		}
-		seenArrival[e.Arrival] = true
-		if _, err := decodeHash(e.Ticket); err != nil {
-			return fmt.Errorf("%w: ticket %d: %w", ErrArrivals, i+1, err)
-		}
-		if seenHash[e.Ticket] {
-			return fmt.Errorf("%w: ticket %s appears twice", ErrArrivals, e.Ticket)
-		}
-		seenHash[e.Ticket] = true
+	if err := checkEntries(tr.Tickets, canonicalHash); err != nil {
+		return err
 	}
+	n := int64(len(tr.Tickets))
 	if err := checkRounds(tr.Rounds); err != nil {
 		return err
 	}

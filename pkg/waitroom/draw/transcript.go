@@ -1,7 +1,6 @@
 package draw
 
 import (
-	"encoding/hex"
 	"fmt"
 )
 
@@ -46,20 +45,8 @@ func Verify(t Transcript) error {
 	if t.Shuffled < 0 || t.Shuffled > n {
 		return fmt.Errorf("%w: shuffled %d of %d tickets", ErrArrivals, t.Shuffled, n)
 	}
-	seenArrival := make([]bool, n+1)
-	seenHash := make(map[string]bool, n)
-	for i, e := range t.Tickets {
-		if e.Arrival < 1 || e.Arrival > n || seenArrival[e.Arrival] {
-			return fmt.Errorf("%w: ticket %d has arrival %d (want 1..%d once each)", ErrArrivals, i+1, e.Arrival, n)
-		}
-		seenArrival[e.Arrival] = true
-		if b, err := hex.DecodeString(e.Ticket); err != nil || len(b) != 32 {
-			return fmt.Errorf("%w: ticket %d: %q is not a sha256 in hex", ErrArrivals, i+1, e.Ticket)
-		}
-		if seenHash[e.Ticket] {
-			return fmt.Errorf("%w: ticket %s appears twice", ErrArrivals, e.Ticket)
-		}
-		seenHash[e.Ticket] = true
+	if err := checkEntries(t.Tickets, anyHexHash); err != nil {
+		return err
 	}
 	want := Order(t.Seed, t.Tickets, t.Shuffled)
 	for i := range want {
