@@ -131,13 +131,6 @@ func KafkaCluster(t testing.TB) []string {
 func Durability(t testing.TB) orderlog.Durability {
 	t.Helper()
 	var s config.Setup
-	fs := flagSet()
-	s.RegisterFlags(fs)
-	if err := config.ApplyEnv(fs, os.LookupEnv); err != nil {
-		t.Fatalf("testenv: %v", err)
-	}
-	if err := s.Validate(); err != nil {
-		t.Fatalf("testenv: %v", err)
-	}
+	load(t, &s, os.LookupEnv)
 	return orderlog.Durability{Replication: s.TopicReplication, MinInsync: s.TopicMinInsync}
 }

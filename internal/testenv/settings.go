@@ -13,14 +13,7 @@ import (
 func CommonFrom(t testing.TB, env map[string]string) config.Common {
 	t.Helper()
 	var c config.Common
-	fs := flagSet()
-	c.RegisterFlags(fs)
-	if err := config.ApplyEnv(fs, func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err != nil {
-		t.Fatalf("testenv: %v", err)
-	}
-	if err := c.Validate(); err != nil {
-		t.Fatalf("testenv: %v", err)
-	}
+	load(t, &c, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	return c
 }
 

@@ -34,14 +34,7 @@ func Common(t testing.TB) config.Common {
 	t.Helper()
 	NeedStack(t, "its settings")
 	var c config.Common
-	fs := flagSet()
-	c.RegisterFlags(fs)
-	if err := config.ApplyEnv(fs, os.LookupEnv); err != nil {
-		t.Fatalf("testenv: %v", err)
-	}
-	if err := c.Validate(); err != nil {
-		t.Fatalf("testenv: %v", err)
-	}
+	load(t, &c, os.LookupEnv)
 	return c
 }
 
