@@ -72,15 +72,7 @@ func (p *pipeline) status(ctx context.Context, user int64, rid string) (view, bo
 func (p *pipeline) lag(ctx context.Context) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	m, err := orderlog.Lag(ctx, p.kafka, p.group, p.orders)
-	if err != nil {
-		return 0, err
-	}
-	var n int64
-	for _, v := range m {
-		n += v
-	}
-	return n, nil
+	return orderlog.TotalLag(ctx, p.kafka, p.group, p.orders)
 }
 
 // topicEnd is the number of messages ever written to topic. Each call has

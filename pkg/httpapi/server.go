@@ -248,15 +248,7 @@ func (s *Server) routes(ipx echo.IPExtractor) *echo.Echo {
 func (s *Server) consumerLag(ctx context.Context) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
 	defer cancel()
-	lag, err := s.cfg.Kafka.Lag(ctx, s.cfg.Brokers, s.cfg.Group, s.cfg.Topic)
-	if err != nil {
-		return 0, err
-	}
-	var total int64
-	for _, n := range lag {
-		total += n
-	}
-	return total, nil
+	return s.cfg.Kafka.TotalLag(ctx, s.cfg.Brokers, s.cfg.Group, s.cfg.Topic)
 }
 
 func (s *Server) serveOpenAPI(c echo.Context) error {

@@ -73,6 +73,25 @@ func (s *Security) Lag(ctx context.Context, brokers []string, group, topic strin
 	return retryTemporary(ctx, func() (map[int]int64, error) { return s.lagOnce(ctx, brokers, group, topic) })
 }
 
+// TotalLag is the group's lag summed over the topic's partitions: how many
+// messages it has yet to commit in all.
+func TotalLag(ctx context.Context, brokers []string, group, topic string) (int64, error) {
+	return (*Security)(nil).TotalLag(ctx, brokers, group, topic)
+}
+
+// TotalLag is the package TotalLag over s.
+func (s *Security) TotalLag(ctx context.Context, brokers []string, group, topic string) (int64, error) {
+	lag, err := s.Lag(ctx, brokers, group, topic)
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, n := range lag {
+		total += n
+	}
+	return total, nil
+}
+
 func (s *Security) lagOnce(ctx context.Context, brokers []string, group, topic string) (map[int]int64, error) {
 	client := s.Client(brokers)
 	meta, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
