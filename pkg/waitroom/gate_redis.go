@@ -51,18 +51,31 @@ func (s *Store) advanceGate(ctx context.Context, itemID int64, rate int, bound i
 	if s.now != nil {
 		args = append(args, s.now().UnixMilli()) // a test's clock (Store.WithClock)
 	}
-	res, err := s.eval(ctx, gateAdvanceScript, []string{k.Gate, k.Arrivals, k.Meta, k.Waitlist, k.Offers}, args...).StringSlice()
-	if err != nil {
-		return GateState{}, unavailable("waitroom: advance gate", err)
-	}
-	if len(res) == 1 && res[0] == "unknown" {
-		return GateState{}, ErrNotWarmed
-	}
 	var g GateState
-	if err := parseInts(res, &g.Serving, &g.Tickets, &g.Advanced, &g.Pool, &g.Offers, &g.Cursor); err != nil {
-		return GateState{}, fmt.Errorf("waitroom: advance gate: %w", err)
+	err := s.evalInts(ctx, "waitroom: advance gate", gateAdvanceScript, []string{k.Gate, k.Arrivals, k.Meta, k.Waitlist, k.Offers}, args,
+		&g.Serving, &g.Tickets, &g.Advanced, &g.Pool, &g.Offers, &g.Cursor)
+	if err != nil {
+		return GateState{}, err
 	}
 	return g, nil
+}
+
+// evalInts runs a script of the room that answers integers, or "unknown"
+// when the item has no meta (ErrNotWarmed), and parses its reply into dst,
+// one to one. op names the call in errors; Redis' own failures wrap
+// ErrUnavailable.
+func (s *Store) evalInts(ctx context.Context, op string, script *redis.Script, keys []string, args []any, dst ...*int64) error {
+	res, err := s.eval(ctx, script, keys, args...).StringSlice()
+	if err != nil {
+		return unavailable(op, err)
+	}
+	if len(res) == 1 && res[0] == "unknown" {
+		return ErrNotWarmed
+	}
+	if err := parseInts(res, dst...); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return nil
 }
 
 // parseInts parses res into dst, one to one.

@@ -67,16 +67,12 @@ func (s *Store) OfferReleasedIn(ctx context.Context, itemID int64, bucket int, w
 	for _, c := range cands {
 		args = append(args, c.Position, c.Ticket, c.UserID)
 	}
-	res, err := s.eval(ctx, waitlistOfferScript, []string{k.Waitlist, k.Offers, k.Holders, k.Meta, k.Stock}, args...).StringSlice()
-	if err != nil {
-		return OfferPass{}, unavailable("waitroom: waitlist offers", err)
-	}
-	if len(res) == 1 && res[0] == "unknown" {
-		return OfferPass{}, ErrNotWarmed
-	}
 	var p OfferPass
-	if err := parseInts(res, &p.Pool, &p.Offers, &p.Cursor, &p.Offered, &p.Lapsed, &p.Returned); err != nil {
-		return OfferPass{}, fmt.Errorf("waitroom: waitlist offers of item %d bucket %d: %w", itemID, bucket, err)
+	err := s.evalInts(ctx, fmt.Sprintf("waitroom: waitlist offers of item %d bucket %d", itemID, bucket),
+		waitlistOfferScript, []string{k.Waitlist, k.Offers, k.Holders, k.Meta, k.Stock}, args,
+		&p.Pool, &p.Offers, &p.Cursor, &p.Offered, &p.Lapsed, &p.Returned)
+	if err != nil {
+		return OfferPass{}, err
 	}
 	return p, nil
 }
