@@ -40,17 +40,7 @@ type ForUpdateOrderer struct{ DB *sql.DB }
 
 // Order implements Orderer.
 func (o ForUpdateOrderer) Order(ctx context.Context, itemID, userID int64, qty int, idemKey string) (verdict, error) {
-	var v verdict
-	err := store.RunInTx(ctx, o.DB, sql.LevelReadCommitted, func(tx *sql.Tx) error {
-		var stock int
-		err := tx.QueryRowContext(ctx, "SELECT stock FROM baseline_items WHERE id = ? FOR UPDATE", itemID).Scan(&stock)
-		if err != nil {
-			return err
-		}
-		v, err = checkAndOrder(ctx, tx, itemID, userID, qty, idemKey, stock)
-		return err
-	})
-	return v, mapNoItem(err, &v)
+	return orderInTx(ctx, o.DB, "SELECT stock FROM baseline_items WHERE id = ? FOR UPDATE", itemID, userID, qty, idemKey)
 }
 
 // RedisLockOrderer is baseline (b): the "distributed lock" tutorial. A Redis
@@ -98,13 +88,21 @@ func (o RedisLockOrderer) Order(ctx context.Context, itemID, userID int64, qty i
 		defer cancel()
 		_ = unlockScript.Run(uctx, o.Redis, []string{key}, token).Err()
 	}()
+	// A plain read: the Redis lock is what serialises the requests.
+	return orderInTx(ctx, o.DB, "SELECT stock FROM baseline_items WHERE id = ?", itemID, userID, qty, idemKey)
+}
+
+// orderInTx is one order in a READ COMMITTED transaction: the item's stock
+// read by stockQuery (the row lock of baseline (a), or a plain read under
+// baseline (b)'s Redis lock), then checkAndOrder.
+func orderInTx(ctx context.Context, db *sql.DB, stockQuery string, itemID, userID int64, qty int, idemKey string) (verdict, error) {
 	var v verdict
-	err := store.RunInTx(ctx, o.DB, sql.LevelReadCommitted, func(tx *sql.Tx) error {
+	err := store.RunInTx(ctx, db, sql.LevelReadCommitted, func(tx *sql.Tx) error {
 		var stock int
-		err := tx.QueryRowContext(ctx, "SELECT stock FROM baseline_items WHERE id = ?", itemID).Scan(&stock)
-		if err != nil {
+		if err := tx.QueryRowContext(ctx, stockQuery, itemID).Scan(&stock); err != nil {
 			return err
 		}
+		var err error
 		v, err = checkAndOrder(ctx, tx, itemID, userID, qty, idemKey, stock)
 		return err
 	})
