@@ -29,8 +29,9 @@ type Reaper struct {
 	// one database. Off only where one Redis serves many databases, as in
 	// the test suites, where each reaper would void the others' items.
 	SweepUnknownItems bool
-	// AuditInterval is the pause between invariant audits of recent items,
-	// whose results are exported as drift and violation gauges.
+	// AuditInterval is the pause between invariant audits of the sales that
+	// can still change (pkg/auditor), whose results are exported as drift
+	// and violation gauges.
 	AuditInterval time.Duration
 	// Rebalance is the rebalancer's (rebalance.go).
 	Rebalance Rebalance
