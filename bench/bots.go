@@ -257,6 +257,13 @@ func (g *botsRig) finish(ctx context.Context, id int64, rep BotsReport, runs, cl
 	// again: through the waitlist, or from the stock.
 	rep.Checks = append(botsChecks(rep, g.s.Units+int(au.Cancelled)), rep.Checks...)
 	rep.Pass = au.OK && len(rep.Checks) == 0
+	// The sale is over once it is audited (as RunScenario's): ending it
+	// lets the reaper's live auditor stop watching it once it settled, so
+	// a second sale on the same stack (-bots-compare) does not pay for
+	// auditing this one.
+	if err := g.api.EndSale(context.WithoutCancel(ctx), id); err != nil {
+		slog.Warn("could not end the sale after its run", "item", id, "err", err)
+	}
 	return rep, nil
 }
 

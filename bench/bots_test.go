@@ -139,6 +139,11 @@ func TestBotsWinFirstComeFirstServed(t *testing.T) {
 	if rep.BotsShareOfUnits < 2*rep.BotsShareOfAccounts {
 		t.Errorf("bots won %.0f%% of the units with %.0f%% of the accounts; the adversary model has no teeth", 100*rep.BotsShareOfUnits, 100*rep.BotsShareOfAccounts)
 	}
+	// The run ended its sale, so the live auditor stops watching it.
+	var ended bool
+	if err := p.DB.QueryRowContext(ctx, "SELECT ends_at <= NOW(3) FROM items WHERE id = ?", rep.ItemID).Scan(&ended); err != nil || !ended {
+		t.Errorf("the sale of item %d did not end with its run (ended %v, %v)", rep.ItemID, ended, err)
+	}
 }
 
 // TestBotSettings: the mode is off by default, and its spread must make
