@@ -65,8 +65,8 @@ const (
 	Marked MarkResult = "marked"
 	// MarkFinal: a final status is cached; nothing was written.
 	MarkFinal MarkResult = "final"
-	// MarkPending: the request's reservation is pending and no status is
-	// cached (no order yet); nothing was written.
+	// MarkPending: the request's reservation is pending (no order yet);
+	// nothing was written.
 	MarkPending MarkResult = "pending"
 )
 
