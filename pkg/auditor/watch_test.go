@@ -57,7 +57,8 @@ func TestAuditorWatchesSalesThatCanStillChange(t *testing.T) {
 // reserved or unpaid, every invariant holding), then no more: a unit
 // planted out of place afterwards does not move its gauges. An ended sale
 // with a reservation still waiting for its outcome is not settled, and
-// the same planted unit shows in its next audit.
+// the same planted unit shows in its next audit; so does it in a settled
+// sale an operator reopens.
 func TestAuditorStopsAuditingASettledSale(t *testing.T) {
 	db, _ := testenv.MySQL(t)
 	st := stock.New(testenv.Redis(t))
@@ -103,5 +104,17 @@ func TestAuditorStopsAuditingASettledSale(t *testing.T) {
 	}
 	if d := drift(busy); d != -1 {
 		t.Errorf("ended sale with a pending reservation not audited again: drift %v, want -1", d)
+	}
+
+	// An operator reopens the settled sale (its end moved ahead): it is
+	// live again, loses its settled mark, and the planted unit shows.
+	if _, err := db.ExecContext(ctx, "UPDATE items SET ends_at = ? WHERE id = ?", now.Add(time.Hour), quiet); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := drift(quiet); d != -1 {
+		t.Errorf("reopened sale not audited again: drift %v, want -1", d)
 	}
 }
