@@ -54,19 +54,11 @@ func (p procSelector) cpu() float64 {
 	case "self":
 		return selfCPU()
 	case "pid":
-		b, err := os.ReadFile("/proc/" + p.Value + "/stat")
-		if err != nil {
-			return 0 // gone
-		}
-		_, cpu := statCPU(string(b))
-		return cpu
+		return pidCPU(p.Value)
 	case "listen":
 		var sum float64
 		for _, pid := range listeners(p.Value) {
-			if b, err := os.ReadFile("/proc/" + pid + "/stat"); err == nil {
-				_, cpu := statCPU(string(b))
-				sum += cpu
-			}
+			sum += pidCPU(pid)
 		}
 		return sum
 	case "comm":
@@ -85,6 +77,16 @@ func (p procSelector) cpu() float64 {
 		})
 	}
 	return 0
+}
+
+// pidCPU is process pid's user+system CPU seconds so far; 0 once it is gone.
+func pidCPU(pid string) float64 {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0
+	}
+	_, cpu := statCPU(string(b))
+	return cpu
 }
 
 // statCPU reads a /proc/PID/stat line: the command name and the user+system
