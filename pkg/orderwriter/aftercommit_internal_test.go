@@ -27,7 +27,7 @@ func TestAfterCommitCachesOnlySettled(t *testing.T) {
 		t.Skip("needs Redis (the local stack): skipped under -short")
 	}
 	st := stock.New(testenv.Redis(t))
-	os := orderstatus.NewStore(st)
+	statuses := orderstatus.NewStore(st)
 	ctx := context.Background()
 	item := testenv.ItemID()
 	now := time.Now().UTC()
@@ -64,7 +64,7 @@ func TestAfterCommitCachesOnlySettled(t *testing.T) {
 					default:
 					}
 					o := res.Ordered[i%perRound]
-					lk, err := os.LookupRequest(ctx, item, o.RequestID)
+					lk, err := statuses.LookupRequest(ctx, item, o.RequestID)
 					if err != nil {
 						t.Error(err)
 						return
