@@ -64,9 +64,14 @@ type TicketStatus struct {
 	// positions before it still to admit at the rate the gate is seen
 	// admitting at (at most the item's queue_rate); 0 once admitted;
 	// absent when it will not be (sold out, expired).
-	EstimatedWaitMs *int64    `json:"estimated_wait_ms,omitempty"`
-	StockLeft       int64     `json:"stock_left"`
-	ShuffleAt       time.Time `json:"shuffle_at"`
+	EstimatedWaitMs *int64 `json:"estimated_wait_ms,omitempty"`
+	// EstimatedAdmissionAt is the same estimate as a moment by the
+	// server's clock, when the answer was made plus EstimatedWaitMs: a
+	// page counting down to it is not misled by an answer that arrived
+	// late. Present with EstimatedWaitMs while waiting.
+	EstimatedAdmissionAt *time.Time `json:"estimated_admission_at,omitempty"`
+	StockLeft            int64      `json:"stock_left"`
+	ShuffleAt            time.Time  `json:"shuffle_at"`
 	// AdmissionGrant, with GrantExpiresAt, is what an admitted ticket's
 	// (or a waitlist offer's) order sends; every read hands out a fresh one.
 	AdmissionGrant string     `json:"admission_grant,omitempty"`

@@ -25,10 +25,10 @@ func storelessRoom(t *testing.T) (*Room, *time.Time) {
 }
 
 // watched is a reader's state with the gate read at serving, tickets taken
-// and stock left, and no goroutine behind it.
-func watched(serving, tickets, left int64) *watchedItem {
+// and stock left at at, and no goroutine behind it.
+func watched(serving, tickets, left int64, at time.Time) *watchedItem {
 	wi := newWatchedItem()
-	wi.setGate(serving, tickets)
+	wi.setGate(serving, tickets, at)
 	wi.setStock(left)
 	return wi
 }
@@ -56,10 +56,43 @@ func TestWaitEstimateAtTheSeenRate(t *testing.T) {
 	}
 	pos := serving + 100
 	v := api.TicketStatus{State: api.TicketWaiting, ItemID: it.ID, Position: &pos}
-	got := estimateOf(t, r.waitingView(t.Context(), it, Ticket{ID: "t"}, v, watched(serving, 10_000, 50)))
+	got := estimateOf(t, r.waitingView(t.Context(), it, Ticket{ID: "t"}, v, watched(serving, 10_000, 50, *now)))
 	if want := AdmitIn(100, 50).Milliseconds(); got != want {
 		t.Errorf("estimate %d ms for 100 positions with the gate seen at 50 a second, want %d ms (at queue_rate: %d)",
 			got, want, AdmitIn(100, 200).Milliseconds())
+	}
+}
+
+// TestWaitEstimateCountsFromTheRead: the estimate counts from the read of
+// the gate it answers with, not from the answer: a gate read 200 ms before
+// has gone on at its rate (here queue_rate, 200 a second: 40 positions), so
+// a ticket 200 positions beyond the read is 160 away. A read stamped after
+// the answer (another clock's) counts as the answer's. The estimated moment
+// of admission is the answer's time plus the wait.
+func TestWaitEstimateCountsFromTheRead(t *testing.T) {
+	r, now := storelessRoom(t)
+	it := Item{ID: 11, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), ItemQueue: store.ItemQueue{QueueRate: 200}}
+	pos := int64(300)
+	for _, c := range []struct {
+		name string
+		read time.Duration // before the answer
+		togo int64
+	}{
+		{"read 200 ms before", 200 * time.Millisecond, 160},
+		{"read as it answers", 0, 200},
+		{"read stamped 50 ms after", -50 * time.Millisecond, 200},
+		{"read 2 s before: the gate is past it", 2 * time.Second, 0},
+	} {
+		v := api.TicketStatus{State: api.TicketWaiting, ItemID: it.ID, Position: &pos}
+		v = r.waitingView(t.Context(), it, Ticket{ID: "t"}, v, watched(100, 10_000, 50, now.Add(-c.read)))
+		got := estimateOf(t, v)
+		if want := AdmitIn(c.togo, 200).Milliseconds(); got != want {
+			t.Errorf("%s: estimate %d ms, want %d ms (%d positions at 200 a second)", c.name, got, want, c.togo)
+		}
+		// The same estimate as a moment: the answer's time plus the wait.
+		if at, want := v.EstimatedAdmissionAt, now.Add(time.Duration(got)*time.Millisecond); at == nil || !at.Equal(want) {
+			t.Errorf("%s: estimated_admission_at %v, want %v (the answer's time plus %d ms)", c.name, at, want, got)
+		}
 	}
 }
 
@@ -81,7 +114,7 @@ func wantCloseEstimate(t *testing.T, got int64, before, after, closes time.Time,
 // the earlier rounds' not yet admitted) at the rate. The long poll's
 // answer at the end of its wait gives it as it stands then.
 func TestOpenRoundEstimateCountsTheDraw(t *testing.T) {
-	r, _ := storelessRoom(t)
+	r, now := storelessRoom(t)
 	ctx := t.Context()
 	t.Run("the first round: the middle of the tickets taken", func(t *testing.T) {
 		start := time.Now().Add(time.Hour)
@@ -90,7 +123,7 @@ func TestOpenRoundEstimateCountsTheDraw(t *testing.T) {
 		v := api.TicketStatus{State: api.TicketWaiting, ItemID: it.ID}
 		withRound(&v, it, tk)
 		before := time.Now()
-		got := estimateOf(t, r.waitingView(ctx, it, tk, v, watched(0, 41, 50)))
+		got := estimateOf(t, r.waitingView(ctx, it, tk, v, watched(0, 41, 50, *now)))
 		after := time.Now()
 		// 41 tickets: the 21st place on average, at 10 a second.
 		wantCloseEstimate(t, got, before, after, start, 21, 10)
@@ -107,7 +140,7 @@ func TestOpenRoundEstimateCountsTheDraw(t *testing.T) {
 		withRound(&v, it, tk)
 		closes := *v.RoundClosesAt
 		before := time.Now()
-		got := estimateOf(t, r.waitingView(ctx, it, tk, v, watched(20, 51, 50)))
+		got := estimateOf(t, r.waitingView(ctx, it, tk, v, watched(20, 51, 50, *now)))
 		after := time.Now()
 		// Round 1 so far: arrivals 31..51, 21 tickets, the 11th of them
 		// on average; the gate is at round 0's end (30) by the close, so
@@ -120,11 +153,12 @@ func TestOpenRoundEstimateCountsTheDraw(t *testing.T) {
 // on average.
 func TestAfterDraw(t *testing.T) {
 	for _, c := range []struct {
-		name                    string
-		ahead, inRound, serving int64
-		ttc                     time.Duration
-		rate                    float64
-		want                    time.Duration
+		name           string
+		ahead, inRound int64
+		serving        float64
+		ttc            time.Duration
+		rate           float64
+		want           time.Duration
 	}{
 		{"the first round, one ticket", 0, 1, 0, time.Second, 10, 100*time.Millisecond + observeLag},
 		{"the first round, 100 tickets: the 50.5th place", 0, 100, 0, time.Minute, 10, 5050*time.Millisecond + observeLag},

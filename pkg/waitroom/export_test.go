@@ -47,8 +47,8 @@ func (p *PlantedRead) Waiters() int {
 
 // Move is the gate's move to serving, as the reader would see it.
 func (p *PlantedRead) Move(serving int64) {
-	_, tickets, _ := p.wi.gateNow()
-	p.wi.setGate(serving, max(serving, tickets))
+	_, tickets, _, _ := p.wi.gateNow()
+	p.wi.setGate(serving, max(serving, tickets), time.Now())
 }
 
 // Remove takes the planted reader away.

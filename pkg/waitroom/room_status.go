@@ -79,7 +79,7 @@ func (r *Room) view(ctx context.Context, it Item, t Ticket) (api.TicketStatus, e
 		// no draw of its round to read (a later round's estimate reads
 		// where the earlier rounds end: openWait).
 		v.State = api.TicketWaiting
-		v.EstimatedWaitMs = r.openWait(ctx, it, t, *v.RoundClosesAt, now, serving, snap.tickets)
+		r.withEstimate(&v, r.openWait(ctx, it, t, *v.RoundClosesAt, now, serving, snap.at, snap.tickets))
 		return v, nil
 	}
 	pos, err := r.position(ctx, it, t)
@@ -89,7 +89,7 @@ func (r *Room) view(ctx context.Context, it Item, t Ticket) (api.TicketStatus, e
 		// expected wait for its place after it (openWait).
 		if v.State == "" {
 			v.State = api.TicketWaiting
-			v.EstimatedWaitMs = r.openWait(ctx, it, t, *v.RoundClosesAt, now, serving, snap.tickets)
+			r.withEstimate(&v, r.openWait(ctx, it, t, *v.RoundClosesAt, now, serving, snap.at, snap.tickets))
 		}
 		return v, nil
 	}
@@ -122,7 +122,7 @@ func (r *Room) view(ctx context.Context, it Item, t Ticket) (api.TicketStatus, e
 	}
 	if pos > serving {
 		v.State = api.TicketWaiting
-		v.EstimatedWaitMs = r.placedWait(it, pos, serving)
+		r.withEstimate(&v, r.placedWait(it, pos, serving, snap.at))
 		return v, nil
 	}
 	grant, exp, err := r.Grant(ctx, it.ID, t.UserID)

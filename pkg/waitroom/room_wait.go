@@ -134,7 +134,7 @@ func (r *Room) awaitOffer(ctx context.Context, it Item, t Ticket, v api.TicketSt
 
 // soldOutView is waiting view v once the watcher read the item sold out.
 func soldOutView(v api.TicketStatus) api.TicketStatus {
-	v.State, v.StockLeft, v.EstimatedWaitMs, v.AdmissionGrant, v.GrantExpiresAt = api.TicketSoldOut, 0, nil, "", nil
+	v.State, v.StockLeft, v.EstimatedWaitMs, v.EstimatedAdmissionAt, v.AdmissionGrant, v.GrantExpiresAt = api.TicketSoldOut, 0, nil, nil, "", nil
 	return v
 }
 
@@ -143,15 +143,16 @@ func soldOutView(v api.TicketStatus) api.TicketStatus {
 // ticket with a place, its positions to go; one whose round is open, the
 // time to the close and its expected place then (openWait).
 func (r *Room) waitingView(ctx context.Context, it Item, t Ticket, v api.TicketStatus, wi *watchedItem) api.TicketStatus {
-	serving, tickets, ok := wi.gateNow()
+	serving, tickets, read, ok := wi.gateNow()
 	if v.State != api.TicketWaiting || !ok {
 		return v
 	}
 	switch {
 	case v.Position != nil:
-		v.ServingPosition, v.EstimatedWaitMs = &serving, r.placedWait(it, *v.Position, serving)
+		v.ServingPosition = &serving
+		r.withEstimate(&v, r.placedWait(it, *v.Position, serving, read))
 	case v.RoundClosesAt != nil:
-		v.EstimatedWaitMs = r.openWait(ctx, it, t, *v.RoundClosesAt, time.Now(), serving, tickets)
+		r.withEstimate(&v, r.openWait(ctx, it, t, *v.RoundClosesAt, time.Now(), serving, read, tickets))
 	default:
 		return v
 	}
@@ -183,7 +184,7 @@ func (r *Room) admittedView(ctx context.Context, it Item, t Ticket, v api.Ticket
 	}
 	serving, _ := wi.servingNow()
 	var zero int64
-	v.State, v.ServingPosition, v.EstimatedWaitMs, v.AdmissionGrant, v.GrantExpiresAt = api.TicketAdmitted, &serving, &zero, g, &exp
+	v.State, v.ServingPosition, v.EstimatedWaitMs, v.EstimatedAdmissionAt, v.AdmissionGrant, v.GrantExpiresAt = api.TicketAdmitted, &serving, &zero, nil, g, &exp
 	v.StockLeft = max(left, 0)
 	return v
 }

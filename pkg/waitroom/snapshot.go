@@ -13,9 +13,9 @@ import (
 type itemRead struct {
 	left    int64 // the Redis stock (the sum of its buckets)
 	warmed  bool
-	serving int64 // the gate's serving position
-	tickets int64 // the tickets taken
-	at      time.Time
+	serving int64     // the gate's serving position
+	tickets int64     // the tickets taken
+	at      time.Time // when the gate was read, by the rates' clock (placedWait)
 }
 
 // itemReads shares the reads of an item's stock and gate among the ticket
@@ -47,7 +47,7 @@ func (r *Room) read(ctx context.Context, id int64) (itemRead, error) {
 	c.mu.Lock()
 	e, ok := c.m[id]
 	c.mu.Unlock()
-	if ok && time.Since(e.at) <= r.cfg.WatchEvery {
+	if ok && r.admits.rates.now().Sub(e.at) <= r.cfg.WatchEvery {
 		return e, nil
 	}
 	ch := c.flights.DoChan(strconv.FormatInt(id, 10), func() (any, error) {
@@ -61,7 +61,7 @@ func (r *Room) read(ctx context.Context, id int64) (itemRead, error) {
 		if err != nil {
 			return itemRead{}, err
 		}
-		e := itemRead{left: left, warmed: warmed, serving: g.Serving, tickets: g.Tickets, at: time.Now()}
+		e := itemRead{left: left, warmed: warmed, serving: g.Serving, tickets: g.Tickets, at: r.admits.rates.now()}
 		c.mu.Lock()
 		if len(c.m) > 10_000 {
 			c.m = map[int64]itemRead{} // items come and go; a miss is one read

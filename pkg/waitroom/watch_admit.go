@@ -35,6 +35,7 @@ type watchedItem struct {
 	read    bool       // serving was read at least once
 	serving int64      // the gate's serving position, as last read
 	tickets int64      // the tickets taken, as last read
+	gateAt  time.Time  // when the gate was last read, by the rates' clock
 	waiters posWaiters // polls waiting for the gate to reach their positions
 	leftOK  bool       // left was read at least once
 	left    int64      // the item's Redis stock, as last read
@@ -79,12 +80,12 @@ func (wi *watchedItem) waitFor(pos int64) (reached <-chan struct{}, cancel func(
 	}
 }
 
-// gateNow is the serving position and the tickets taken as last read (ok
-// false before the first read).
-func (wi *watchedItem) gateNow() (serving, tickets int64, ok bool) {
+// gateNow is the serving position and the tickets taken as last read, and
+// when (ok false before the first read).
+func (wi *watchedItem) gateNow() (serving, tickets int64, at time.Time, ok bool) {
 	wi.mu.Lock()
 	defer wi.mu.Unlock()
-	return wi.serving, wi.tickets, wi.read
+	return wi.serving, wi.tickets, wi.gateAt, wi.read
 }
 
 // stockNow is the item's stock as last read (ok false before the first).
@@ -100,11 +101,12 @@ func (wi *watchedItem) setStock(v int64) {
 	wi.left, wi.leftOK = v, true
 }
 
-// setGate notes a read of the gate: serving position v, tickets taken.
-func (wi *watchedItem) setGate(v, tickets int64) {
+// setGate notes a read of the gate at at: serving position v, tickets
+// taken.
+func (wi *watchedItem) setGate(v, tickets int64, at time.Time) {
 	wi.mu.Lock()
 	defer wi.mu.Unlock()
-	wi.tickets = tickets
+	wi.tickets, wi.gateAt = tickets, at
 	if wi.read && v == wi.serving {
 		return
 	}
@@ -125,7 +127,7 @@ func (w *admitWatch) read(ctx context.Context, id int64, wi *watchedItem) (soldO
 		wi.setStock(left)
 	}
 	if g, err := w.wr.ReadGate(ctx, id); err == nil {
-		wi.setGate(g.Serving, g.Tickets)
+		wi.setGate(g.Serving, g.Tickets, w.rates.now())
 		w.rates.observe(id, g.Serving, g.Tickets)
 		if warmed {
 			wi.mu.Lock()
@@ -150,5 +152,5 @@ func (w *admitWatch) fresh(id int64, maxAge time.Duration) (itemRead, bool) {
 	if !wi.leftOK || !wi.read || time.Since(wi.readAt) > maxAge {
 		return itemRead{}, false
 	}
-	return itemRead{left: wi.left, warmed: true, serving: wi.serving, tickets: wi.tickets, at: wi.readAt}, true
+	return itemRead{left: wi.left, warmed: true, serving: wi.serving, tickets: wi.tickets, at: wi.gateAt}, true
 }

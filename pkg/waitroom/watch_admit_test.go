@@ -1,6 +1,9 @@
 package waitroom
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func closed(ch <-chan struct{}) bool {
 	select {
@@ -23,16 +26,16 @@ func TestGateMoveWakesOnlyThePollsItReached(t *testing.T) {
 	if closed(early) {
 		t.Fatal("a poll woken before the gate was read")
 	}
-	wi.setGate(0, 100)
+	wi.setGate(0, 100, time.Now())
 	at5, _ := wi.waitFor(5)
 	at10, _ := wi.waitFor(10)
 	at50, cancel50 := wi.waitFor(50)
 	at50b, _ := wi.waitFor(50) // the same ticket polled twice
-	wi.setGate(3, 100)
+	wi.setGate(3, 100, time.Now())
 	if !closed(early) || closed(at5) || closed(at10) || closed(at50) {
 		t.Fatalf("gate at 3: woken 1 %v, 5 %v, 10 %v, 50 %v; want only 1", closed(early), closed(at5), closed(at10), closed(at50))
 	}
-	wi.setGate(10, 100)
+	wi.setGate(10, 100, time.Now())
 	if !closed(at5) || !closed(at10) || closed(at50) {
 		t.Fatalf("gate at 10: woken 5 %v, 10 %v, 50 %v; want 5 and 10", closed(at5), closed(at10), closed(at50))
 	}
@@ -40,7 +43,7 @@ func TestGateMoveWakesOnlyThePollsItReached(t *testing.T) {
 		t.Error("a poll whose position the gate passed already waits")
 	}
 	cancel50() // that poll answered at its deadline
-	wi.setGate(60, 100)
+	wi.setGate(60, 100, time.Now())
 	if !closed(at50b) {
 		t.Error("the second poll of position 50 not woken at 60")
 	}
