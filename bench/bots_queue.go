@@ -46,11 +46,14 @@ type ticketRun struct {
 	PollAnswers map[string]int
 	// SawStart is set by the first poll answered from starts_at on (it
 	// has a position); FirstState is that answer's state, EstMS its
-	// estimated_wait_ms and EstAt its arrival, when it was waiting.
+	// estimated_wait_ms, EstMoment its estimated_admission_at (the
+	// server's clock; zero if absent) and EstAt its arrival, when it was
+	// waiting.
 	SawStart   bool
 	FirstState string
 	HasEst     bool
 	EstMS      int64
+	EstMoment  time.Time
 	EstAt      time.Time
 	// AdmittedAt is the first answer that said admitted; SoldOutAt the
 	// first sight of the sell-out (a poll's sold_out, a 410 sold_out to a
@@ -303,6 +306,9 @@ func (r *ticketRun) sawPoll(st ticketState, at time.Time) {
 		r.SawStart, r.FirstState = true, st.State
 		if st.State == ticketWaiting && st.EstimatedWaitMs != nil {
 			r.HasEst, r.EstMS, r.EstAt = true, *st.EstimatedWaitMs, at
+			if st.EstimatedAdmissionAt != nil {
+				r.EstMoment = *st.EstimatedAdmissionAt
+			}
 		}
 	}
 	if st.State == ticketAdmitted && r.AdmittedAt.IsZero() {

@@ -70,7 +70,7 @@ func TestEstimateErrors(t *testing.T) {
 		est(1000, 1250*time.Millisecond), // 20%
 		est(1300, 1000*time.Millisecond), // 30%
 	}
-	st := estimateErrors(runs, t0)
+	st := estimateErrors(runs, t0, 0)
 	if st.Tickets != 11 || st.AdmittedAtOnce != 1 || st.NeverAdmitted != 1 {
 		t.Fatalf("counts %+v", st)
 	}
@@ -80,6 +80,44 @@ func TestEstimateErrors(t *testing.T) {
 	}
 	if st.AbsP50MS != 200 || st.AbsP90MS != 500 {
 		t.Errorf("abs p50 %v p90 %v, want 200 500", st.AbsP50MS, st.AbsP90MS)
+	}
+}
+
+// TestEstimateErrorsAsAMoment: an answer that arrived late makes its wait
+// long by the delay, and its estimated moment not: the moment's error is
+// taken against the admission's arrival, the server's clock offset
+// (here 5 s ahead) taken out, over the same actual waits. An answer
+// without a moment counts in the wait's error only.
+func TestEstimateErrorsAsAMoment(t *testing.T) {
+	t0 := time.Now()
+	const offset = 5 * time.Second
+	// est is an answer made delay before it arrived at t0, estimating
+	// wait from when it was made; admitted arrives at t0+admitted.
+	est := func(delay, wait, admitted time.Duration) ticketRun {
+		r := newTicketRun()
+		r.SawStart, r.FirstState, r.HasEst, r.EstMS, r.EstAt = true, ticketWaiting, true, wait.Milliseconds(), t0
+		r.EstMoment = t0.Add(offset - delay + wait)
+		r.AdmittedAt = t0.Add(admitted)
+		return r
+	}
+	noMoment := est(0, time.Second, time.Second)
+	noMoment.EstMoment = time.Time{}
+	runs := []ticketRun{
+		est(300*time.Millisecond, 1300*time.Millisecond, time.Second), // wait 30%, moment 0
+		est(500*time.Millisecond, 1500*time.Millisecond, time.Second), // wait 50%, moment 0
+		est(0, 1100*time.Millisecond, time.Second),                    // wait 10%, moment 10%
+		noMoment, // wait 0
+	}
+	st := estimateErrors(runs, t0, offset)
+	if st.Tickets != 4 || st.Moment.Tickets != 3 {
+		t.Fatalf("tickets: wait %d, moment %d; want 4, 3", st.Tickets, st.Moment.Tickets)
+	}
+	// wait sorted: 0 .1 .3 .5: p90 = 4th; moment sorted: 0 0 .1: p50 = 2nd, p90 = 3rd
+	if math.Abs(st.P90-.5) > 1e-9 {
+		t.Errorf("wait p90 %v, want 0.5", st.P90)
+	}
+	if m := st.Moment; m.P50 != 0 || math.Abs(m.P90-.1) > 1e-9 || m.AbsP90MS != 100 {
+		t.Errorf("moment %+v, want p50 0, p90 10%% (100 ms)", m)
 	}
 }
 
@@ -107,7 +145,7 @@ func TestEstimateErrorsByPhase(t *testing.T) {
 		est(40*time.Second, 1000, 1000*time.Millisecond), // after: 0
 		est(50*time.Second, 4000, 1000*time.Millisecond), // after: 300%
 	}
-	st := estimateErrors(runs, draw)
+	st := estimateErrors(runs, draw, 0)
 	if st.Tickets != 9 || st.First.Tickets != 4 || st.After.Tickets != 5 {
 		t.Fatalf("counts: all %d, first 10 s %d, after %d; want 9, 4, 5", st.Tickets, st.First.Tickets, st.After.Tickets)
 	}

@@ -40,15 +40,18 @@ type takenTicket struct {
 
 // ticketState is GET /api/v1/items/{id}/queue/{ticket}'s 200.
 type ticketState struct {
-	Ticket          string    `json:"ticket"`
-	State           string    `json:"state"`
-	Position        *int64    `json:"position"`
-	ServingPosition *int64    `json:"serving_position"`
-	EstimatedWaitMs *int64    `json:"estimated_wait_ms"`
-	StockLeft       int64     `json:"stock_left"`
-	AdmissionGrant  string    `json:"admission_grant"`
-	GrantExpiresAt  time.Time `json:"grant_expires_at"`
-	ShuffleAt       time.Time `json:"shuffle_at"`
+	Ticket          string `json:"ticket"`
+	State           string `json:"state"`
+	Position        *int64 `json:"position"`
+	ServingPosition *int64 `json:"serving_position"`
+	EstimatedWaitMs *int64 `json:"estimated_wait_ms"`
+	// EstimatedAdmissionAt is the same estimate as a moment by the
+	// server's clock.
+	EstimatedAdmissionAt *time.Time `json:"estimated_admission_at"`
+	StockLeft            int64      `json:"stock_left"`
+	AdmissionGrant       string     `json:"admission_grant"`
+	GrantExpiresAt       time.Time  `json:"grant_expires_at"`
+	ShuffleAt            time.Time  `json:"shuffle_at"`
 }
 
 // queuedSpec is ItemSpec with the waiting room on.
