@@ -69,12 +69,13 @@ func (r *Room) servingAt(serving int64, read time.Time, rate float64) float64 {
 
 // openWait is the estimate at now of ticket t of item it, whose round
 // (closing at closes) has not been drawn yet, with the gate read at
-// serving at read and tickets taken: the time to the close, then the expected wait for its
-// place (afterDraw). The round's tickets so far are those taken after the
-// earlier rounds' (which the item's drawn order says: read, at most a
-// second old, for a round after the first); more may come before the
-// close, so the estimate grows with the round. Without the earlier
-// rounds' end (a store not answering) it is the time to the close alone.
+// serving at read and tickets taken: the time to the close, then the
+// expected wait for its place (afterDraw). The round's tickets so far are
+// those taken after the earlier rounds' (which the item's drawn order
+// says: read, at most a second old, for a round after the first); more
+// may come before the close, so the estimate grows with the round.
+// Without the earlier rounds' end (a store not answering) it is the time
+// to the close alone.
 func (r *Room) openWait(ctx context.Context, it Item, t Ticket, closes, now time.Time, serving int64, read time.Time, tickets int64) time.Duration {
 	ttc := max(closes.Sub(now), 0)
 	ahead, err := r.positions.Ahead(ctx, it, RoundOf(it, t.TakenAt))
