@@ -79,17 +79,26 @@ func TestAfterCommitCachesOnlySettled(t *testing.T) {
 				}
 			})
 		}
-		// Let the readers start before the after-commit runs.
-		for lookups.Load() < int64((round+1)*readers) {
-			time.Sleep(time.Millisecond)
+		// until waits for n lookups in all; a reader that failed stops
+		// counting, so past a deadline the round's readers are stopped
+		// and the test fails rather than waiting forever.
+		until := func(n int64, what string) {
+			t.Helper()
+			for deadline := time.Now().Add(10 * time.Second); lookups.Load() < n; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					close(stop)
+					wg.Wait()
+					t.Fatalf("round %d: %d lookups, want %d %s", round, lookups.Load(), n, what)
+				}
+			}
 		}
+		until(int64((round+1)*readers), "before the after-commit runs")
 		if err := a.applyMany(ctx, []ItemResult{res}); err != nil {
+			close(stop)
+			wg.Wait()
 			t.Fatal(err)
 		}
-		// And a few lookups after it, so every round sees statuses.
-		for n := lookups.Load() + readers; lookups.Load() < n; {
-			time.Sleep(time.Millisecond)
-		}
+		until(lookups.Load()+readers, "after it, so every round sees statuses")
 		close(stop)
 		wg.Wait()
 	}
