@@ -127,10 +127,7 @@ func estimateErrors(runs []ticketRun, drawAt time.Time, offset time.Duration) Es
 			st.NeverAdmitted++
 		case r.HasEst && r.AdmittedAt.After(r.EstAt):
 			actual := r.AdmittedAt.Sub(r.EstAt)
-			miss := time.Duration(r.EstMS)*time.Millisecond - actual
-			if miss < 0 {
-				miss = -miss
-			}
+			miss := (time.Duration(r.EstMS)*time.Millisecond - actual).Abs()
 			all.add(miss, actual)
 			if !r.EstMoment.IsZero() {
 				moment.add(r.EstMoment.Add(-offset).Sub(r.AdmittedAt).Abs(), actual)
