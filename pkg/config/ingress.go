@@ -94,7 +94,7 @@ func (c *Ingress) RegisterFlags(fs *flag.FlagSet) {
 	c.JWT.RegisterFlags(fs)
 	fs.DurationVar(&c.PublishTimeout, "publish-timeout", 3*time.Second, "Kafka publish timeout, a Go duration such as 3s")
 	fs.DurationVar(&c.PublishBatchTimeout, "publish-batch-timeout", 10*time.Millisecond, "how long a Kafka batch waits for more publishes before it is sent, a Go duration from 100us to 1s")
-	fs.IntVar(&c.PublishBatchSize, "publish-batch-size", 1000, "most messages in one Kafka batch, 1 to 100000")
+	fs.IntVar(&c.PublishBatchSize, "publish-batch-size", 256, "most messages in one Kafka batch, 1 to 100000 (kafka-go allocates every batch at this size)")
 	fs.IntVar(&c.PublishBatchBytes, "publish-batch-bytes", 1<<20, "most bytes in one Kafka batch, 1024 to 1048576 (the broker's message.max.bytes)")
 	fs.StringVar(&c.PublishCompression, "publish-compression", "none", "Kafka batch compression: none, gzip, snappy, lz4 or zstd")
 	fs.DurationVar(&c.SoldOutTTL, "soldout-ttl", 500*time.Millisecond, "how long a sold-out item is answered from memory, a Go duration up to 10s")

@@ -15,7 +15,7 @@ func TestPublishBatching(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if in.PublishBatchTimeout != 10*time.Millisecond || in.PublishBatchSize != 1000 || in.PublishBatchBytes != 1<<20 || in.PublishCompression != "none" {
+	if in.PublishBatchTimeout != 10*time.Millisecond || in.PublishBatchSize != 256 || in.PublishBatchBytes != 1<<20 || in.PublishCompression != "none" {
 		t.Fatalf("defaults: timeout %v size %d bytes %d compression %q", in.PublishBatchTimeout, in.PublishBatchSize, in.PublishBatchBytes, in.PublishCompression)
 	}
 	with := func(kv ...string) map[string]string {

@@ -94,10 +94,22 @@ type Batching struct {
 // sweep in BENCHMARKS.md ("Kafka publish"): under a large-stock sale a
 // 10 ms wait halved the publish p99 of 0.5-2 ms waits (fewer, larger
 // batches queue behind the partition's one produce in flight), for a few
-// ms more on a lone publish. Size is never reached at a sale's 2,000-3,000
-// publishes/s; it bounds a batch at ten times that rate.
+// ms more on a lone publish.
+//
+// Size is 256, not more, because kafka-go's Writer allocates each batch's
+// message slice at the full Size (152 bytes a message, so 152 KB a batch at
+// 1,000) however few messages it carries, and a sale's batches carry tens:
+// at 1,000 that slice was a quarter of the ingress's allocated bytes, and
+// 256 took about 20 µs (6%) of ingress CPU off each 202 (BENCHMARKS.md,
+// "kafka-go's batch slice"; the maintainers' advice for small frequent
+// writes is a smaller size, segmentio/kafka-go#1193). The Publisher hands a
+// partition at most Size messages per produce round trip, so Size caps one
+// partition's publishes from one ingress at Size per round trip: 25,600 a
+// second at a 10 ms round trip, above what one partition's consumer drains
+// (the hot-item drain, 18,000-28,000 a second); raise it for a broker far
+// away (FLASHSALE_PUBLISH_BATCH_SIZE).
 func DefaultBatching() Batching {
-	return Batching{Size: 1000, Bytes: 1 << 20, Timeout: 10 * time.Millisecond}
+	return Batching{Size: 256, Bytes: 1 << 20, Timeout: 10 * time.Millisecond}
 }
 
 func (b Batching) apply(w *kafka.Writer) {
