@@ -15,10 +15,10 @@ import (
 // requests, as ItemWriter takes them) in one READ COMMITTED transaction with
 // set-based statements: one read of the decisions of every request, one of
 // every item, one of the buyers, one multi-row INSERT of the orders and one
-// of the decisions across items, one read-back, then the stock CAS of every
-// row in (item, bucket) order. A batch of 500 requests over 500 items is so
-// about ten statements instead of five thousand, and one commit instead of
-// five hundred.
+// of the decisions across items, one read-back of the new orders (by id
+// range), then the stock CAS of every row in (item, bucket) order. A batch
+// of 500 requests over 500 items is so about ten statements instead of five
+// thousand, and one commit instead of five hundred.
 //
 // Its decisions are ItemWriter's without a stock check (planFresh with
 // checkStock false, the CAS decides): a row whose CAS comes up short rolls
@@ -147,7 +147,7 @@ func (w *BatchWriter) decide(ctx context.Context, tx *sql.Tx, groups [][]orderlo
 	var takes []store.StockTake
 	var orders []store.ItemOrder
 	var decisions []store.Decision
-	var readBack []string
+	var replayed []string     // ORDERED by an earlier delivery: read back by request id
 	owner := map[string]int{} // request id -> group, for the read-back
 	for i, g := range groups {
 		itemID, bucket, s := g[0].ItemID, g[0].Bucket(), splits[i]
@@ -156,7 +156,7 @@ func (w *BatchWriter) decide(ctx context.Context, tx *sql.Tx, groups [][]orderlo
 		for _, id := range s.ReplayOrdered {
 			owner[id] = i
 		}
-		readBack = append(readBack, s.ReplayOrdered...)
+		replayed = append(replayed, s.ReplayOrdered...)
 		item, known := items[itemID]
 		if !known {
 			for _, m := range s.Fresh {
@@ -190,7 +190,6 @@ func (w *BatchWriter) decide(ctx context.Context, tx *sql.Tx, groups [][]orderlo
 		decisions = append(decisions, plan.Decisions...)
 		for _, o := range plan.Orders {
 			orders = append(orders, store.ItemOrder{NewOrder: o, ItemID: itemID, Bucket: bucket, PriceCents: item.PriceCents})
-			readBack = append(readBack, o.RequestID)
 			owner[o.RequestID] = i
 		}
 		if plan.Take > 0 {
@@ -201,18 +200,20 @@ func (w *BatchWriter) decide(ctx context.Context, tx *sql.Tx, groups [][]orderlo
 
 	// INSERTs before the UPDATEs: the stock rows are locked only from the
 	// CAS to the commit.
-	if err := store.InsertOrdersOf(ctx, tx, w.PaymentWindow, orders); err != nil {
+	fresh, err := store.InsertOrdersOf(ctx, tx, w.PaymentWindow, orders)
+	if err != nil {
 		return nil, nil, nil, raced(err)
 	}
 	if err := store.InsertDecisions(ctx, tx, decisions); err != nil {
 		return nil, nil, nil, raced(err)
 	}
-	back, err := store.OrdersByRequest(ctx, tx, readBack)
+	back, err := store.OrdersByRequest(ctx, tx, replayed)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if len(back) != len(readBack) {
-		return nil, nil, nil, fmt.Errorf("orderwriter: batch of %d items: read back %d of %d orders", len(itemIDs), len(back), len(readBack))
+	back = append(back, fresh...)
+	if want := len(replayed) + len(orders); len(back) != want {
+		return nil, nil, nil, fmt.Errorf("orderwriter: batch of %d items: read back %d of %d orders", len(itemIDs), len(back), want)
 	}
 	for _, o := range back {
 		i := owner[o.RequestID]

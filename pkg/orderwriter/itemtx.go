@@ -141,21 +141,19 @@ func (w *ItemWriter) decide(ctx context.Context, tx *sql.Tx, itemID int64, msgs 
 
 	// INSERTs before the UPDATE: the hot items row is locked only from the CAS
 	// to the commit.
-	if err := store.InsertOrders(ctx, tx, itemID, bucket, item.PriceCents, w.PaymentWindow, plan.Orders); err != nil {
+	fresh, err := store.InsertOrders(ctx, tx, itemID, bucket, item.PriceCents, w.PaymentWindow, plan.Orders)
+	if err != nil {
 		return raced(err)
 	}
 	if err := store.InsertDecisions(ctx, tx, plan.Decisions); err != nil {
 		return raced(err)
 	}
-	readBack := split.ReplayOrdered
-	for _, o := range plan.Orders {
-		readBack = append(readBack, o.RequestID)
-	}
-	if res.Ordered, err = store.OrdersByRequest(ctx, tx, readBack); err != nil {
+	if res.Ordered, err = store.OrdersByRequest(ctx, tx, split.ReplayOrdered); err != nil {
 		return err
 	}
-	if len(res.Ordered) != len(readBack) {
-		return fmt.Errorf("orderwriter: item %d: read back %d of %d orders", itemID, len(res.Ordered), len(readBack))
+	res.Ordered = append(res.Ordered, fresh...)
+	if want := len(split.ReplayOrdered) + len(plan.Orders); len(res.Ordered) != want {
+		return fmt.Errorf("orderwriter: item %d: read back %d of %d orders", itemID, len(res.Ordered), want)
 	}
 	ok, err := store.TakeStock(ctx, tx, item, bucket, plan.Take)
 	if err != nil {

@@ -107,27 +107,42 @@ type ItemOrder struct {
 }
 
 // InsertOrdersOf is InsertOrders across items, in multi-row INSERTs of at
-// most batchRows rows. A duplicate key (IsDuplicate) means another writer got
-// there first.
-func InsertOrdersOf(ctx context.Context, q Querier, window time.Duration, os []ItemOrder) error {
+// most batchRows rows, and returns the orders as stored (insertedOrders:
+// their ids and the database's times), in no particular order. A duplicate
+// key (IsDuplicate) means another writer got there first.
+func InsertOrdersOf(ctx context.Context, q Querier, window time.Duration, os []ItemOrder) ([]Order, error) {
 	us := window.Microseconds()
-	return chunks(os, batchRows, func(os []ItemOrder) error {
+	out := make([]Order, 0, len(os))
+	err := chunks(os, batchRows, func(os []ItemOrder) error {
 		var sb strings.Builder
 		sb.Grow(120 + len(os)*64)
 		sb.WriteString("INSERT INTO orders (request_id, user_id, item_id, bucket, qty, price_cents, status, expires_at) VALUES ")
 		args := make([]any, 0, len(os)*7)
+		ids := make([]string, len(os))
 		for i, o := range os {
 			if i > 0 {
 				sb.WriteByte(',')
 			}
 			sb.WriteString("(?,?,?,?,?,?,'UNPAID',DATE_ADD(NOW(3), INTERVAL ? MICROSECOND))")
 			args = append(args, o.RequestID, o.UserID, o.ItemID, o.Bucket, o.Qty, o.PriceCents, us)
+			ids[i] = o.RequestID
 		}
-		if _, err := q.ExecContext(ctx, sb.String(), args...); err != nil {
+		res, err := q.ExecContext(ctx, sb.String(), args...)
+		if err != nil {
 			return fmt.Errorf("store: insert %d orders: %w", len(os), err)
 		}
+		first, err := res.LastInsertId()
+		if err != nil {
+			first = 0 // read them back by request id
+		}
+		got, err := insertedOrders(ctx, q, first, ids)
+		if err != nil {
+			return err
+		}
+		out = append(out, got...)
 		return nil
 	})
+	return out, err
 }
 
 // StockTake is what one stock row gives: qty units of the row of bucket of

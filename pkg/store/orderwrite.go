@@ -44,19 +44,21 @@ func ExistingBuyers(ctx context.Context, q Querier, itemID int64, users []int64)
 	return out, nil
 }
 
-// InsertOrders writes UNPAID orders of one item in one multi-row INSERT.
-// expires_at is computed by the database (NOW(3) + window) so pay and reaper,
-// which judge deadlines by the database clock too, agree with it. A duplicate
-// key (IsDuplicate) means another writer got there first: roll back and retry.
-func InsertOrders(ctx context.Context, q Querier, itemID int64, bucket int, priceCents int64, window time.Duration, os []NewOrder) error {
+// InsertOrders writes UNPAID orders of one item in one multi-row INSERT and
+// returns them as stored (InsertOrdersOf). expires_at is computed by the
+// database (NOW(3) + window) so pay and reaper, which judge deadlines by the
+// database clock too, agree with it. A duplicate key (IsDuplicate) means
+// another writer got there first: roll back and retry.
+func InsertOrders(ctx context.Context, q Querier, itemID int64, bucket int, priceCents int64, window time.Duration, os []NewOrder) ([]Order, error) {
 	rows := make([]ItemOrder, len(os))
 	for i, o := range os {
 		rows[i] = ItemOrder{NewOrder: o, ItemID: itemID, Bucket: bucket, PriceCents: priceCents}
 	}
-	if err := InsertOrdersOf(ctx, q, window, rows); err != nil {
-		return fmt.Errorf("store: item %d: %w", itemID, err)
+	out, err := InsertOrdersOf(ctx, q, window, rows)
+	if err != nil {
+		return nil, fmt.Errorf("store: item %d: %w", itemID, err)
 	}
-	return nil
+	return out, nil
 }
 
 // TakeStock decrements the stock row of bucket of item it by qty if it has
@@ -85,23 +87,13 @@ func TakeStock(ctx context.Context, q Querier, it Item, bucket int, qty int64) (
 	return n == 1, nil
 }
 
-// OrdersByRequest reads the orders of requestIDs back (ids are auto-increment
-// and not assumed consecutive).
+// OrdersByRequest reads the orders of requestIDs (those that exist).
 func OrdersByRequest(ctx context.Context, q Querier, requestIDs []string) ([]Order, error) {
 	if len(requestIDs) == 0 {
 		return nil, nil
 	}
 	out, err := sqlrows.List(ctx, q,
-		"SELECT id, request_id, user_id, item_id, qty, price_cents, status, created_at, expires_at, paid_at, cancelled_at FROM orders WHERE request_id IN ("+
-			placeholders(len(requestIDs))+")", strArgs(requestIDs),
-		func(r sqlrows.Row) (Order, error) {
-			var o Order
-			var status string
-			err := r.Scan(&o.ID, &o.RequestID, &o.UserID, &o.ItemID, &o.Qty, &o.PriceCents, &status,
-				&o.CreatedAt, &o.ExpiresAt, &o.PaidAt, &o.CancelledAt)
-			o.Status = OrderStatus(status)
-			return o, err
-		})
+		"SELECT "+orderCols+" FROM orders WHERE request_id IN ("+placeholders(len(requestIDs))+")", strArgs(requestIDs), scanOrder)
 	if err != nil {
 		return nil, fmt.Errorf("store: orders by request: %w", err)
 	}
