@@ -57,11 +57,17 @@ func (w *BatchWriter) WriteBatch(ctx context.Context, groups [][]orderlog.OrderM
 	}
 	var takes []store.StockTake
 	var rows [][2]int64 // per group, its stock row (zero: takes none)
-	err = store.RunInTx(ctx, w.DB, sql.LevelReadCommitted, func(tx *sql.Tx) error {
-		var err error
-		res, takes, rows, err = w.decide(ctx, tx, groups)
-		return err
-	})
+	try := func(mode attemptMode) error {
+		return store.RunInTx(ctx, w.DB, sql.LevelReadCommitted, func(tx *sql.Tx) error {
+			var err error
+			res, takes, rows, err = w.decide(ctx, tx, groups, mode)
+			return err
+		})
+	}
+	err = try(assumeFresh)
+	if errors.Is(err, errRace) {
+		err = try(checked)
+	}
 	var busy rowsBusy
 	if errors.As(err, &busy) {
 		return nil, groupsOf(rows, busy.rows), nil
@@ -101,7 +107,7 @@ func groupsOf(rows [][2]int64, set map[[2]int64]bool) []int {
 
 // decide is WriteBatch's transaction: ItemWriter.decide for every group at
 // once.
-func (w *BatchWriter) decide(ctx context.Context, tx *sql.Tx, groups [][]orderlog.OrderMessage) ([]ItemResult, []store.StockTake, [][2]int64, error) {
+func (w *BatchWriter) decide(ctx context.Context, tx *sql.Tx, groups [][]orderlog.OrderMessage, mode attemptMode) ([]ItemResult, []store.StockTake, [][2]int64, error) {
 	var ids []string
 	var itemIDs []int64
 	seenItem := map[int64]bool{}
@@ -112,7 +118,7 @@ func (w *BatchWriter) decide(ctx context.Context, tx *sql.Tx, groups [][]orderlo
 			itemIDs = append(itemIDs, id)
 		}
 	}
-	decided, err := store.DecisionsAmong(ctx, tx, ids)
+	decided, err := mode.decisionsAmong(ctx, tx, ids)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -130,7 +136,7 @@ func (w *BatchWriter) decide(ctx context.Context, tx *sql.Tx, groups [][]orderlo
 			}
 		}
 	}
-	found, err := store.ExistingBuyersAmong(ctx, tx, pairs)
+	found, err := mode.existingBuyersAmong(ctx, tx, pairs)
 	if err != nil {
 		return nil, nil, nil, err
 	}

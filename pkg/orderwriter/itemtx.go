@@ -61,6 +61,10 @@ type ItemWriter struct {
 // each other; the duplicate-key loser retries as errRace, a deadlock as a
 // transient error.
 //
+// The first attempt assumes the requests are new (attemptMode): a duplicate
+// key in it means some were decided before, or a buyer holds the item, and
+// the batch is decided again at once, reading both.
+//
 // Requests of an item MySQL does not have are decided REJECTED unknown_item
 // in the same transaction: no retry can help them, and their buyers must not
 // wait for the orphan grace.
@@ -73,14 +77,17 @@ func (w *ItemWriter) WriteItem(ctx context.Context, itemID int64, msgs []orderlo
 			return ItemResult{}, fmt.Errorf("orderwriter: item %d: requests of buckets %d and %d in one group", itemID, msgs[0].Bucket(), m.Bucket())
 		}
 	}
-	res, err := w.attempt(ctx, itemID, msgs, false)
+	res, err := w.attempt(ctx, itemID, msgs, assumeFresh)
+	if errors.Is(err, errRace) {
+		res, err = w.attempt(ctx, itemID, msgs, checked)
+	}
 	if errors.Is(err, errShortStock) {
-		res, err = w.attempt(ctx, itemID, msgs, true)
+		res, err = w.attempt(ctx, itemID, msgs, underLock)
 	}
 	return res, err
 }
 
-func (w *ItemWriter) attempt(ctx context.Context, itemID int64, msgs []orderlog.OrderMessage, fallback bool) (ItemResult, error) {
+func (w *ItemWriter) attempt(ctx context.Context, itemID int64, msgs []orderlog.OrderMessage, mode attemptMode) (ItemResult, error) {
 	if w.TxTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, w.TxTimeout)
@@ -88,16 +95,17 @@ func (w *ItemWriter) attempt(ctx context.Context, itemID int64, msgs []orderlog.
 	}
 	var res ItemResult
 	err := store.RunInTx(ctx, w.DB, sql.LevelReadCommitted, func(tx *sql.Tx) error {
-		res = ItemResult{ItemID: itemID, Bucket: msgs[0].Bucket(), New: map[[2]string]int{}, Fallback: fallback}
-		return w.decide(ctx, tx, itemID, msgs, fallback, &res)
+		res = ItemResult{ItemID: itemID, Bucket: msgs[0].Bucket(), New: map[[2]string]int{}, Fallback: mode == underLock}
+		return w.decide(ctx, tx, itemID, msgs, mode, &res)
 	})
 	return res, err
 }
 
 // decide reads what the pure steps need (plan.go), runs them and writes
 // what they decided, in tx.
-func (w *ItemWriter) decide(ctx context.Context, tx *sql.Tx, itemID int64, msgs []orderlog.OrderMessage, fallback bool, res *ItemResult) error {
-	decided, err := store.DecisionsAmong(ctx, tx, uniqueIDs(msgs))
+func (w *ItemWriter) decide(ctx context.Context, tx *sql.Tx, itemID int64, msgs []orderlog.OrderMessage, mode attemptMode, res *ItemResult) error {
+	fallback := mode == underLock
+	decided, err := mode.decisionsAmong(ctx, tx, uniqueIDs(msgs))
 	if err != nil {
 		return err
 	}
@@ -125,7 +133,7 @@ func (w *ItemWriter) decide(ctx context.Context, tx *sql.Tx, itemID int64, msgs 
 	for _, m := range split.Fresh {
 		users = append(users, m.UserID)
 	}
-	holders, err := store.ExistingBuyers(ctx, tx, itemID, users)
+	holders, err := mode.existingBuyers(ctx, tx, itemID, users)
 	if err != nil {
 		return err
 	}
