@@ -14,11 +14,12 @@ import (
 // BatchWriter decides the groups of a many-item round (each one stock row's
 // requests, as ItemWriter takes them) in one READ COMMITTED transaction with
 // set-based statements: one read of the decisions of every request, one of
-// every item, one of the buyers, one multi-row INSERT of the orders and one
-// of the decisions across items, one read-back of the new orders (by id
-// range), then the stock CAS of every row in (item, bucket) order. A batch
-// of 500 requests over 500 items is so about ten statements instead of five
-// thousand, and one commit instead of five hundred.
+// every item, one of the buyers (the first and the last only once a first
+// attempt met an earlier decision, attemptMode), one multi-row INSERT of the
+// orders and one of the decisions across items, one read-back of the new
+// orders (by id range), then the stock CAS of every row in (item, bucket)
+// order. A batch of 500 requests over 500 items is so about ten statements
+// instead of five thousand, and one commit instead of five hundred.
 //
 // Its decisions are ItemWriter's without a stock check (planFresh with
 // checkStock false, the CAS decides): a row whose CAS comes up short rolls
