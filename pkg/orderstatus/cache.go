@@ -116,18 +116,23 @@ func (s *Store) PutStatus(ctx context.Context, itemID int64, requestID string, r
 const statusPutMax = 100
 
 // statusPutCall is status_put.lua's call for entries, all of one item
-// bucket: their keys, then the bucket's status channel and each entry's
-// rank, JSON, TTL and request id.
+// bucket: their keys (and the bucket's reservations hash when one is to
+// settle), then the bucket's status channel and each entry's rank, JSON,
+// TTL, request id and settle flag.
 func statusPutCall(entries []StatusEntry) stock.ScriptCall {
-	keys := make([]string, len(entries))
-	args := make([]any, 1, 1+4*len(entries))
+	keys := make([]string, len(entries), len(entries)+1)
+	args := make([]any, 1, 1+5*len(entries))
+	settles := false
 	for i, e := range entries {
 		k := stock.RequestKeys(e.ItemID, e.RequestID)
 		keys[i] = k.Status(e.RequestID)
-		if i == 0 {
-			args[0] = k.StatusChannel()
-		}
-		args = append(args, int(e.Rank), e.JSON, e.Rank.ttl().Milliseconds(), e.RequestID)
+		settles = settles || e.Settle
+		args = append(args, int(e.Rank), e.JSON, e.Rank.ttl().Milliseconds(), e.RequestID, flag(e.Settle))
+	}
+	first := stock.RequestKeys(entries[0].ItemID, entries[0].RequestID)
+	args[0] = first.StatusChannel()
+	if settles {
+		keys = append(keys, first.Reservations)
 	}
 	return stock.ScriptCall{Script: statusPutScript, Keys: keys, Args: args}
 }
@@ -152,13 +157,29 @@ type StatusEntry struct {
 	RequestID string
 	Rank      StatusRank
 	JSON      []byte
+	// Settle drops the request's reservation in the same script call: the
+	// order writer's settle of a request that became an order, whose
+	// reservation is no longer the ledger's record of it (its MySQL row
+	// is). So a poll finds the reservation or the status, never both and
+	// never neither. Never for a request someone else still has to release
+	// (an ABORTED or VOIDED one: the release gives its stock back, and
+	// finds nothing to give once the reservation is gone).
+	Settle bool
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
 }
 
 // PutStatuses caches many statuses in one round trip (each never replacing
 // a newer one, as PutStatus): one pipeline for a whole consumer batch or
 // reaper pass, and in it one script call per item bucket (up to
 // statusPutMax statuses each), not one per request (stock.RunBatch, which
-// sends again only the calls that met NOSCRIPT).
+// sends again only the calls that met NOSCRIPT). The entries marked Settle
+// lose their reservations in the same call (StatusEntry.Settle).
 func (s *Store) PutStatuses(ctx context.Context, entries []StatusEntry) error {
 	if len(entries) == 0 {
 		return nil

@@ -128,3 +128,51 @@ func TestPutStatusesOneScriptPerBucket(t *testing.T) {
 		t.Fatalf("announced %q,\nwant %q", got, want)
 	}
 }
+
+// TestPutStatusesSettlesOnlyTheMarked: an entry marked Settle loses its
+// reservation in the call that caches its status, also when a newer status
+// is kept; an unmarked one (a rejection someone else releases, with its
+// stock) keeps it, in the same bucket and the same call.
+func TestPutStatusesSettlesOnlyTheMarked(t *testing.T) {
+	t.Parallel()
+	rdb := testenv.Redis(t)
+	var calls scriptCounter
+	rdb.AddHook(&calls)
+	s := orderstatus.NewStore(stock.New(rdb))
+	ctx := context.Background()
+	item := testenv.ItemID()
+	order, kept, other := reqid.New(item, time.Now()), reqid.New(item, time.Now()), reqid.New(item, time.Now())
+	res := stock.KeysOf(item).Reservations
+	for _, rid := range []string{order, kept, other} {
+		if err := rdb.HSet(ctx, res, rid, "7:1:0").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { rdb.Del(context.Background(), res) })
+	if err := s.PutStatus(ctx, item, kept, orderstatus.RankFinal, []byte(`{"s":"paid"}`)); err != nil {
+		t.Fatal(err)
+	}
+	calls.n.Store(0)
+	if err := s.PutStatuses(ctx, []orderstatus.StatusEntry{
+		{ItemID: item, RequestID: order, Rank: orderstatus.RankUnpaid, JSON: []byte(`{"s":"unpaid"}`), Settle: true},
+		{ItemID: item, RequestID: kept, Rank: orderstatus.RankUnpaid, JSON: []byte(`{"s":"late"}`), Settle: true},
+		{ItemID: item, RequestID: other, Rank: orderstatus.RankFinal, JSON: []byte(`{"s":"rejected"}`)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n := calls.n.Load(); n != 1 {
+		t.Fatalf("%d script calls, want 1: the settle rides in the statuses' call", n)
+	}
+	for rid, want := range map[string]struct {
+		held   bool
+		status string
+	}{order: {false, `{"s":"unpaid"}`}, kept: {false, `{"s":"paid"}`}, other: {true, `{"s":"rejected"}`}} {
+		lk, err := s.LookupRequest(ctx, item, rid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lk.HasReservation != want.held || string(lk.Status) != want.status {
+			t.Fatalf("%s: reservation held %v, status %s; want held %v, status %s", rid, lk.HasReservation, lk.Status, want.held, want.status)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/flashsale-dev/flashsale/pkg/stock"
@@ -70,13 +71,20 @@ func Put(ctx context.Context, s *stock.Store, v View) error {
 
 // PutMany caches many views in one Redis round trip.
 func PutMany(ctx context.Context, s *stock.Store, views []View) error {
-	entries := make([]StatusEntry, 0, len(views))
-	for _, v := range views {
+	return SettleMany(ctx, s, nil, views)
+}
+
+// SettleMany caches the views of orders and others in one Redis round trip,
+// and settles the orders' reservations in the same script calls
+// (StatusEntry.Settle): the order writer's after-commit.
+func SettleMany(ctx context.Context, s *stock.Store, orders, others []View) error {
+	entries := make([]StatusEntry, 0, len(orders)+len(others))
+	for i, v := range slices.Concat(orders, others) {
 		b, err := json.Marshal(cached{View: v, Owner: v.UserID})
 		if err != nil {
 			return fmt.Errorf("orderstatus: encode: %w", err)
 		}
-		entries = append(entries, StatusEntry{ItemID: v.ItemID, RequestID: v.RequestID, Rank: rank(v.Status), JSON: b})
+		entries = append(entries, StatusEntry{ItemID: v.ItemID, RequestID: v.RequestID, Rank: rank(v.Status), JSON: b, Settle: i < len(orders)})
 	}
 	return NewStore(s).PutStatuses(ctx, entries)
 }

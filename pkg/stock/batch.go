@@ -106,7 +106,7 @@ func (s *Store) pipelined(ctx context.Context, op string, calls []ScriptCall) ([
 // RunBatch sends calls by EVALSHA in one pipeline on rdb and returns their
 // commands, in the order of calls; a failure to reach Redis is op's error,
 // wrapping ErrUnavailable. It is the batch path of the ledger's scripts
-// (ReleaseMany, RestoreMany, SettleMany) and of other features' that run
+// (ReleaseMany, RestoreMany) and of other features' that run
 // many calls at once (pkg/orderstatus's PutStatuses), as Store.Eval is
 // their single call's.
 //

@@ -10,14 +10,24 @@
 -- SPUBLISH on the bucket's shard channel: it carries the bucket's hash tag,
 -- so in a Redis Cluster the message stays on the shard of the keys instead
 -- of being broadcast to every node.
--- KEYS[i] status key of request i (all of one bucket)
+-- The call is also the order writer's settle: the requests marked to
+-- settle lose their reservations in the same step, so a poll finds an
+-- order's reservation or its status, never both and never neither
+-- (settling one round trip before caching sent the polls in between to
+-- MySQL). A request whose newer status was kept is settled all the same.
+-- KEYS[i] status key of request i (all of one bucket); KEYS[n + 1], when a
+-- request is to settle, the bucket's reservations hash
 -- ARGV[1] the bucket's status channel; then for request i, from
--- ARGV[2 + 4*(i-1)]: rank, JSON, ttl (ms), request id
+-- ARGV[2 + 5*(i-1)]: rank, JSON, ttl (ms), request id, "1" to settle it
 -- Returns how many were stored (the others kept a newer value).
+local n = (#ARGV - 1) / 5
 local stored = 0
-for i, key in ipairs(KEYS) do
-  local a = 2 + 4 * (i - 1)
+local settle = {}
+for i = 1, n do
+  local key = KEYS[i]
+  local a = 2 + 5 * (i - 1)
   local rank = ARGV[a]
+  if ARGV[a + 4] == "1" then settle[#settle + 1] = ARGV[a + 3] end
   local cur = redis.call("GET", key)
   local older = cur and tonumber(string.match(cur, "^(%d+)|"))
   if not (older and older > tonumber(rank)) then
@@ -26,5 +36,8 @@ for i, key in ipairs(KEYS) do
     redis.call("SPUBLISH", ARGV[1], ARGV[a + 3] .. " " .. v)
     stored = stored + 1
   end
+end
+if #settle > 0 then
+  redis.call("HDEL", KEYS[n + 1], unpack(settle))
 end
 return stored
