@@ -78,6 +78,7 @@ func exportedLabels(t *testing.T) map[string]map[string]bool {
 	r := &descRecorder{names: map[string]bool{}}
 	httpapi.NewMetrics(r)
 	orderstatus.RegisterWaitMetrics(r, func() (int, int) { return 0, 0 })
+	orderstatus.RegisterReadMetrics(r)
 	httpapi.RedisBatchSizes(r)
 	admission.NewMetrics(r)
 	orderwriter.NewMetrics(r)

@@ -50,15 +50,19 @@ type Reader struct {
 	reqs   *requestCache
 	waits  *statusWaits
 	log    *slog.Logger
+	// fromMySQL counts the reads that asked MySQL (RegisterReadMetrics).
+	fromMySQL prometheus.Counter
 }
 
 // NewReader returns the status reader over the ledger's Redis and db, and
-// registers its wait metrics (RegisterWaitMetrics) on reg.
+// registers its wait and read metrics (RegisterWaitMetrics,
+// RegisterReadMetrics) on reg.
 func NewReader(cfg ReaderConfig, ledger *stock.Store, db *sql.DB, reg prometheus.Registerer, log *slog.Logger) *Reader {
 	st := NewStore(ledger)
 	r := &Reader{cfg: cfg, st: st, ledger: ledger, db: db, reqs: newRequestCache(),
 		waits: newStatusWaits(st, cfg.Waiters, cfg.StoreTimeout, log), log: log}
 	RegisterWaitMetrics(reg, r.waits.waiting)
+	r.fromMySQL = RegisterReadMetrics(reg)
 	return r
 }
 
@@ -121,6 +125,7 @@ func (r *Reader) Read(ctx context.Context, rid string, user int64) (View, error)
 // unknownRequestTTL (see requestCache).
 func (r *Reader) viewFromMySQL(ctx context.Context, rid string) (View, error) {
 	st, err := r.reqs.read(ctx, rid, func(ctx context.Context) (store.RequestState, error) {
+		r.fromMySQL.Inc()
 		dctx, cancel := context.WithTimeout(ctx, r.cfg.StoreTimeout)
 		defer cancel()
 		return store.RequestStatus(dctx, r.db, rid)
@@ -160,6 +165,7 @@ func viewOfState(rid string, st store.RequestState) View {
 // not, since a pay may still be about to commit. Only the owner's polls of
 // an order being paid come here, so the MySQL cost is theirs alone.
 func (r *Reader) inDoubtView(ctx context.Context, rid string, user int64) (View, error) {
+	r.fromMySQL.Inc()
 	dctx, cancel := context.WithTimeout(ctx, r.cfg.StoreTimeout)
 	st, err := store.RequestStatus(dctx, r.db, rid)
 	cancel()

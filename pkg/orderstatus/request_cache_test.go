@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
@@ -116,6 +117,10 @@ func TestUnknownRequestCostsOneQueryPerTTL(t *testing.T) {
 		t.Helper()
 		if got := queries.Load(); got != n {
 			t.Fatalf("%s: %d MySQL queries in all, want %d", what, got, n)
+		}
+		// flashsale_status_mysql_reads_total counts what MySQL saw.
+		if got := testutil.ToFloat64(r.fromMySQL); got != float64(n) {
+			t.Fatalf("%s: flashsale_status_mysql_reads_total %v, want %d", what, got, n)
 		}
 	}
 	const user = 77
