@@ -83,3 +83,71 @@ func handlerReads(t *testing.T, ctx context.Context, conn *sql.Conn) int64 {
 	}
 	return sum
 }
+
+// TestChecksCountEachViolation seeds an item's rows with one of each thing
+// the counting checks look for and checks each count: an ORDERED outcome
+// without its order, an order without an outcome, an order whose outcome
+// is a rejection, an order whose ORDERED outcome names another item, and
+// one outcome of each rejecting kind. The I4 counts come from one join
+// (readChecks says why), so each kind must still land in its own count.
+func TestChecksCountEachViolation(t *testing.T) {
+	db, _ := testenv.MySQL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	item, other := testenv.ItemID(), testenv.ItemID()
+	rid := func(s string) string { return fmt.Sprintf("r-%d-%s", item, s) }
+	type row struct {
+		rid     string
+		order   bool   // the item has an order of this request
+		outcome string // its outcome, "" for none
+		of      int64  // the outcome's item
+	}
+	rows := []row{
+		{rid("ok1"), true, "ORDERED", item},
+		{rid("ok2"), true, "ORDERED", item},
+		{rid("ok3"), true, "ORDERED", item},
+		{rid("lost-order"), false, "ORDERED", item},     // I4: ORDERED without an order
+		{rid("no-outcome"), true, "", 0},                // I4: an order without an outcome
+		{rid("rejected-order"), true, "REJECTED", item}, // I4: an order whose outcome is not ORDERED
+		{rid("other-item"), true, "ORDERED", other},     // I4: its ORDERED outcome is another item's
+		{rid("aborted"), false, "ABORTED", item},
+		{rid("voided"), false, "VOIDED", item},
+	}
+	for i, r := range rows {
+		if r.order {
+			if _, err := db.ExecContext(ctx, "INSERT INTO orders (request_id, user_id, item_id, qty, price_cents, status, expires_at) VALUES (?, ?, ?, 1, 100, 'UNPAID', NOW(3))",
+				r.rid, 900_000+i, item); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if r.outcome != "" {
+			if _, err := db.ExecContext(ctx, "INSERT INTO request_outcomes (request_id, item_id, user_id, qty, outcome) VALUES (?, ?, ?, 1, ?)",
+				r.rid, r.of, 900_000+i, r.outcome); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var n numbers
+	var rep Report
+	if err := readChecks(ctx, db, item, &n, &rep); err != nil {
+		t.Fatal(err)
+	}
+	got := [4]int64{n.orderedNoOrder, n.orderNoOutcome, rep.Rejected, n.dupBuyers}
+	if want := [4]int64{1, 3, 3, 0}; got != want {
+		t.Fatalf("ORDERED without order, orders without ORDERED outcome, rejections, buyers with two: %v, want %v", got, want)
+	}
+	// The rejections are counted by name: the outcome column must have no
+	// other kind than ORDERED and those three.
+	var kinds string
+	if err := db.QueryRowContext(ctx, `SELECT COLUMN_TYPE FROM information_schema.COLUMNS
+WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'request_outcomes' AND COLUMN_NAME = 'outcome'`).Scan(&kinds); err != nil {
+		t.Fatal(err)
+	}
+	if kinds != "enum('ORDERED','REJECTED','ABORTED','VOIDED')" {
+		t.Fatalf("request_outcomes.outcome is %s: count its new kinds in readChecks' rejections", kinds)
+	}
+	// I2 holds by orders_user_item: the check must find it.
+	if keyed, err := oneOrderPerBuyerKey(ctx, db); err != nil || !keyed {
+		t.Fatalf("oneOrderPerBuyerKey: %v %v, want the schema's unique key on (user_id, item_id) found", keyed, err)
+	}
+}
