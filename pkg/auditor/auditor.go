@@ -41,19 +41,60 @@ type Auditor struct {
 	settled map[int64]struct{} // ended sales found settled (settled.go)
 }
 
-// Run audits until ctx is done.
+// maxBusyShare bounds the share of its time the auditor spends in passes:
+// after a pass that took d it rests at least d×(1/maxBusyShare − 1), so a
+// pass longer than a fifth of Interval spaces the next one out instead of
+// following it at once. A pass reads every order of every watched sale, so
+// it grows with the sales; once passes outlasted Interval the auditor read
+// MySQL without a pause, on the database the sales write to, and making a
+// pass cheaper only made the passes more frequent (BENCHMARKS.md, "The live
+// audit's checks").
+const maxBusyShare = 0.2
+
+// restAfter is how long Run waits after a pass that took took: the rest of
+// interval, and at least what keeps the auditor's busy share at
+// maxBusyShare.
+func restAfter(interval, took time.Duration) time.Duration {
+	rest := interval - took
+	if least := time.Duration(float64(took) * (1/maxBusyShare - 1)); rest < least {
+		rest = least
+	}
+	return rest
+}
+
+// Run audits until ctx is done: a pass every Interval, spaced further apart
+// while passes take more than a fifth of it (restAfter). A failed pass is
+// followed by the plain rest of Interval: its length is a stalled store's,
+// not the audit's work, and the next pass should see the store recover.
 func (a *Auditor) Run(ctx context.Context) error {
-	t := time.NewTicker(a.Interval)
-	defer t.Stop()
+	spaced := false
 	for {
+		start := time.Now()
 		pctx, cancel := context.WithTimeout(ctx, a.Interval*4)
-		if err := a.Pass(pctx); err != nil && ctx.Err() == nil {
+		err := a.Pass(pctx)
+		cancel()
+		took := time.Since(start)
+		rest := max(a.Interval-took, 0)
+		if err != nil && ctx.Err() == nil {
 			a.Metrics.failures.Inc()
 			a.Log.Warn("audit pass failed", "err", err)
+		} else if err == nil {
+			rest = restAfter(a.Interval, took)
+			if now := took+rest > a.Interval; now != spaced {
+				spaced = now
+				if spaced {
+					a.Log.Info("audit passes spaced out: a pass takes more than a fifth of the interval",
+						"pass", took.Round(time.Millisecond).String(), "next_in", rest.Round(time.Millisecond).String(), "interval", a.Interval.String())
+				} else {
+					a.Log.Info("audit passes back to every interval",
+						"pass", took.Round(time.Millisecond).String(), "interval", a.Interval.String())
+				}
+			}
 		}
-		cancel()
+		t := time.NewTimer(rest)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return nil
 		case <-t.C:
 		}
