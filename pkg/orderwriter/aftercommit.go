@@ -51,8 +51,9 @@ func releaseOptions(reason string) (stock.ReleaseOptions, bool) {
 // reservation or its status, never both and never neither
 // (TestAfterCommitSettlesAsItCaches): a buyer who polled UNPAID
 // finds no reservation left when paying, a poll never answers PENDING after
-// UNPAID, and no poll falls between the two to read MySQL, as 12.5% of a
-// sale's polls did when the settle went one round trip before the statuses.
+// UNPAID, and no poll falls between the two to read MySQL, as 4–12.5% of
+// a sale's polls did when the settle went one round trip before the
+// statuses.
 // A rejection's release comes first because it gives the buyer back the
 // right to try again, which its REJECTED tells them; a poll between the two
 // reads MySQL, as before, for the few requests MySQL refuses.
