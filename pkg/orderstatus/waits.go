@@ -281,18 +281,3 @@ func RegisterWaitMetrics(reg prometheus.Registerer, waiting func() (polls, items
 		Help: "Items whose status channel this ingress follows for its waiting polls.",
 	}, func() float64 { _, n := waiting(); return float64(n) })
 }
-
-// RegisterReadMetrics exports how many status reads asked MySQL: a poll of a
-// request Redis knows neither as reserved nor by a cached status (an
-// unknown or expired one, or a decision whose status is not cached yet),
-// one query shared by its concurrent polls, and every poll of an order
-// whose pay left the in-doubt marker. Beside the GET route's request count
-// it is the share of polls that cost MySQL a query. NewReader registers it;
-// it is exported so the metric-name check (deploy/metricnames_test.go)
-// sees it.
-func RegisterReadMetrics(reg prometheus.Registerer) prometheus.Counter {
-	return promauto.With(reg).NewCounter(prometheus.CounterOpts{
-		Name: "flashsale_status_mysql_reads_total",
-		Help: "Status reads that asked MySQL (Redis knew neither the reservation nor a cached status, or the status was in doubt after a pay); concurrent polls of a request share one.",
-	})
-}
