@@ -127,7 +127,7 @@ func statusPutCall(entries []StatusEntry) stock.ScriptCall {
 		k := stock.RequestKeys(e.ItemID, e.RequestID)
 		keys[i] = k.Status(e.RequestID)
 		settles = settles || e.Settle
-		args = append(args, int(e.Rank), e.JSON, e.Rank.ttl().Milliseconds(), e.RequestID, flag(e.Settle))
+		args = append(args, int(e.Rank), e.JSON, e.Rank.ttl().Milliseconds(), e.RequestID, e.Settle) // go-redis sends a bool as 1 or 0
 	}
 	first := stock.RequestKeys(entries[0].ItemID, entries[0].RequestID)
 	args[0] = first.StatusChannel()
@@ -165,13 +165,6 @@ type StatusEntry struct {
 	// (an ABORTED or VOIDED one: the release gives its stock back, and
 	// finds nothing to give once the reservation is gone).
 	Settle bool
-}
-
-func flag(b bool) string {
-	if b {
-		return "1"
-	}
-	return "0"
 }
 
 // PutStatuses caches many statuses in one round trip (each never replacing
