@@ -14,10 +14,11 @@
 //   - TestPaymentWindow: buyers served at once, half pay, the reaper
 //     cancels the rest, their units go home and are bought again.
 //
-// Two more run beside them: TestRestockLiveSale restocks and withdraws a
-// live sale mid-burst (1 and 8 buckets, a limit of 1), and
+// Three more run beside them: TestRestockLiveSale restocks and withdraws a
+// live sale mid-burst (1 and 8 buckets, a limit of 1),
 // TestSmallBuyerAtTheEnd serves a buyer of 1 from the last 2 units spread
-// over 8 or 64 buckets.
+// over 8 or 64 buckets, and TestOrderWait orders with ?wait= (the 202
+// carries the written order's status).
 //
 // They run in the default `go test ./...` of make test, about 30 s in all
 // (most of it building the binaries and the 3 s payment windows).

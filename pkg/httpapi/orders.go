@@ -32,8 +32,21 @@ type accepted struct {
 // Redis and durably in Kafka. Every answer for a well-formed item id is
 // counted for the item's live view (pkg/tally): a few atomic adds, never a
 // wait.
+//
+// With ?wait= (the status poll's parameter and cap) the 202 waits, as
+// GET /api/v1/orders/{request_id}?wait= would, for the request to leave
+// PENDING and carries its status: a buyer following the API's advice makes
+// one request per order instead of two, and the ingress and Redis answer
+// one where they answered two (issue 42). The wait is the buyer's, not
+// the admission's: the latency histograms and the live view time the
+// admission alone (markAnswered).
 func (s *Server) postOrder(c echo.Context) error {
 	start := time.Now()
+	_, sent := c.QueryParams()["wait"]
+	wait, err := parseWait(c.QueryParam("wait"), sent, s.cfg.Ingress.StatusWaitMax)
+	if err != nil {
+		return err
+	}
 	var b orderBody
 	if err := decodeStrict(c, &b); err != nil {
 		return err
@@ -41,7 +54,7 @@ func (s *Server) postOrder(c echo.Context) error {
 	if b.ItemID == nil || *b.ItemID <= 0 {
 		return badRequest("invalid_item_id", "item_id must be a positive integer")
 	}
-	err := s.order(c, b)
+	rid, err := s.order(c, b)
 	outcome := tally.Accepted
 	var ae *apiError
 	switch {
@@ -51,17 +64,38 @@ func (s *Server) postOrder(c echo.Context) error {
 		outcome = "internal"
 	}
 	s.tally.Record(*b.ItemID, outcome, time.Since(start))
-	return err
+	if err != nil {
+		return err
+	}
+	if wait <= 0 {
+		return c.JSON(http.StatusAccepted, accepted{RequestID: rid, Status: orderstatus.Pending})
+	}
+	markAnswered(c)
+	return c.JSON(http.StatusAccepted, s.awaitAccepted(c, rid, wait))
 }
 
-// order admits the order of a body with a valid item id.
-func (s *Server) order(c echo.Context, b orderBody) error {
+// awaitAccepted is the status of the accepted request rid up to wait (the
+// long poll of getOrder). A status that cannot be read is PENDING: the
+// request was accepted, and a failed read must not turn the 202 into an
+// error the buyer would retry.
+func (s *Server) awaitAccepted(c echo.Context, rid string, wait time.Duration) any {
+	user := principal(c).UserID
+	v, err := s.status.Poll(c.Request().Context(), rid, user, wait)
+	if err != nil || v.RequestID != rid {
+		return accepted{RequestID: rid, Status: orderstatus.Pending}
+	}
+	return v
+}
+
+// order admits the order of a body with a valid item id and returns its
+// request id.
+func (s *Server) order(c echo.Context, b orderBody) (string, error) {
 	if b.Qty == nil || *b.Qty < 1 || *b.Qty > s.cfg.MaxQty {
-		return badRequest("invalid_qty", fmt.Sprintf("qty must be an integer from 1 to the item's per-user limit (at most %d)", s.cfg.MaxQty))
+		return "", badRequest("invalid_qty", fmt.Sprintf("qty must be an integer from 1 to the item's per-user limit (at most %d)", s.cfg.MaxQty))
 	}
 	key := c.Request().Header.Get("Idempotency-Key")
 	if _, sent := c.Request().Header["Idempotency-Key"]; sent && !plainToken(key, 64) {
-		return badRequest("invalid_idempotency_key", "Idempotency-Key must be 1 to 64 characters of A-Z a-z 0-9 . _ : -")
+		return "", badRequest("invalid_idempotency_key", "Idempotency-Key must be 1 to 64 characters of A-Z a-z 0-9 . _ : -")
 	}
 	user := principal(c).UserID
 	kind := waitroom.NoGrant
@@ -69,9 +103,9 @@ func (s *Server) order(c echo.Context, b orderBody) error {
 		var err error
 		if kind, err = s.room.CheckGrant(c.Request().Context(), *b.ItemID, user, *b.AdmissionGrant); err != nil {
 			if errors.Is(err, waitroom.ErrUnavailable) {
-				return unavailable("the order could not be taken; nothing was reserved, please retry")
+				return "", unavailable("the order could not be taken; nothing was reserved, please retry")
 			}
-			return roomError(err, waitroom.Item{}, "order")
+			return "", roomError(err, waitroom.Item{}, "order")
 		}
 	}
 	res := s.admission.Admit(c.Request().Context(), admission.Request{
@@ -82,11 +116,11 @@ func (s *Server) order(c echo.Context, b orderBody) error {
 		if kind == waitroom.OfferGrant && res.Outcome == admission.Accepted {
 			s.room.CountOfferClaim()
 		}
-		return c.JSON(http.StatusAccepted, accepted{RequestID: res.RequestID, Status: orderstatus.Pending})
+		return res.RequestID, nil
 	}
 	if res.Outcome == admission.NotActive {
 		// sale_ended or sale_not_active: which one is the item row's to say.
-		return s.notActive(c.Request().Context(), *b.ItemID)
+		return "", s.notActive(c.Request().Context(), *b.ItemID)
 	}
 	if res.Outcome == admission.NeedGrant {
 		s.room.CountRefusal(waitroom.RefusedRequired)
@@ -95,9 +129,9 @@ func (s *Server) order(c echo.Context, b orderBody) error {
 		s.room.CountRefusal(waitroom.RefusedOfferGone)
 	}
 	if res.Outcome == admission.OverLimit && kind == waitroom.OfferGrant {
-		return badRequest("invalid_qty", "a waitlist offer is one unit: order it with qty 1")
+		return "", badRequest("invalid_qty", "a waitlist offer is one unit: order it with qty 1")
 	}
-	return admissionError(res)
+	return "", admissionError(res)
 }
 
 // admissionError maps a refused admission to the contract's answer (but
