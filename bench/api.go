@@ -204,33 +204,41 @@ var Outcomes = []string{OutAccepted, OutAlready, OutSoldOut, OutLimited, OutUnav
 // Classify maps one answer to its outcome row and, for a 202, the request id.
 // detail names what "other" was (status and error code, or transport error).
 func Classify(code int, body []byte, transportErr string) (outcome, requestID, detail string) {
+	outcome, st, detail := classifyOrder(code, body, transportErr)
+	return outcome, st.RequestID, detail
+}
+
+// classifyOrder is Classify with the whole body of a 202: with ?wait= it
+// is the request's status view (ingress/openapi.yaml), else its request
+// id and PENDING.
+func classifyOrder(code int, body []byte, transportErr string) (outcome string, accepted OrderStatus, detail string) {
 	if code == 0 {
-		return OutOther, "", "transport: " + transportErr
+		return OutOther, OrderStatus{}, "transport: " + transportErr
 	}
 	var e apiError
 	switch code {
 	case http.StatusAccepted:
 		var s OrderStatus
 		if err := json.Unmarshal(body, &s); err != nil || s.RequestID == "" {
-			return OutOther, "", "202 without request_id"
+			return OutOther, OrderStatus{}, "202 without request_id"
 		}
-		return OutAccepted, s.RequestID, ""
+		return OutAccepted, s, ""
 	case http.StatusConflict:
 		_ = json.Unmarshal(body, &e)
 		if e.Error == "already_purchased" {
-			return OutAlready, "", ""
+			return OutAlready, OrderStatus{}, ""
 		}
 	case http.StatusGone:
 		_ = json.Unmarshal(body, &e)
 		if e.Error == "sold_out" {
-			return OutSoldOut, "", ""
+			return OutSoldOut, OrderStatus{}, ""
 		}
 	case http.StatusTooManyRequests:
-		return OutLimited, "", ""
+		return OutLimited, OrderStatus{}, ""
 	case http.StatusServiceUnavailable:
-		return OutUnavail, "", ""
+		return OutUnavail, OrderStatus{}, ""
 	default:
 		_ = json.Unmarshal(body, &e)
 	}
-	return OutOther, "", strconv.Itoa(code) + " " + e.Error
+	return OutOther, OrderStatus{}, strconv.Itoa(code) + " " + e.Error
 }

@@ -31,6 +31,17 @@ type Attack struct {
 	Concurrency int
 	Duration    time.Duration
 	Timeout     time.Duration
+	// OrderWait > 0 sends each order with ?wait= (Settings.OrderWait).
+	OrderWait time.Duration
+}
+
+// ordersURL is where the attack's orders go, with ?wait= when it waits.
+func (a *Attack) ordersURL() string {
+	u := a.Base + "/api/v1/orders"
+	if a.OrderWait > 0 {
+		u += "?wait=" + strconv.FormatInt(a.OrderWait.Milliseconds(), 10) + "ms"
+	}
+	return u
 }
 
 // header builds attempt i's request headers.
@@ -77,7 +88,7 @@ func (a *Attack) Run(ctx context.Context, rec *Recorder) error {
 func (a *Attack) openLoop(ctx context.Context, rec *Recorder) error {
 	var next atomic.Int64
 	bodies := a.bodies()
-	url := a.Base + "/api/v1/orders"
+	url := a.ordersURL()
 	targeter := func(t *vegeta.Target) error {
 		i := int(next.Add(1) - 1)
 		if i >= a.N {
@@ -99,8 +110,8 @@ func (a *Attack) openLoop(ctx context.Context, rec *Recorder) error {
 		if v := res.Headers.Get(attemptHeader); v != "" {
 			i, _ = strconv.Atoi(v)
 		}
-		out, id, detail := Classify(int(res.Code), res.Body, res.Error)
-		rec.Add(Result{Attempt: i, Outcome: out, RequestID: id, Detail: detail, Latency: res.Latency, End: res.End()})
+		out, st, detail := classifyOrder(int(res.Code), res.Body, res.Error)
+		rec.Add(Result{Attempt: i, Outcome: out, RequestID: st.RequestID, Status: st, Detail: detail, Latency: res.Latency, End: res.End()})
 	}
 	return ctx.Err()
 }
@@ -128,7 +139,7 @@ func (a *Attack) closedLoop(ctx context.Context, rec *Recorder) error {
 	}
 	client := NewHTTPClient(a.Concurrency, a.Timeout)
 	bodies := a.bodies()
-	url := a.Base + "/api/v1/orders"
+	url := a.ordersURL()
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range a.Concurrency {
@@ -174,6 +185,7 @@ func (a *Attack) send(ctx context.Context, c *http.Client, url string, body []by
 	}
 	res.End = time.Now()
 	res.Latency = res.End.Sub(start)
-	res.Outcome, res.RequestID, res.Detail = Classify(code, b, errText)
+	res.Outcome, res.Status, res.Detail = classifyOrder(code, b, errText)
+	res.RequestID = res.Status.RequestID
 	return res
 }

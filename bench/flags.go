@@ -56,6 +56,10 @@ type Settings struct {
 	// (GET ...?wait=): one request per accepted order instead of one per
 	// round, to compare with plain polling.
 	PollWait time.Duration
+	// OrderWait, when above 0, sends each order with ?wait=: its 202
+	// carries the status once the order is written, and an order that
+	// settled within the wait needs no poll (one request per order).
+	OrderWait time.Duration
 	// ReapWait bounds how long to wait, after settling, for the reaper to
 	// cancel unpaid orders so its work shows in the audit (0 = don't wait).
 	ReapWait time.Duration
@@ -137,6 +141,7 @@ func (s *Settings) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&s.PollTimeout, "poll-timeout", 60*time.Second, "how long accepted requests are polled to a terminal status after the attack")
 	fs.DurationVar(&s.PollInterval, "poll-interval", 250*time.Millisecond, "pause between polling rounds")
 	fs.DurationVar(&s.PollWait, "poll-wait", 0, "long-poll each accepted request with ?wait= of this long (e.g. 10s), 0 = plain polling every -poll-interval")
+	fs.DurationVar(&s.OrderWait, "order-wait", 0, "send each order with ?wait= of this long (e.g. 10s): its 202 carries the status once written, and only orders still PENDING are polled; 0 = a plain 202, then polls")
 	fs.DurationVar(&s.ReapWait, "reap-wait", 30*time.Second, "after settling, wait up to this long for the reaper to cancel unpaid orders, 0 = don't wait")
 	fs.DurationVar(&s.RequestTimeout, "request-timeout", 10*time.Second, "timeout of one HTTP request")
 	fs.Int64Var(&s.ItemID, "item", 0, "item id to create, 0 = a fresh random id")
@@ -183,6 +188,8 @@ func (s *Settings) Validate() error {
 		return fmt.Errorf("FLASHSALE_POLL_TIMEOUT, FLASHSALE_POLL_INTERVAL, FLASHSALE_REQUEST_TIMEOUT: expected positive durations")
 	case s.PollWait < 0 || s.PollWait > 2*time.Minute:
 		return fmt.Errorf("FLASHSALE_POLL_WAIT: %v (expected 0 for plain polling, or up to 2m)", s.PollWait)
+	case s.OrderWait < 0 || s.OrderWait > 2*time.Minute:
+		return fmt.Errorf("FLASHSALE_ORDER_WAIT: %v (expected 0 for a plain 202, or up to 2m)", s.OrderWait)
 	case s.ItemID < 0:
 		return fmt.Errorf("FLASHSALE_ITEM: %d (expected 0 or a positive id)", s.ItemID)
 	case s.Items < 0 || s.Items > 100_000 || (s.Items > 1 && s.Units < s.Items):

@@ -12,9 +12,12 @@ type Result struct {
 	Attempt   int
 	Outcome   string
 	RequestID string
-	Detail    string
-	Latency   time.Duration
-	End       time.Time
+	// Status is what an accepted order's 202 said of it: PENDING, or with
+	// -order-wait the status it reached within the wait.
+	Status  OrderStatus
+	Detail  string
+	Latency time.Duration
+	End     time.Time
 }
 
 // Recorder keeps every answer of an attack: latencies per outcome for the

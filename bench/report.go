@@ -238,7 +238,11 @@ func writeRun(b *bytes.Buffer, r *Report) {
 	if s.PollWaitMs > 0 {
 		pollMode = fmt.Sprintf("long polls ?wait=%dms", s.PollWaitMs)
 	}
-	fmt.Fprintf(b, "status requests %d (%s), %.2f per settled request\n", s.Polls, pollMode, s.PollsPerSettled)
+	fmt.Fprintf(b, "status requests %d (%s), %.2f per settled request", s.Polls, pollMode, s.PollsPerSettled)
+	if s.SettledByAnswer > 0 {
+		fmt.Fprintf(b, "; %d settled by their 202 (orders sent with ?wait=), never polled", s.SettledByAnswer)
+	}
+	fmt.Fprintln(b)
 	switch {
 	case r.Publish != nil:
 		fmt.Fprintf(b, "%s\n", publishLine(r.Publish))

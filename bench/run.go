@@ -81,7 +81,7 @@ func RunScenario(ctx context.Context, w Workload, sc Scenario) (Report, error) {
 	rep := Report{Scenario: sc.Name, Baseline: sc.Baseline, Target: sc.Base, ItemID: itemID, Items: len(ids),
 		Buyers: s.Buyers, Units: s.Units, Planned: n, Checks: []string{}}
 	atk := &Attack{Base: sc.Base, ItemIDs: ids, Plan: w.Plan, Tokens: w.Tokens, N: n,
-		Rate: s.Rate, Concurrency: w.Concurrency, Duration: s.Duration, Timeout: s.RequestTimeout}
+		Rate: s.Rate, Concurrency: w.Concurrency, Duration: s.Duration, Timeout: s.RequestTimeout + s.OrderWait, OrderWait: s.OrderWait}
 	if atk.Concurrency > 0 {
 		rep.Mode, rep.Concurrency = "concurrency", atk.Concurrency
 	} else {
@@ -92,7 +92,7 @@ func RunScenario(ctx context.Context, w Workload, sc Scenario) (Report, error) {
 	settler.wait = s.PollWait
 	rec := NewRecorder(len(w.Plan.Attempts), func(r Result) {
 		if r.Attempt >= 0 {
-			settler.Track(w.Plan.Attempts[r.Attempt].Buyer, r.RequestID, r.End)
+			settler.Track(w.Plan.Attempts[r.Attempt].Buyer, r.RequestID, r.End, r.Status)
 		}
 	})
 

@@ -34,6 +34,7 @@ type Settler struct {
 	payErr   int
 	pollErr  int
 	polls    int // status requests sent
+	byAnswer int // settled by what their 202 carried (-order-wait)
 	units    int // distinct requests that reached UNPAID or PAID
 	// following marks the pending requests a long poller follows.
 	following map[string]bool
@@ -58,15 +59,28 @@ func NewSettler(api *API, tokens Tokens, payers []bool) *Settler {
 }
 
 // Track starts following one accepted request. A replay's 202 repeats the
-// first request id and is followed once.
-func (s *Settler) Track(buyer int, requestID string, at time.Time) {
+// first request id and is followed once. said is the status the 202
+// carried (-order-wait): one already decided is settled here without a
+// poll, but an UNPAID order of a buyer who pays, which a poll pays.
+func (s *Settler) Track(buyer int, requestID string, at time.Time, said OrderStatus) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.seen[requestID] {
 		return
 	}
 	s.seen[requestID] = true
-	s.pending[requestID] = &tracked{buyer: buyer, accepted: at}
+	tr := &tracked{buyer: buyer, accepted: at}
+	if said.RequestID == requestID && Terminal(said.Status) && (said.Status != "UNPAID" || !s.payers[buyer]) {
+		// Settled, but not timed: its 202 came after the write, so
+		// accept→terminal, the settle time of a polled request, is unknown.
+		s.settleLocked(tr, said, said.Status, time.Time{})
+		s.byAnswer++
+		if at.After(s.lastDone) {
+			s.lastDone = at
+		}
+		return
+	}
+	s.pending[requestID] = tr
 	select {
 	case s.tracked <- struct{}{}:
 	default:
@@ -186,14 +200,7 @@ func (s *Settler) poll(ctx context.Context, id string) (done bool) {
 		return true
 	}
 	delete(s.pending, id)
-	s.settled = append(s.settled, now.Sub(tr.accepted))
-	if now.After(s.lastDone) {
-		s.lastDone = now
-	}
-	s.statuses[final]++
-	if st.Status == "UNPAID" || st.Status == "PAID" {
-		s.units += max(st.Qty, 1)
-	}
+	s.settleLocked(tr, st, final, now)
 	if payOK {
 		s.paid++
 	}
@@ -206,6 +213,22 @@ func (s *Settler) poll(ctx context.Context, id string) (done bool) {
 	return true
 }
 
+// settleLocked records tr, no longer pending, as settled at now in st
+// (final after its pay); a zero now is a settle of unknown time. s.mu is
+// held.
+func (s *Settler) settleLocked(tr *tracked, st OrderStatus, final string, now time.Time) {
+	if !now.IsZero() {
+		s.settled = append(s.settled, now.Sub(tr.accepted))
+	}
+	if now.After(s.lastDone) {
+		s.lastDone = now
+	}
+	s.statuses[final]++
+	if st.Status == "UNPAID" || st.Status == "PAID" {
+		s.units += max(st.Qty, 1)
+	}
+}
+
 func isStatus(err error, code int) bool {
 	var se *StatusError
 	return errors.As(err, &se) && se.Code == code
@@ -213,9 +236,11 @@ func isStatus(err error, code int) bool {
 
 // SettleStats is what the settler saw.
 type SettleStats struct {
-	Tracked      int            `json:"tracked"`
-	Settled      int            `json:"settled"`
-	Unsettled    int            `json:"unsettled"`
+	Tracked   int `json:"tracked"`
+	Settled   int `json:"settled"`
+	Unsettled int `json:"unsettled"`
+	// P50ms, P99ms and Maxms are accept→terminal of the polled requests
+	// (those settled by their 202 have no accept time apart from it).
 	P50ms        float64        `json:"settle_p50_ms"`
 	P99ms        float64        `json:"settle_p99_ms"`
 	Maxms        float64        `json:"settle_max_ms"`
@@ -228,9 +253,12 @@ type SettleStats struct {
 	PollErrors   int            `json:"poll_errors"`
 	// Polls is every status request sent; PollWaitMs the ?wait= of each
 	// (0: plain polling every -poll-interval).
-	Polls           int      `json:"polls"`
-	PollsPerSettled float64  `json:"polls_per_settled"`
-	PollWaitMs      int64    `json:"poll_wait_ms"`
+	Polls           int     `json:"polls"`
+	PollsPerSettled float64 `json:"polls_per_settled"`
+	PollWaitMs      int64   `json:"poll_wait_ms"`
+	// SettledByAnswer counts the requests whose 202 carried their
+	// decided status (-order-wait): never polled.
+	SettledByAnswer int      `json:"settled_by_answer"`
 	UnsettledIDs    []string `json:"unsettled_sample,omitempty"`
 }
 
@@ -240,12 +268,13 @@ func (s *Settler) Stats() SettleStats {
 	defer s.mu.Unlock()
 	sorted := slices.Clone(s.settled)
 	slices.Sort(sorted)
-	st := SettleStats{Tracked: len(s.settled) + len(s.pending), Settled: len(s.settled), Unsettled: len(s.pending),
+	settled := len(s.settled) + s.byAnswer
+	st := SettleStats{Tracked: settled + len(s.pending), Settled: settled, Unsettled: len(s.pending),
 		LastSettled: s.lastDone, Statuses: map[string]int{}, OrderedUnits: s.units,
 		Paid: s.paid, PayRefused: s.payNo, PayErrors: s.payErr, PollErrors: s.pollErr,
-		Polls: s.polls, PollWaitMs: s.wait.Milliseconds()}
-	if len(s.settled) > 0 {
-		st.PollsPerSettled = float64(s.polls) / float64(len(s.settled))
+		Polls: s.polls, PollWaitMs: s.wait.Milliseconds(), SettledByAnswer: s.byAnswer}
+	if settled > 0 {
+		st.PollsPerSettled = float64(s.polls) / float64(settled)
 	}
 	if len(sorted) > 0 {
 		st.P50ms, st.P99ms, st.Maxms = ms(quantile(sorted, .5)), ms(quantile(sorted, .99)), ms(sorted[len(sorted)-1])
