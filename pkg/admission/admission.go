@@ -76,6 +76,12 @@ type Request struct {
 	// claims the unit the offer holds (stock.AdmitRequest.Claim), so the
 	// in-memory sold-out flag, which knows only the stock, is not asked.
 	Claim bool
+	// BeforePublish, if set, is called with an admitted request's id just
+	// before its message is published, on the caller's goroutine: what it
+	// registers for the request (a status wait) is in place before any
+	// status of the request can be stored, since none is stored before
+	// the message exists.
+	BeforePublish func(rid string)
 
 	// buckets is the item's bucket count and bucket the buyer's home
 	// bucket, set by admit.
@@ -294,6 +300,9 @@ func (s *Service) answer(ctx context.Context, r Request, rid string, now time.Ti
 			// Going on is safe (MySQL still refuses oversell and second
 			// orders); only a failover right now could lose this hold.
 			s.m.waitShort.Inc()
+		}
+		if r.BeforePublish != nil {
+			r.BeforePublish(rid)
 		}
 		return s.publish(ctx, r, rid, now)
 	case stock.Replay:

@@ -54,7 +54,15 @@ func (s *Server) postOrder(c echo.Context) error {
 	if b.ItemID == nil || *b.ItemID <= 0 {
 		return badRequest("invalid_item_id", "item_id must be a positive integer")
 	}
-	rid, err := s.order(c, b)
+	// With a wait, the status wait is registered before the request's
+	// message is published (orderstatus.Reader.Expect), so it needs no
+	// first read.
+	var exp *orderstatus.Expected
+	var before func(string)
+	if wait > 0 {
+		before = func(rid string) { exp = s.status.Expect(rid) }
+	}
+	rid, err := s.order(c, b, before)
 	outcome := tally.Accepted
 	var ae *apiError
 	switch {
@@ -65,22 +73,29 @@ func (s *Server) postOrder(c echo.Context) error {
 	}
 	s.tally.Record(*b.ItemID, outcome, time.Since(start))
 	if err != nil {
+		s.status.Drop(exp)
 		return err
 	}
 	if wait <= 0 {
 		return c.JSON(http.StatusAccepted, accepted{RequestID: rid, Status: orderstatus.Pending})
 	}
 	markAnswered(c)
-	return c.JSON(http.StatusAccepted, s.awaitAccepted(c, rid, wait))
+	return c.JSON(http.StatusAccepted, s.awaitAccepted(c, b, rid, exp, wait))
 }
 
 // awaitAccepted is the status of the accepted request rid up to wait (the
-// long poll of getOrder). A status that cannot be read is PENDING: the
-// request was accepted, and a failed read must not turn the 202 into an
-// error the buyer would retry.
-func (s *Server) awaitAccepted(c echo.Context, rid string, wait time.Duration) any {
-	user := principal(c).UserID
-	v, err := s.status.Poll(c.Request().Context(), rid, user, wait)
+// long poll of getOrder), through exp when the wait was registered before
+// this very request was published; a replay's (another request's id, or
+// no exp) reads first, as a poll does. A status that cannot be read is
+// PENDING: the request was accepted, and a failed read must not turn the
+// 202 into an error the buyer would retry.
+func (s *Server) awaitAccepted(c echo.Context, b orderBody, rid string, exp *orderstatus.Expected, wait time.Duration) any {
+	ctx, user := c.Request().Context(), principal(c).UserID
+	if exp != nil && exp.RequestID() == rid {
+		return s.status.Await(ctx, exp, orderstatus.View{RequestID: rid, ItemID: *b.ItemID, Qty: *b.Qty, Status: orderstatus.Pending, UserID: user}, wait)
+	}
+	s.status.Drop(exp)
+	v, err := s.status.Poll(ctx, rid, user, wait)
 	if err != nil || v.RequestID != rid {
 		return accepted{RequestID: rid, Status: orderstatus.Pending}
 	}
@@ -88,8 +103,8 @@ func (s *Server) awaitAccepted(c echo.Context, rid string, wait time.Duration) a
 }
 
 // order admits the order of a body with a valid item id and returns its
-// request id.
-func (s *Server) order(c echo.Context, b orderBody) (string, error) {
+// request id; before (nil: none) is admission.Request.BeforePublish.
+func (s *Server) order(c echo.Context, b orderBody, before func(rid string)) (string, error) {
 	if b.Qty == nil || *b.Qty < 1 || *b.Qty > s.cfg.MaxQty {
 		return "", badRequest("invalid_qty", fmt.Sprintf("qty must be an integer from 1 to the item's per-user limit (at most %d)", s.cfg.MaxQty))
 	}
@@ -110,7 +125,7 @@ func (s *Server) order(c echo.Context, b orderBody) (string, error) {
 	}
 	res := s.admission.Admit(c.Request().Context(), admission.Request{
 		ItemID: *b.ItemID, UserID: user, Qty: *b.Qty, IdempotencyKey: key,
-		Granted: kind == waitroom.AdmitGrant, Claim: kind == waitroom.OfferGrant,
+		Granted: kind == waitroom.AdmitGrant, Claim: kind == waitroom.OfferGrant, BeforePublish: before,
 	})
 	if res.OK() {
 		if kind == waitroom.OfferGrant && res.Outcome == admission.Accepted {
