@@ -224,7 +224,7 @@ func (g *queueGame) playTicket(ctx context.Context, r *ticketRun, bearer string,
 			}
 			// Wait for an offer: a long poll that came back at once with
 			// nothing new is not asked again at once.
-			if wait > 0 && now.Sub(sent) < ticketPollWait/2 && prev.State == ticketSoldOut && !sleepUntil(ctx, now.Add(retry)) {
+			if cameBackEarly(sent, now, wait) && prev.State == ticketSoldOut && !sleepUntil(ctx, now.Add(retry)) {
 				return
 			}
 			wait = ticketPollWait
@@ -270,7 +270,7 @@ func (g *queueGame) playTicket(ctx context.Context, r *ticketRun, bearer string,
 		default:
 			// A long poll that came back at once with nothing new (the
 			// server's waiters are full) is not asked again at once.
-			if wait > 0 && now.Sub(sent) < ticketPollWait/2 && prev.State == ticketWaiting && (prev.Position == nil) == (st.Position == nil) &&
+			if cameBackEarly(sent, now, wait) && prev.State == ticketWaiting && (prev.Position == nil) == (st.Position == nil) &&
 				!sleepUntil(ctx, now.Add(retry)) {
 				return
 			}
@@ -278,6 +278,20 @@ func (g *queueGame) playTicket(ctx context.Context, r *ticketRun, bearer string,
 		}
 		prev = st
 	}
+}
+
+// cameBackEarly reports whether a long poll that asked to wait for wait,
+// sent at sent and answered at now, came back well before its wait (the
+// server's waiters full, a read that failed): such a poll is not asked
+// again at once. It is measured against the wait this poll asked for, not
+// the usual one: a page's refresh just after the start asks for a few
+// hundred ms, and its answer at that deadline, still without a place in
+// line on a loaded machine (the round's close not yet published), is no
+// refusal. Backing off there made the humans, who back off for a second
+// where the bots back off for 200 ms, learn their admission late, and the
+// admitted bots order first (cold runs 25 and 45).
+func cameBackEarly(sent, now time.Time, wait time.Duration) bool {
+	return wait > 0 && now.Sub(sent) < wait/2
 }
 
 // refreshSpread spreads the pages' refreshes at the start (pollWait).

@@ -311,3 +311,29 @@ func TestBotCopiesAGrantAtOnce(t *testing.T) {
 		t.Errorf("orders %q, copied %v: the try after the grant became known should carry it", bodies, r.Copied)
 	}
 }
+
+// TestCameBackEarly: a long poll answered well before the wait it asked
+// for came back early (the player backs off before asking again); one
+// answered at the end of its own short wait did not, whatever the usual
+// wait is. A page's refresh just after the start asks for a few hundred
+// ms: treating its answer as early made the humans, who back off for a
+// second where bots back off for 200 ms, learn their admission late on a
+// loaded machine, so admitted bots ordered first (cold runs 25 and 45
+// failed TestQueueHoldsBotsToTheirShare so).
+func TestCameBackEarly(t *testing.T) {
+	t0 := time.Now()
+	for _, c := range []struct {
+		wait, took time.Duration
+		early      bool
+	}{
+		{ticketPollWait, 50 * time.Millisecond, true},           // the server would not wait
+		{ticketPollWait, ticketPollWait, false},                 // its whole wait
+		{300 * time.Millisecond, 310 * time.Millisecond, false}, // a refresh's own short wait
+		{300 * time.Millisecond, 20 * time.Millisecond, true},
+		{0, 5 * time.Millisecond, false}, // a plain read is not a long poll
+	} {
+		if got := cameBackEarly(t0, t0.Add(c.took), c.wait); got != c.early {
+			t.Errorf("asked %v, answered after %v: early %v, want %v", c.wait, c.took, got, c.early)
+		}
+	}
+}
