@@ -109,8 +109,8 @@ func (c *Ingress) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.RedisWaitTimeout, "redis-wait-timeout", 100*time.Millisecond, "how long an admission waits for FLASHSALE_REDIS_WAIT_REPLICAS, a Go duration")
 	fs.DurationVar(&c.RedisMoveWait, "redis-move-wait", 5*time.Second, "how long an admission or a ticket's take waits out a Redis Cluster reshard of its item's slot before answering 503, a Go duration up to 1m, 0 to answer 503 at once")
 	fs.DurationVar(&c.QueueGrantTTL, "queue-grant-ttl", 30*time.Second, "how long an admission grant of a queued item stays good, a Go duration from 1s to 10m")
-	fs.DurationVar(&c.StatusWaitMax, "status-wait-max", 30*time.Second, "longest wait a status poll may ask for with ?wait=, a Go duration up to 2m, 0 to switch waiting off")
-	fs.IntVar(&c.StatusWaiters, "status-waiters", 10_000, "status polls that may wait at once in this process; past it they answer at once")
+	fs.DurationVar(&c.StatusWaitMax, "status-wait-max", 30*time.Second, "longest wait a status poll or an order may ask for with ?wait=, a Go duration up to 2m, 0 to switch waiting off")
+	fs.IntVar(&c.StatusWaiters, "status-waiters", 10_000, "status polls and orders that may wait at once in this process; past it they answer at once")
 	fs.DurationVar(&c.TallyFlush, "tally-flush", time.Second, "how often the order-answer counts of the live sale console are added to Redis, a Go duration from 50ms to 1m")
 	fs.DurationVar(&c.StatusRecheck, "status-recheck", 750*time.Millisecond, "how often a waiting status poll reads its status again if no announcement came, a Go duration from 100ms, 0 to rely on announcements alone")
 }
