@@ -2,7 +2,6 @@ package orderstatus
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,15 +25,8 @@ func (h *waitHarness) awaitExpected(e *Expected, user, item int64, rid string) <
 // TestWarmWaitReadsOnce). The announced reader has no recheck, so an
 // UNPAID answer is the announcement's.
 func TestExpectedWaitReadsNothing(t *testing.T) {
-	h := announcedReader(t)
-	h.r.waits.linger = time.Minute
-	item := testenv.ItemID()
-	if r := h.settledPoll(61, item); r.status != Unpaid {
-		t.Fatalf("warm-up poll: %d %s, want UNPAID", r.code, r.body)
-	}
-	var reads atomic.Int64
-	testHookRead = func() { reads.Add(1) }
-	t.Cleanup(func() { testHookRead = nil })
+	h, item := warmReader(t, 61)
+	reads := countReads(t)
 
 	rid := h.pendingOrder(62, item)
 	e := h.r.Expect(rid)

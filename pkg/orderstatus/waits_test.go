@@ -384,16 +384,8 @@ func TestWaitAnswersALostAnnouncement(t *testing.T) {
 // once more after subscribing, once more when woken (issue 42: the long
 // poll's three lookup.lua calls were a third of an order's Redis scripts).
 func TestWarmWaitReadsOnce(t *testing.T) {
-	h := announcedReader(t)
-	h.r.waits.linger = time.Minute
-	item := testenv.ItemID()
-	if r := h.settledPoll(51, item); r.status != Unpaid {
-		t.Fatalf("warm-up poll: %d %s, want UNPAID", r.code, r.body)
-	}
-
-	var reads atomic.Int64
-	testHookRead = func() { reads.Add(1) }
-	t.Cleanup(func() { testHookRead = nil })
+	h, item := warmReader(t, 51)
+	reads := countReads(t)
 	r := h.settledPoll(52, item)
 	if r.code != 200 || r.status != Unpaid {
 		t.Fatalf("got %d %s, want 200 UNPAID (the announcement's)", r.code, r.body)
@@ -401,6 +393,28 @@ func TestWarmWaitReadsOnce(t *testing.T) {
 	if n := reads.Load(); n != 1 {
 		t.Fatalf("the poll read its status %d times, want 1: its first read, then the status the announcement carried", n)
 	}
+}
+
+// warmReader is an announcedReader whose subscriptions linger a minute, and
+// an item whose subscription is up: user's poll of it was answered.
+func warmReader(t *testing.T, user int64) (*waitHarness, int64) {
+	t.Helper()
+	h := announcedReader(t)
+	h.r.waits.linger = time.Minute
+	item := testenv.ItemID()
+	if r := h.settledPoll(user, item); r.status != Unpaid {
+		t.Fatalf("warm-up poll: %d %s, want UNPAID", r.code, r.body)
+	}
+	return h, item
+}
+
+// countReads counts the status reads (Reader.Read) from now to the test's
+// end.
+func countReads(t *testing.T) *atomic.Int64 {
+	var reads atomic.Int64
+	testHookRead = func() { reads.Add(1) }
+	t.Cleanup(func() { testHookRead = nil })
+	return &reads
 }
 
 // TestSubscriptionLingersThenGoes: an item bucket's subscription outlives
