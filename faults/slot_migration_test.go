@@ -77,7 +77,12 @@ func TestClusterSlotMigrationLongPolls(t *testing.T) {
 	})
 
 	wait := pick(5*time.Second, 10*time.Second)
-	lp := newLongPolls(p, cc, spec{FirstUser: 10_000, Buyers: pick(700, 1800), Rate: 40, Concurrency: 32}, wait)
+	// Buyers arrive at 40/s through the moves too: an order sent during a
+	// move waits it out (up to the paced move's ~3.4 s) and its buyer then
+	// long-polls, so 40/s needs ~160 buyers at once. With 32 the arrivals
+	// stalled once 32 orders waited, and a move saw 19-31 orders (cold
+	// run 47 failed on 19 < 20) where the share of 503s is judged.
+	lp := newLongPolls(p, cc, spec{FirstUser: 10_000, Buyers: pick(700, 1800), Rate: 40, Concurrency: 200}, wait)
 	waitAccepted(t, lp.w, 40)
 	hold(3 * time.Second)
 
