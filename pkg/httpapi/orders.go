@@ -42,8 +42,7 @@ type accepted struct {
 // admission alone (markAnswered).
 func (s *Server) postOrder(c echo.Context) error {
 	start := time.Now()
-	_, sent := c.QueryParams()["wait"]
-	wait, err := parseWait(c.QueryParam("wait"), sent, s.cfg.Ingress.StatusWaitMax)
+	wait, err := s.waitParam(c)
 	if err != nil {
 		return err
 	}
@@ -191,8 +190,7 @@ func admissionError(r admission.Result) error {
 // With ?wait= (orderstatus.Reader.Poll) a PENDING request is answered as
 // soon as its status leaves PENDING, or PENDING at the end of the wait.
 func (s *Server) getOrder(c echo.Context) error {
-	_, sent := c.QueryParams()["wait"]
-	wait, err := parseWait(c.QueryParam("wait"), sent, s.cfg.Ingress.StatusWaitMax)
+	wait, err := s.waitParam(c)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/labstack/echo/v4"
+
 	"github.com/flashsale-dev/flashsale/pkg/orderstatus"
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 )
@@ -35,6 +37,13 @@ func parseWait(raw string, sent bool, max time.Duration) (time.Duration, error) 
 		d = time.Duration(n) * time.Second
 	}
 	return min(d, max), nil
+}
+
+// waitParam is the request's ?wait= (parseWait), cut to
+// FLASHSALE_STATUS_WAIT_MAX: the status poll's and the order's alike.
+func (s *Server) waitParam(c echo.Context) (time.Duration, error) {
+	_, sent := c.QueryParams()["wait"]
+	return parseWait(c.QueryParam("wait"), sent, s.cfg.Ingress.StatusWaitMax)
 }
 
 // readStatus is rid's status for user (orderstatus.Reader.Read), its
