@@ -146,7 +146,7 @@ galera_launch() {
     --wsrep-sst-method=rsync --wsrep-sst-receive-address="127.0.0.1:$(galera_sst_port "$n")" \
     --wsrep-slave-threads=2 --wsrep-sync-wait=1 \
     "$@" >/dev/null 2>&1 </dev/null &
-  echo $! >"$GSTATE/node-$n.pid"
+  pidfile_write "$GSTATE/node-$n.pid" $!
 }
 
 # galera_start_node N [--bootstrap]: node N, joining the running ones, or
@@ -281,7 +281,7 @@ galera_start_haproxy() {
   galera_haproxy_cfg >"$GSTATE/haproxy.cfg"
   haproxy -c -f "$GSTATE/haproxy.cfg" >"$GSTATE/haproxy.log" 2>&1 || die "haproxy refused its configuration: $GSTATE/haproxy.log"
   setsid nohup haproxy -db -f "$GSTATE/haproxy.cfg" >>"$GSTATE/haproxy.log" 2>&1 </dev/null &
-  echo $! >"$GSTATE/haproxy.pid"
+  pidfile_write "$GSTATE/haproxy.pid" $!
   wait_for galera/haproxy galera_writer
 }
 
@@ -289,13 +289,13 @@ galera_status() {
   local n pid
   for n in "${GALERA_NODES[@]}"; do
     if ! pid_alive "galera/node-$n"; then say "node-$n not running"; continue; fi
-    pid=$(cat "$GSTATE/node-$n.pid")
+    pid=$(pidfile_pid "$GSTATE/node-$n.pid")
     say "node-$n running (pid $pid, 127.0.0.1:$(galera_port "$n"), $(galera_status_var "$n" wsrep_local_state_comment)," \
       "cluster size $(galera_status_var "$n" wsrep_cluster_size), $(galera_status_var "$n" wsrep_cluster_status)," \
       "cert failures $(galera_status_var "$n" wsrep_local_cert_failures), bf aborts $(galera_status_var "$n" wsrep_local_bf_aborts))"
   done
   if pid_alive galera/haproxy; then
-    say "haproxy running (pid $(cat "$GSTATE/haproxy.pid"), 127.0.0.1:$GALERA_PROXY_PORT), writer $(galera_writer || echo none)"
+    say "haproxy running (pid $(pidfile_pid "$GSTATE/haproxy.pid"), 127.0.0.1:$GALERA_PROXY_PORT), writer $(galera_writer || echo none)"
   else
     say "haproxy not running"
   fi

@@ -16,6 +16,9 @@ fi
 STATE=${FLASHSALE_STATE_DIR:-$REPO/.stack}/run
 BIN=$REPO/bin
 mkdir -p "$STATE"
+# shellcheck source=deploy/local/pidfile.sh
+source "$REPO/deploy/local/pidfile.sh"
+alive() { pidfile_alive "$STATE/$1.pid"; } # name
 
 # Short windows so the reaper's work is visible during the demo.
 export FLASHSALE_PAYMENT_WINDOW=${FLASHSALE_PAYMENT_WINDOW:-20s}
@@ -35,7 +38,7 @@ port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 # instead of failing, and says so.
 prom_port() {
   local p=9090
-  if [[ -f $STATE/prometheus.pid ]] && kill -0 "$(cat "$STATE/prometheus.pid")" 2>/dev/null && [[ -f $STATE/prometheus.port ]]; then
+  if alive prometheus && [[ -f $STATE/prometheus.port ]]; then
     cat "$STATE/prometheus.port"
     return
   fi
@@ -46,16 +49,14 @@ prom_port() {
 }
 PROM_ADDR=127.0.0.1:$(prom_port)
 
-alive() { [[ -f $STATE/$1.pid ]] && kill -0 "$(cat "$STATE/$1.pid")" 2>/dev/null; }
-
 start() { # name readyz-url command...
   local name=$1 url=$2; shift 2
   if alive "$name"; then
-    echo "$name already running (pid $(cat "$STATE/$name.pid"))"
+    echo "$name already running (pid $(pidfile_pid "$STATE/$name.pid"))"
     return
   fi
   setsid nohup "$@" >"$STATE/$name.log" 2>&1 </dev/null &
-  echo $! >"$STATE/$name.pid"
+  pidfile_write "$STATE/$name.pid" $!
   local deadline=$((SECONDS + 60))
   until curl -fsS -o /dev/null "$url" 2>/dev/null; do
     alive "$name" || { tail -n 20 "$STATE/$name.log" >&2; echo "$name exited (log: $STATE/$name.log)" >&2; exit 1; }
@@ -68,7 +69,7 @@ start() { # name readyz-url command...
 stop_all() {
   for name in ingress consumer-1 consumer-2 reaper prometheus alertmanager; do
     if alive "$name"; then
-      kill -TERM "$(cat "$STATE/$name.pid")" 2>/dev/null || true
+      kill -TERM "$(pidfile_pid "$STATE/$name.pid")" 2>/dev/null || true
       echo "$name stopping"
     fi
     rm -f "$STATE/$name.pid"

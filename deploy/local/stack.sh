@@ -76,6 +76,8 @@ KAFKA_VERSION=4.1.1
 LOG4J_VERSION=2.24.3
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 STATE=${FLASHSALE_STATE_DIR:-$REPO/.stack}
+# shellcheck source=deploy/local/pidfile.sh
+source "$REPO/deploy/local/pidfile.sh"
 CACHE=${FLASHSALE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/flashsale}
 KAFKA_LIBS=$CACHE/kafka-$KAFKA_VERSION/libs
 WAIT_SECS=${FLASHSALE_STACK_WAIT:-90}
@@ -136,10 +138,7 @@ die() { printf 'stack: %s\n' "$*" >&2; exit 1; }
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-pid_alive() { # service
-  local f=$STATE/$1.pid
-  [[ -f $f ]] && kill -0 "$(cat "$f")" 2>/dev/null
-}
+pid_alive() { pidfile_alive "$STATE/$1.pid"; } # service
 
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.1fs", b-a}'; }
@@ -425,7 +424,7 @@ kafka_launch() { # service dir java-opts...: start the broker in the background
   : >"$STATE/$svc.log"
   setsid nohup java "$@" -cp "$KAFKA_LIBS/*" kafka.Kafka "$dir/server.properties" \
     >>"$STATE/$svc.log" 2>&1 </dev/null &
-  echo $! >"$STATE/$svc.pid"
+  pidfile_write "$STATE/$svc.pid" $!
 }
 
 # The single node: PLAINTEXT for the tests, CONTROLLER for KRaft, and
@@ -540,7 +539,7 @@ start_mysql() {
     --log-error="$STATE/mysql.log" "${MARIADB_SETTINGS[@]}" \
     --innodb-buffer-pool-size=1G --innodb-log-file-size=256M --ssl-ca="$TLS/ca.pem" --ssl-cert="$TLS/server.pem" --ssl-key="$TLS/server-key.pem" \
     >/dev/null 2>&1 </dev/null &
-  echo $! >"$STATE/mysql.pid"
+  pidfile_write "$STATE/mysql.pid" $!
   wait_for mysql mysql_root -e "SELECT 1"
   { mysql_app_grants; cat <<EOF; } | mysql_root
 CREATE USER IF NOT EXISTS '$MYSQL_TLS_USER'@'127.0.0.1' IDENTIFIED BY '$tlspass' REQUIRE SSL;
@@ -570,7 +569,7 @@ redis_launch() {
   mkdir -p "$dir"
   setsid nohup redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --daemonize no \
     "${REDIS_DURABILITY[@]}" --logfile "$STATE/$svc.log" "$@" >/dev/null 2>&1 </dev/null &
-  echo $! >"$STATE/$svc.pid"
+  pidfile_write "$STATE/$svc.pid" $!
 }
 
 # The single node's Redis: plain on REDIS_PORT, TLS on REDIS_TLS_PORT (a
@@ -624,7 +623,7 @@ sentinel down-after-milliseconds $SENTINEL_MASTER 5000
 sentinel failover-timeout $SENTINEL_MASTER 60000
 EOF
   setsid nohup redis-server "$STATE/sentinel.conf" --sentinel >/dev/null 2>&1 </dev/null &
-  echo $! >"$STATE/sentinel.pid"
+  pidfile_write "$STATE/sentinel.pid" $!
   wait_for sentinel sentinel_ready
   say "sentinel up 127.0.0.1:$SENTINEL_PORT, master $SENTINEL_MASTER at 127.0.0.1:$REDIS_PORT in $(elapsed "$t0")"
 }
@@ -648,7 +647,7 @@ stop_svc() { # service
     return
   fi
   local pid t0
-  pid=$(cat "$f")
+  pid=$(pidfile_pid "$f")
   t0=$(now)
   kill -TERM "$pid" 2>/dev/null || true
   for _ in $(seq 1 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
@@ -666,7 +665,7 @@ stop_svc() { # service
 kill_svc() {
   local f=$STATE/$1.pid name=${1##*/} pid
   pid_alive "$1" || die "$name is not running under this stack"
-  pid=$(cat "$f")
+  pid=$(pidfile_pid "$f")
   kill -KILL "$pid"
   while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
   rm -f "$f"
@@ -1037,14 +1036,14 @@ start_cluster_redis() { # ports...
 }
 
 cluster_rss_kib() { # node: resident memory of its process, in KiB (0 when not running)
-  if pid_alive "cluster/$1"; then ps -o rss= -p "$(cat "$CSTATE/$1.pid")" | tr -d ' '; else echo 0; fi
+  if pid_alive "cluster/$1"; then ps -o rss= -p "$(pidfile_pid "$CSTATE/$1.pid")" | tr -d ' '; else echo 0; fi
 }
 
 cluster_status() {
   local n p name pid state role kib total_k=0 total_r=0
   for name in $(cluster_nodes); do
     if ! pid_alive "cluster/$name"; then say "$name not running"; continue; fi
-    pid=$(cat "$CSTATE/$name.pid")
+    pid=$(pidfile_pid "$CSTATE/$name.pid")
     state=running
     [[ $(ps -o stat= -p "$pid") == T* ]] && state=paused
     kib=$(cluster_rss_kib "$name")
@@ -1143,13 +1142,13 @@ cluster_node_cmd() { # cmd node
     ;;
   stop)
     # A paused node must run to handle SIGTERM.
-    pid_alive "cluster/$name" && kill -CONT "$(cat "$CSTATE/$name.pid")"
+    pid_alive "cluster/$name" && kill -CONT "$(pidfile_pid "$CSTATE/$name.pid")"
     stop_svc "cluster/$name"
     ;;
   kill) kill_svc "cluster/$name" ;;
   pause | resume)
     pid_alive "cluster/$name" || die "$name is not running under this stack"
-    if [[ $cmd == pause ]]; then kill -STOP "$(cat "$CSTATE/$name.pid")"; else kill -CONT "$(cat "$CSTATE/$name.pid")"; fi
+    if [[ $cmd == pause ]]; then kill -STOP "$(pidfile_pid "$CSTATE/$name.pid")"; else kill -CONT "$(pidfile_pid "$CSTATE/$name.pid")"; fi
     say "$name ${cmd}d"
     ;;
   esac
@@ -1175,8 +1174,8 @@ cluster_main() {
     for name in $(cluster_nodes); do
       if ! pid_alive "cluster/$name"; then say "$name not running (not started by this stack)"; continue; fi
       pids+=("$name")
-      kill -CONT "$(cat "$CSTATE/$name.pid")" 2>/dev/null || true
-      kill -TERM "$(cat "$CSTATE/$name.pid")" 2>/dev/null || true
+      kill -CONT "$(pidfile_pid "$CSTATE/$name.pid")" 2>/dev/null || true
+      kill -TERM "$(pidfile_pid "$CSTATE/$name.pid")" 2>/dev/null || true
     done
     for name in "${pids[@]}"; do
       if pid_alive "cluster/$name"; then stop_svc "cluster/$name"; else rm -f "$CSTATE/$name.pid" && say "$name stopped in $(elapsed "$t0")"; fi
@@ -1322,7 +1321,7 @@ stop) stop_svc "${2:?service}" ;;
 pause | resume)
   svc=${2:?service}
   pid_alive "$svc" || die "$svc is not running under this stack"
-  if [[ $cmd == pause ]]; then kill -STOP "$(cat "$STATE/$svc.pid")"; else kill -CONT "$(cat "$STATE/$svc.pid")"; fi
+  if [[ $cmd == pause ]]; then kill -STOP "$(pidfile_pid "$STATE/$svc.pid")"; else kill -CONT "$(pidfile_pid "$STATE/$svc.pid")"; fi
   say "$svc ${cmd}d"
   ;;
 wipe-redis)
@@ -1338,7 +1337,7 @@ status)
     redis) where="127.0.0.1:$REDIS_PORT, TLS $REDIS_TLS_PORT" ;;
     sentinel) where="127.0.0.1:$SENTINEL_PORT" ;;
     esac
-    if pid_alive $s; then say "$s running (pid $(cat "$STATE/$s.pid"), $where)"; else say "$s not running"; fi
+    if pid_alive $s; then say "$s running (pid $(pidfile_pid "$STATE/$s.pid"), $where)"; else say "$s not running"; fi
   done
   ;;
 env)
