@@ -21,7 +21,7 @@ import (
 // hole) while the other shards serve. The item has 8 buckets over the 3
 // primaries; one burst buys on buckets of the other primaries, one on the
 // stalled primary's. The other shards' admissions must keep their latency
-// (≥ 99% answered 202 within 100 ms of their normal p99) and none may end
+// (≥ 99% answered 202 within healthySlack of their normal p99) and none may end
 // 503 outcome_unknown: the ingress' Coalescer used to send a batch that
 // mixed shards as one ClusterClient pipeline, which waits for every node in
 // it, so the stall held every flusher and the healthy calls with it.
@@ -35,6 +35,17 @@ func TestClusterRedisPrimaryStalled(t *testing.T) {
 		return func() { c.resume(node) }
 	})
 }
+
+// healthySlack is how far past their normal p99 the other shards'
+// admissions may answer while one primary stalls. The fault these tests
+// guard against held them for the stall or the call's deadline (before the
+// per-node lanes: p50 1.25 s, 12 of 84 within normal p99 + 100 ms). 100 ms
+// was the bound until cold run 48: on a loaded 2-core machine the
+// partition's healthy admissions had a p99 of 274 ms against a normal p99
+// of 127 ms (298 of 306 within + 100 ms, all 306 within + 200 ms; three runs
+// by hand right after: all within + 100 ms). Half a second still tells a
+// held call from a busy machine.
+const healthySlack = 500 * time.Millisecond
 
 // stallFault stalls the primary called node (at addr) for the ingress and
 // returns what ends the stall.
@@ -97,7 +108,7 @@ func redisPrimaryStalled(t *testing.T, how string, prepare func(p *pipeline), fa
 	p99 := pctl(normal, 0.99)
 	within, unknown := 0, 0
 	for _, a := range during {
-		if a.code == 202 && a.doneAt.Sub(a.sentAt) <= p99+100*time.Millisecond {
+		if a.code == 202 && a.doneAt.Sub(a.sentAt) <= p99+healthySlack {
 			within++
 		}
 		if a.errKey == "outcome_unknown" {
@@ -106,17 +117,17 @@ func redisPrimaryStalled(t *testing.T, how string, prepare func(p *pipeline), fa
 	}
 	victimDuring := wv.answersBetween(paused, resumed)
 	refused := measureStall(wv, paused)
-	t.Logf("%s %s (primary of buckets %v of item %d) for %v; other shards (buckets %v): normal p50 %v p99 %v; during the stall p50 %v p99 %v max %v, %d/%d answered 202 within normal p99 + 100 ms; their answers: %s",
+	t.Logf("%s %s (primary of buckets %v of item %d) for %v; other shards (buckets %v): normal p50 %v p99 %v; during the stall p50 %v p99 %v max %v, %d/%d answered 202 within normal p99 + %v; their answers: %s",
 		how, node, stalled, p.itemID, stallFor, healthy, pctl(normal, 0.5), p99, pctl(lat, 0.5), pctl(lat, 0.99), pctl(lat, 1),
-		within, len(during), codes(during))
+		within, len(during), healthySlack, codes(during))
 	t.Logf("stalled shard's buyers: refused for %v after the %s began (answers until the first 202: %s); answers to requests sent during the stall: %s; first 202 %v after its end",
 		refused.took.Round(10*time.Millisecond), how, refused.answers, codes(victimDuring), rec.took.Round(10*time.Millisecond))
 	if len(during) < 50 {
 		t.Fatalf("only %d healthy-shard requests sent during the stall: no load to judge", len(during))
 	}
 	if float64(within) < 0.99*float64(len(during)) {
-		t.Errorf("%d of %d healthy-shard admissions within %v (normal p99 %v + 100 ms) while %s stalled, want ≥ 99%%",
-			within, len(during), p99+100*time.Millisecond, p99, node)
+		t.Errorf("%d of %d healthy-shard admissions within %v (normal p99 %v + %v) while %s stalled, want ≥ 99%%",
+			within, len(during), p99+healthySlack, p99, healthySlack, node)
 	}
 	if unknown > 0 {
 		t.Errorf("%d healthy-shard admissions ended 503 outcome_unknown while another shard stalled", unknown)

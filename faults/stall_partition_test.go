@@ -27,7 +27,7 @@ import (
 // reaper and the cluster bus still reach it: no failover, the primary is
 // only unreachable for the ingress, its connections up and silent. Same
 // assertions: the other shards' admissions keep their latency (≥ 99%
-// within 100 ms of their normal p99) and none ends 503 outcome_unknown.
+// within healthySlack of their normal p99) and none ends 503 outcome_unknown.
 //
 // The cluster's nodes run on loopback in the root namespace and announce
 // 127.0.0.1 (a node moved onto a test host would have to announce that
