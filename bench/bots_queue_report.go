@@ -59,6 +59,13 @@ type EstimateStats struct {
 	// the sell-out instead.
 	AdmittedAtOnce int `json:"admitted_at_once"`
 	NeverAdmitted  int `json:"never_admitted"`
+	// Waited counts the tickets whose first answer with a place in line
+	// was "waiting"; WithoutEstimate those of them that answer gave no
+	// estimate. What the product promises a waiting buyer does not depend
+	// on the machine's load, where Tickets does: on a loaded machine every
+	// admitted ticket may have been admitted by its first placed answer.
+	Waited          int `json:"waited"`
+	WithoutEstimate int `json:"waited_without_estimate"`
 	// P50 and P90 are |estimate - actual| / actual; AbsP50MS and AbsP90MS
 	// the same error in milliseconds.
 	P50      float64 `json:"error_p50"`
@@ -120,6 +127,12 @@ func estimateErrors(runs []ticketRun, drawAt time.Time, offset time.Duration) Es
 	var st EstimateStats
 	var all, first, after, moment phaseErrors
 	for _, r := range runs {
+		if r.SawStart && r.FirstState == ticketWaiting {
+			st.Waited++
+			if !r.HasEst {
+				st.WithoutEstimate++
+			}
+		}
 		switch {
 		case r.SawStart && r.FirstState == ticketAdmitted:
 			st.AdmittedAtOnce++
@@ -323,8 +336,9 @@ func writeQueue(w io.Writer, rep BotsReport) {
 		100*q.BotsShareOfEarlyTickets, q.BotsUnitsOverEarlyTickets, q.FairBotUnits)
 	fmt.Fprintf(w, "  bots skipping the queue: no grant %v, another's grant %v, %d won that way; 403s by code %v\n", q.Skips, q.Copied, q.BypassWins, q.Refusals)
 	e := q.Estimate
-	fmt.Fprintf(w, "  wait estimate error over %d admitted tickets: p50 %.1f%%, p90 %.1f%% (goal <= 15%%: %s), p50 %.0f ms, p90 %.0f ms; %d admitted at once, %d estimated but sold out first\n",
-		e.Tickets, 100*e.P50, 100*e.P90, goal(e.Tickets > 0 && e.P90 <= .15), e.AbsP50MS, e.AbsP90MS, e.AdmittedAtOnce, e.NeverAdmitted)
+	fmt.Fprintf(w, "  wait estimate error over %d admitted tickets: p50 %.1f%%, p90 %.1f%% (goal <= 15%%: %s), p50 %.0f ms, p90 %.0f ms; %d admitted at once, %d estimated but sold out first; %d of %d waiting tickets told no estimate\n",
+		e.Tickets, 100*e.P50, 100*e.P90, goal(e.Tickets > 0 && e.P90 <= .15), e.AbsP50MS, e.AbsP90MS, e.AdmittedAtOnce, e.NeverAdmitted,
+		e.WithoutEstimate, e.Waited)
 	for _, ph := range []struct {
 		name string
 		p    EstimatePhase

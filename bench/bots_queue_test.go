@@ -42,7 +42,8 @@ func TestFairUpperBound(t *testing.T) {
 
 // TestEstimateErrors: the error is |estimate - actual| / actual from the
 // first answer after the start to the admitting one; tickets admitted at
-// once or never are counted apart.
+// once or never are counted apart, and a waiting ticket told no estimate is
+// counted.
 func TestEstimateErrors(t *testing.T) {
 	t0 := time.Now()
 	est := func(estMS int64, admittedAfter time.Duration) ticketRun {
@@ -55,7 +56,10 @@ func TestEstimateErrors(t *testing.T) {
 	}
 	atOnce := newTicketRun()
 	atOnce.SawStart, atOnce.FirstState, atOnce.AdmittedAt = true, ticketAdmitted, t0
+	untold := newTicketRun()
+	untold.SawStart, untold.FirstState, untold.AdmittedAt = true, ticketWaiting, t0.Add(time.Second)
 	runs := []ticketRun{
+		untold,                           // waited, told no estimate
 		est(1000, time.Second),           // 0
 		est(1000, 800*time.Millisecond),  // 25%
 		est(2000, 1600*time.Millisecond), // 25%
@@ -71,7 +75,7 @@ func TestEstimateErrors(t *testing.T) {
 		est(1300, 1000*time.Millisecond), // 30%
 	}
 	st := estimateErrors(runs, t0, 0)
-	if st.Tickets != 11 || st.AdmittedAtOnce != 1 || st.NeverAdmitted != 1 {
+	if st.Tickets != 11 || st.AdmittedAtOnce != 1 || st.NeverAdmitted != 1 || st.Waited != 13 || st.WithoutEstimate != 1 {
 		t.Fatalf("counts %+v", st)
 	}
 	// sorted: 0 0 .1 .1 .2 .2 .25 .25 .3 .5 2; nearest rank p50 = 6th, p90 = 10th
@@ -368,7 +372,11 @@ func TestQueueHoldsBotsToTheirShare(t *testing.T) {
 	if so := q.SellOut; !so.SoldOut || so.Waiting == 0 || so.NotTold != 0 {
 		t.Errorf("sell-out %+v: every waiting ticket should be told", so)
 	}
-	if q.Estimate.Tickets == 0 {
-		t.Errorf("no admitted ticket had an estimate: %+v", q.Estimate)
+	// Every ticket told it was waiting was told how long. That some were
+	// admitted after waiting (Estimate.Tickets) depends on the machine: on
+	// a loaded one (cold run 49) the first answers with a place came after
+	// the gate had admitted every ticket that won a unit.
+	if e := q.Estimate; e.Waited == 0 || e.WithoutEstimate != 0 {
+		t.Errorf("%d waiting tickets, %d told no estimate: %+v", e.Waited, e.WithoutEstimate, e)
 	}
 }
