@@ -4,8 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"regexp"
-	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -14,29 +13,40 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/reqid"
 )
 
-// waitPattern is the wait query parameter as ingress/openapi.yaml declares
-// it: whole milliseconds or seconds. Exactly what the schema accepts is
-// accepted (longer waits are cut to the cap), so the contract fuzzer's
-// valid values always succeed and its invalid ones are always a 400.
-var waitPattern = regexp.MustCompile(`^([0-9]{1,6})(ms|s)$`)
-
 // parseWait reads ?wait=, cut to max; absent (sent false) is 0, answer at
-// once. Present but empty does not match the pattern and is a 400, as the
-// description says.
+// once. It accepts exactly what ingress/openapi.yaml's pattern
+// ^[0-9]{1,6}(ms|s)$ does (longer waits are cut to the cap), so the
+// contract fuzzer's valid values always succeed and its invalid ones are
+// always a 400; present but empty is a 400, as the description says. Read
+// by hand, not by a regexp: every order that waits passes here, and the
+// regexp was 1% of the ingress's CPU.
 func parseWait(raw string, sent bool, max time.Duration) (time.Duration, error) {
 	if !sent {
 		return 0, nil
 	}
-	m := waitPattern.FindStringSubmatch(raw)
-	if m == nil {
-		return 0, newErr(http.StatusBadRequest, "invalid_wait", "wait must be whole milliseconds or seconds, e.g. 10s or 500ms")
+	digits, unit := raw, time.Second
+	if d, ok := strings.CutSuffix(raw, "ms"); ok {
+		digits, unit = d, time.Millisecond
+	} else if d, ok := strings.CutSuffix(raw, "s"); ok {
+		digits = d
+	} else {
+		return 0, invalidWait()
 	}
-	n, _ := strconv.Atoi(m[1]) // at most 6 digits
-	d := time.Duration(n) * time.Millisecond
-	if m[2] == "s" {
-		d = time.Duration(n) * time.Second
+	if len(digits) < 1 || len(digits) > 6 {
+		return 0, invalidWait()
 	}
-	return min(d, max), nil
+	n := 0
+	for _, c := range []byte(digits) {
+		if c < '0' || c > '9' {
+			return 0, invalidWait()
+		}
+		n = n*10 + int(c-'0')
+	}
+	return min(time.Duration(n)*unit, max), nil
+}
+
+func invalidWait() error {
+	return newErr(http.StatusBadRequest, "invalid_wait", "wait must be whole milliseconds or seconds, e.g. 10s or 500ms")
 }
 
 // waitParam is the request's ?wait= (parseWait), cut to
