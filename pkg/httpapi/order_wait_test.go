@@ -6,6 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/segmentio/kafka-go"
+
+	"github.com/flashsale-dev/flashsale/internal/testenv"
+	"github.com/flashsale-dev/flashsale/pkg/config"
 	"github.com/flashsale-dev/flashsale/pkg/orderstatus"
 )
 
@@ -77,4 +81,57 @@ func (h *harness) latency(route, method string) (sum float64, count uint64) {
 		}
 	}
 	return 0, 0
+}
+
+// TestOrderWaitWithAFailedPublishLeavesNoWait: an order with ?wait= whose
+// wait was registered before its publish (orderstatus.Reader.Expect), and
+// whose publish then failed, is answered with the refusal, not held for
+// its wait, and its wait is released: flashsale_status_waiting_polls is
+// back to 0 and the stock is back. Without the release every such order
+// would hold one of FLASHSALE_STATUS_WAITERS until the process ended.
+func TestOrderWaitWithAFailedPublishLeavesNoWait(t *testing.T) {
+	fd := testenv.NewFaultDialer()
+	h := newHarness(t, harnessOpts{partitions: 1, transport: &kafka.Transport{Dial: fd.DialContext},
+		ingress: func(in *config.Ingress) {
+			in.PublishTimeout, in.StatusWaitMax, in.StatusWaiters = time.Second, 30*time.Second, 100
+		}})
+	item := h.newItem(10, 1)
+	body := fmt.Sprintf(`{"item_id":%d,"qty":1}`, item)
+	// One order through, so the item's status subscription is up and the
+	// failed order's wait is registered as a subscribed one.
+	if r := h.do(http.MethodPost, "/api/v1/orders?wait=5s", body, h.as(70)); r.Code != http.StatusAccepted {
+		t.Fatalf("healthy order: %d %s", r.Code, r.Body)
+	}
+	fd.Cut()
+	const wait = 20 * time.Second
+	sent := time.Now()
+	r := h.do(http.MethodPost, "/api/v1/orders?wait=20s", body, h.as(71))
+	if r.Code != http.StatusServiceUnavailable {
+		t.Fatalf("order with Kafka cut: %d %s, want 503", r.Code, r.Body)
+	}
+	if !answeredBefore(timedStatus{at: time.Now()}, sent, wait) {
+		t.Fatalf("the refusal waited out the order's %v wait", wait)
+	}
+	if n := h.gauge("flashsale_status_waiting_polls"); n != 0 {
+		t.Fatalf("%v status waits registered after the refused order, want 0", n)
+	}
+	testenv.Eventually(t, 10*time.Second, 50*time.Millisecond, func() bool { return h.redisStock(item) == 9 },
+		"the refused order's unit did not come back: stock is not 9 after one order and one refused")
+}
+
+// gauge is the value of h's unlabelled gauge name; a gauge h does not
+// export fails the test.
+func (h *harness) gauge(name string) float64 {
+	h.t.Helper()
+	mfs, err := h.reg.Gather()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	h.t.Fatalf("no gauge %s", name)
+	return 0
 }
