@@ -74,12 +74,28 @@ func TestStalePidFileNamesNoService(t *testing.T) {
 	default:
 	}
 
-	// The same process, named by a pid file written after it started, is
-	// the service.
-	if err := os.WriteFile(filepath.Join(state, "redis.pid"), []byte(pid+"\n"), 0o644); err != nil {
+	// As this stack writes them: the pid and its process's start time. One
+	// that names the pid with another start time names another process.
+	redisPid := filepath.Join(state, "redis.pid")
+	if err := os.WriteFile(redisPid, []byte(pid+" 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := run("stack.sh", "status"); !strings.Contains(out, "redis not running") {
+		t.Errorf("stack.sh status with redis.pid naming the pid at another start:\n%s\nwant \"redis not running\"", out)
+	}
+	if out, err := exec.Command("bash", "-c", `source local/pidfile.sh && pidfile_write "$0" "$1"`, redisPid, pid).CombinedOutput(); err != nil {
+		t.Fatalf("pidfile_write: %v %s", err, out)
+	}
+	if out := run("stack.sh", "status"); !strings.Contains(out, "redis running (pid "+pid) {
+		t.Errorf("stack.sh status with redis.pid as pidfile_write wrote it:\n%s\nwant \"redis running (pid %s\"", out, pid)
+	}
+
+	// An older stack's pid file (the pid alone) written after its process
+	// started still names it.
+	if err := os.WriteFile(redisPid, []byte(pid+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if out := run("stack.sh", "status"); !strings.Contains(out, "redis running (pid "+pid) {
-		t.Errorf("stack.sh status with a fresh redis.pid:\n%s\nwant \"redis running (pid %s\"", out, pid)
+		t.Errorf("stack.sh status with a fresh pid-only redis.pid:\n%s\nwant \"redis running (pid %s\"", out, pid)
 	}
 }
