@@ -155,6 +155,14 @@ rc=0
   rc=$?
 st_took=$((SECONDS - st_started))
 if ((rc != 0)); then
+  # CI keeps only what is printed: the services' own warnings say why a
+  # request failed (a 503's cause is logged, not answered).
+  for svc in ingress consumer reaper; do
+    if grep -q '"level":"\(WARN\|ERROR\)"' "$STATE/$svc.log"; then
+      say "the last warnings and errors of the $svc:"
+      grep '"level":"\(WARN\|ERROR\)"' "$STATE/$svc.log" | tail -n 20 >&2
+    fi
+  done
   say "Schemathesis failed (exit $rc); JUnit report in $STATE/report, logs in $STATE/*.log"
   exit "$rc"
 fi

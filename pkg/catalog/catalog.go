@@ -79,9 +79,11 @@ func New(db *sql.DB, st *stock.Store, lag LagFunc) *Catalog {
 // (client gone, connection dropped at COMMIT) therefore leaves nothing
 // behind. A rebuild that is bound to be refused (reservations pending,
 // messages not yet consumed) is refused before the commit, so it changes
-// nothing; one that fails after it (Redis down, a request admitted in
-// between) leaves Redis as it was, a new item unknown to buyers (404), until
-// a repeated PUT or POST .../warm succeeds.
+// nothing. Work that starts in the moment between the commit and the warm
+// (a transfer the rebalancer plans, a request admitted) is waited for, up
+// to settleWait (rebuild). A warm that fails after the commit all the same
+// (Redis down, that work stuck) leaves Redis as it was, a new item unknown
+// to buyers (404), until a repeated PUT or POST .../warm succeeds.
 func (c *Catalog) Put(ctx context.Context, it store.Item) (store.Item, error) {
 	return c.put(ctx, it.ID, func(store.Item, bool) (store.Item, error) { return it, nil })
 }
@@ -129,6 +131,13 @@ func (c *Catalog) put(ctx context.Context, id int64, build func(cur store.Item, 
 			}
 			if err := c.checkLag(ctx); err != nil {
 				return err
+			}
+			// UpsertItem checked these only for a new stock or count.
+			if err := refuseOpenTransfers(ctx, tx, it.ID); err != nil {
+				return err
+			}
+			if err := store.RefusePendingStockChanges(ctx, tx, it.ID); err != nil {
+				return fmt.Errorf("%w: %w", ErrInFlight, err)
 			}
 		}
 		out = ch.Item
@@ -205,17 +214,40 @@ func (c *Catalog) checkPending(ctx context.Context, id int64, warmed bool) error
 	return nil
 }
 
+// settleWait bounds how long the warm after a commit waits for work in
+// flight (ErrInFlight) to finish: a transfer the rebalancer planned, a
+// reservation admitted or a stock change begun between the commit and the
+// warm. Each finishes in milliseconds; one that has not within settleWait
+// is stuck, and the caller is told ErrNotWarmed.
+const settleWait = 2 * time.Second
+
 // rebuild writes item id's committed state to Redis, under its row lock
 // (and its bucket rows' locks) so no consumer or reaper stock change commits
-// in between.
+// in between. The commit before it released that lock, so the rebalancer
+// may plan a transfer, or a buyer be admitted, in the moment between: the
+// warm is refused for it (ErrInFlight) and tried again, backing off, until
+// settleWait has passed.
 func (c *Catalog) rebuild(ctx context.Context, id int64, metaOnly bool) error {
-	return store.RunInTx(ctx, c.db, sql.LevelDefault, func(tx *sql.Tx) error {
-		it, err := store.GetItemForUpdate(ctx, tx, id)
-		if err != nil {
+	deadline := time.Now().Add(settleWait)
+	for pause := 5 * time.Millisecond; ; pause = min(2*pause, 200*time.Millisecond) {
+		err := store.RunInTx(ctx, c.db, sql.LevelDefault, func(tx *sql.Tx) error {
+			it, err := store.GetItemForUpdate(ctx, tx, id)
+			if err != nil {
+				return err
+			}
+			return c.warm(ctx, tx, it, metaOnly)
+		})
+		if !errors.Is(err, ErrInFlight) || time.Now().Add(pause).After(deadline) {
 			return err
 		}
-		return c.warm(ctx, tx, it, metaOnly)
-	})
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
 }
 
 // Warm rebuilds an item's Redis stock, buyers and sale metadata from MySQL.
