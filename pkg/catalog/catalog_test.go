@@ -55,6 +55,32 @@ func commitCutDB(t *testing.T, dsn string) (*sql.DB, *commitCutter) {
 	return db, cc
 }
 
+// sqlWatch is a MySQL connection that calls onCommit once a COMMIT packet
+// has been written (the transaction is committed, or about to be, so
+// whatever the hook breaks fails only what comes after it), and onRollback
+// once a ROLLBACK packet has. Either may be nil.
+type sqlWatch struct {
+	net.Conn
+	onCommit, onRollback func()
+}
+
+func (c *sqlWatch) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	if err == nil && len(b) >= 5 && b[4] == 0x03 { // COM_QUERY
+		switch string(b[5:]) {
+		case "COMMIT":
+			if c.onCommit != nil {
+				c.onCommit()
+			}
+		case "ROLLBACK":
+			if c.onRollback != nil {
+				c.onRollback()
+			}
+		}
+	}
+	return n, err
+}
+
 // cuttableRedis is a client of the stack's Redis whose connections fd can
 // cut: no retries and 300 ms timeouts, so a cut fails the next call fast.
 func cuttableRedis(t *testing.T) (*redis.Client, *testenv.FaultDialer) {

@@ -16,22 +16,6 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
-// afterCommit is a MySQL connection that runs hook once a COMMIT packet
-// has been written: the transaction is committed (or about to be), and
-// whatever hook breaks fails only what comes after it.
-type afterCommit struct {
-	net.Conn
-	hook func()
-}
-
-func (c *afterCommit) Write(b []byte) (int, error) {
-	n, err := c.Conn.Write(b)
-	if err == nil && len(b) >= 5 && b[4] == 0x03 && string(b[5:]) == "COMMIT" && c.hook != nil {
-		c.hook()
-	}
-	return n, err
-}
-
 // Redis is lost between End's MySQL commit and its rewrite of the sale
 // window in Redis. End must say so (ErrNotWarmed, wrapping
 // stock.ErrUnavailable), MySQL keeps the end, and Redis, the place
@@ -52,7 +36,7 @@ func TestEndRedisLostAfterCommitIsRepairedByRepeating(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		return &afterCommit{Conn: c, hook: func() {
+		return &sqlWatch{Conn: c, onCommit: func() {
 			if armed {
 				fd.Cut()
 			}

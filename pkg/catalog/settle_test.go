@@ -20,26 +20,6 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
-// sqlWatch is a MySQL connection that calls onCommit once a COMMIT packet
-// has been written, and onRollback once a ROLLBACK packet has.
-type sqlWatch struct {
-	net.Conn
-	onCommit, onRollback func()
-}
-
-func (c *sqlWatch) Write(b []byte) (int, error) {
-	n, err := c.Conn.Write(b)
-	if err == nil && len(b) >= 5 && b[4] == 0x03 {
-		switch string(b[5:]) {
-		case "COMMIT":
-			c.onCommit()
-		case "ROLLBACK":
-			c.onRollback()
-		}
-	}
-	return n, err
-}
-
 // The rebalancer plans a transfer between a PUT's commit and the warm that
 // follows it (the contract run of 2026-12-08 met it: POST .../end, then a
 // PUT with a new stock, answered 503 not_warmed). A transfer finishes in
