@@ -78,7 +78,8 @@ func New(db *sql.DB, st *stock.Store, lag LagFunc) *Catalog {
 // Redis never knows an item, or a stock, that MySQL does not. A lost commit
 // (client gone, connection dropped at COMMIT) therefore leaves nothing
 // behind. A rebuild that is bound to be refused (reservations pending,
-// messages not yet consumed) is refused before the commit, so it changes
+// messages not yet consumed, transfers between buckets or stock changes not
+// finished) is refused before the commit, so it changes
 // nothing. Work that starts in the moment between the commit and the warm
 // (a transfer the rebalancer plans, a request admitted) is waited for, up
 // to settleWait (rebuild). A warm that fails after the commit all the same
