@@ -2,6 +2,7 @@ package catalog_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"log/slog"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale-dev/flashsale/internal/testenv"
 	"github.com/flashsale-dev/flashsale/pkg/catalog"
@@ -20,26 +22,24 @@ import (
 	"github.com/flashsale-dev/flashsale/pkg/store"
 )
 
-// The rebalancer plans a transfer between a PUT's commit and the warm that
-// follows it (the contract run of 2026-12-08 met it: POST .../end, then a
-// PUT with a new stock, answered 503 not_warmed). A transfer finishes in
-// milliseconds, so Put must wait for it and warm, not give up: the PUT
-// answers 200, and Redis holds what MySQL holds, bucket by bucket.
-//
-// The transfer is planned in the moment after the commit, and driven to
-// its end only once the warm has been refused for it (its transaction
-// rolled back), so the refusal is met every run.
-func TestPutWaitsForTransferPlannedAfterCommit(t *testing.T) {
-	t.Parallel()
-	ctx := testCtx(t)
+// transferRace is a catalog whose Put, once armed, meets a transfer of item
+// id (bucket 0 -> 1, qty 3) that the rebalancer plans in the moment after
+// the Put's commit. refusals counts the warms refused since (their
+// transactions rolled back); onRefused, when set, runs on the first.
+type transferRace struct {
+	cat      *catalog.Catalog
+	db       *sql.DB // a plain pool on the same database
+	rdb      redis.UniversalClient
+	id       int64
+	armed    atomic.Bool
+	planned  atomic.Bool
+	refusals atomic.Int32
+}
+
+func newTransferRace(t *testing.T, onRefused func(r *transferRace)) *transferRace {
+	t.Helper()
 	plain, dsn := testenv.MySQL(t)
-	rdb := testenv.Redis(t)
-	var armed, planned, refused atomic.Bool
-	var wg sync.WaitGroup
-	t.Cleanup(wg.Wait)
-	id := testenv.ItemID()
-	mover := rebalance.New(rebalance.Config{StoreTimeout: 5 * time.Second}, rebalance.Deps{DB: plain, Redis: rdb},
-		rebalance.NewMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler))
+	r := &transferRace{db: plain, rdb: testenv.Redis(t), id: testenv.ItemID()}
 	db := testenv.MySQLVia(t, dsn, func(ctx context.Context, addr string) (net.Conn, error) {
 		c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
 		if err != nil {
@@ -47,48 +47,124 @@ func TestPutWaitsForTransferPlannedAfterCommit(t *testing.T) {
 		}
 		return &sqlWatch{Conn: c,
 			onCommit: func() {
-				// The rebalancer, once the PUT has committed: the plan
-				// waits on the item's row lock until the COMMIT has run.
-				if armed.Load() && planned.CompareAndSwap(false, true) {
-					if _, err := rebalance.PlanTransfer(context.Background(), plain, id, 4, 0, 1, 3); err != nil {
+				// The plan waits on the item's row lock until the COMMIT has run.
+				if r.armed.Load() && r.planned.CompareAndSwap(false, true) {
+					if _, err := rebalance.PlanTransfer(context.Background(), plain, r.id, 4, 0, 1, 3); err != nil {
 						t.Errorf("plan transfer: %v", err)
 					}
 				}
 			},
 			onRollback: func() {
-				if planned.Load() && refused.CompareAndSwap(false, true) {
-					wg.Add(1)
-					go func() { // the warm was refused: the transfer ends
-						defer wg.Done()
-						if err := mover.Pass(context.Background()); err != nil {
-							t.Errorf("rebalance pass: %v", err)
-						}
-					}()
+				if r.planned.Load() && r.refusals.Add(1) == 1 && onRefused != nil {
+					onRefused(r)
 				}
 			}}, nil
 	})
-	cat := catalog.New(db, stock.New(rdb), testenv.NoLag)
-	if _, err := cat.Put(ctx, closedSale(id, 40, 4)); err != nil {
-		t.Fatal(err)
-	}
+	r.cat = catalog.New(db, stock.New(r.rdb), testenv.NoLag)
+	return r
+}
 
-	armed.Store(true)
-	if _, err := cat.Put(ctx, closedSale(id, 80, 4)); err != nil {
-		t.Fatalf("put with a transfer planned after its commit: %v; want it to wait for the transfer and warm", err)
-	}
-	if !planned.Load() || !refused.Load() {
-		t.Fatalf("the transfer was planned: %v, the warm refused for it: %v; the test did not make the race it is about", planned.Load(), refused.Load())
-	}
-	wg.Wait()
-	n, rows := mysqlRows(t, plain, id)
-	l := readLayout(t, rdb, id, n)
+// mover is a rebalancer on r's stores: a Pass drives r's transfer to its end.
+func (r *transferRace) mover() *rebalance.Rebalancer {
+	return rebalance.New(rebalance.Config{StoreTimeout: 5 * time.Second}, rebalance.Deps{DB: r.db, Redis: r.rdb},
+		rebalance.NewMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler))
+}
+
+// redisEqualsMySQL fails t unless Redis holds each of r's buckets' MySQL
+// stock, and returns the MySQL stocks.
+func (r *transferRace) redisEqualsMySQL(t *testing.T) []int64 {
+	t.Helper()
+	n, rows := mysqlRows(t, r.db, r.id)
+	l := readLayout(t, r.rdb, r.id, n)
 	got := make([]int64, n)
 	for b := range n {
 		got[b] = l.stock[b]
 	}
-	if !slices.Equal(got, rows) || rows[0] != 17 || rows[1] != 23 {
-		t.Fatalf("Redis buckets %v, MySQL %v; want them equal, 3 units moved from bucket 0 to 1 of 20 each", got, rows)
+	if !slices.Equal(got, rows) {
+		t.Fatalf("Redis buckets %v, MySQL %v; want them equal", got, rows)
 	}
+	return rows
+}
+
+// The rebalancer plans a transfer between a PUT's commit and the warm that
+// follows it (the contract run of 2026-12-08 met it: POST .../end, then a
+// PUT with a new stock, answered 503 not_warmed). A transfer finishes in
+// milliseconds, so Put must wait for it and warm, not give up: the PUT
+// answers 200, and Redis holds what MySQL holds, bucket by bucket.
+//
+// The transfer is driven to its end only once the warm has been refused
+// for it, so the refusal is met every run.
+func TestPutWaitsForTransferPlannedAfterCommit(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	var wg sync.WaitGroup
+	r := newTransferRace(t, func(r *transferRace) {
+		wg.Add(1)
+		go func() { // the warm was refused: the transfer ends
+			defer wg.Done()
+			if err := r.mover().Pass(context.Background()); err != nil {
+				t.Errorf("rebalance pass: %v", err)
+			}
+		}()
+	})
+	t.Cleanup(wg.Wait) // after r's stores' cleanups, so it runs before them
+	if _, err := r.cat.Put(ctx, closedSale(r.id, 40, 4)); err != nil {
+		t.Fatal(err)
+	}
+
+	r.armed.Store(true)
+	if _, err := r.cat.Put(ctx, closedSale(r.id, 80, 4)); err != nil {
+		t.Fatalf("put with a transfer planned after its commit: %v; want it to wait for the transfer and warm", err)
+	}
+	if !r.planned.Load() || r.refusals.Load() == 0 {
+		t.Fatalf("the transfer was planned: %v, warms refused for it: %d; the test did not make the race it is about", r.planned.Load(), r.refusals.Load())
+	}
+	wg.Wait()
+	if rows := r.redisEqualsMySQL(t); rows[0] != 17 || rows[1] != 23 {
+		t.Fatalf("MySQL buckets %v; want 3 units moved from bucket 0 to 1 of 20 each", rows)
+	}
+}
+
+// A transfer planned after the commit that does not end (no rebalancer
+// running) is waited for a bounded time: Put returns ErrNotWarmed naming
+// the transfer, having tried the warm more than once, and MySQL keeps the
+// save. Redis is left as it was, and a warm once the transfer has ended
+// brings it in line (the 503's advice: POST .../warm).
+func TestPutGivesUpOnATransferThatDoesNotEnd(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	r := newTransferRace(t, nil)
+	if _, err := r.cat.Put(ctx, closedSale(r.id, 40, 4)); err != nil {
+		t.Fatal(err)
+	}
+
+	r.armed.Store(true)
+	_, err := r.cat.Put(ctx, closedSale(r.id, 80, 4))
+	var open *catalog.TransfersOpenError
+	if !errors.Is(err, catalog.ErrNotWarmed) || !errors.As(err, &open) {
+		t.Fatalf("put with a transfer that never ends: %v; want ErrNotWarmed naming the open transfer", err)
+	}
+	if n := r.refusals.Load(); n < 2 {
+		t.Fatalf("the warm was refused %d times; want it tried again before giving up", n)
+	}
+	it, err := store.GetItem(ctx, r.db, r.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it.TotalStock != 80 {
+		t.Fatalf("MySQL total %d after the commit; want the saved 80", it.TotalStock)
+	}
+	if sum, _, err := stock.New(r.rdb).Stock(ctx, r.id); err != nil || sum != 40 {
+		t.Fatalf("Redis stock %d (%v); want the old 40 left as it was", sum, err)
+	}
+
+	if err := r.mover().Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.cat.Warm(ctx, r.id); err != nil {
+		t.Fatalf("warm once the transfer ended: %v", err)
+	}
+	r.redisEqualsMySQL(t)
 }
 
 // A PUT that must rebuild Redis in full because Redis lost the item (no
