@@ -133,12 +133,15 @@ func (c *Catalog) put(ctx context.Context, id int64, build func(cur store.Item, 
 			if err := c.checkLag(ctx); err != nil {
 				return err
 			}
-			// UpsertItem checked these only for a new stock or count.
-			if err := refuseOpenTransfers(ctx, tx, it.ID); err != nil {
-				return err
-			}
-			if err := store.RefusePendingStockChanges(ctx, tx, it.ID); err != nil {
-				return fmt.Errorf("%w: %w", ErrInFlight, err)
+			// A rebuild only because Redis lost the item: UpsertItem
+			// checks these for a new stock or count, not for this.
+			if !ch.StockChanged && !ch.BucketsChanged {
+				if err := refuseOpenTransfers(ctx, tx, it.ID); err != nil {
+					return err
+				}
+				if err := store.RefusePendingStockChanges(ctx, tx, it.ID); err != nil {
+					return fmt.Errorf("%w: %w", ErrInFlight, err)
+				}
 			}
 		}
 		out = ch.Item
