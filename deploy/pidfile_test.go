@@ -64,8 +64,9 @@ func TestStalePidFileNamesNoService(t *testing.T) {
 		t.Errorf("stack.sh status --galera with a stale node-1.pid:\n%s\nwant \"node-1 not running\"", out)
 	}
 	// run.sh stop signals and returns; stack.sh stop waits for what it
-	// signalled to exit, which the reaper above makes prompt. Run after it,
-	// the stranger's end (if either had signalled it) is already seen.
+	// signalled to exit, which the goroutine above that waits on the
+	// stranger makes prompt. Run after it, the stranger's end (if either
+	// had signalled it) is already seen.
 	run("run.sh", "stop")
 	run("stack.sh", "stop", "redis")
 	select {
